@@ -1,0 +1,141 @@
+/*
+ * pyprof log format, version 1.  This comment is the specification; docs/FORMAT.md
+ * walks through it with an example.
+ *
+ * A log file is a sequence of LZ4 frames (`lz4 -d` opens it).  Decompressed, it is
+ *
+ *     magic (8 bytes, PYPROF_MAGIC)  record  record  record ...
+ *
+ * and every record is
+ *
+ *     type: 1 byte    length: uvarint    payload: `length` bytes
+ *
+ * Integers inside payloads are LEB128 varints: `uvarint` unsigned, `svarint` zigzag
+ * signed (0,-1,1,-2,... -> 0,1,2,3,...).  A `str` is a uvarint byte count followed by that
+ * many bytes of UTF-8, not NUL-terminated.  A `u8` is one raw byte.
+ *
+ * Compatibility rules.  Readers skip record types they do not know and ignore bytes
+ * left over at the end of a payload they do know, so fields may be appended to a record
+ * and record types may be added without a version change.  Anything else bumps
+ * PYPROF_FORMAT_VERSION, and readers refuse versions newer than their own.
+ *
+ * Order.  The HEADER comes first.  A THREAD, CODE or STACK record always precedes the
+ * first record that refers to it.  The FOOTER comes last; a log without one was cut short
+ * (the process was killed, or crashed), and everything before the cut is valid data.
+ *
+ * Time.  Timed records (SAMPLE, RSS, MARK) carry `dt_us`: microseconds since the previous
+ * timed record, or since the start of profiling for the first one.  Start of profiling is
+ * HEADER.start_unix_ns on the wall clock and 0 on the monotonic clock used for dt.
+ */
+#ifndef PYPROF_FORMAT_H
+#define PYPROF_FORMAT_H
+
+#include <stdint.h>
+
+#define PYPROF_MAGIC "\x89PYPROF\n"
+#define PYPROF_MAGIC_LEN 8
+#define PYPROF_FORMAT_VERSION 1
+
+enum pyprof_record_type {
+    /* uvarint format_version; uvarint pid; uvarint ppid; str run_id;
+     * uvarint start_unix_ns; str host; str exe; uvarint argc; argc x str argv;
+     * str python_version ("3.11.7"); uvarint python_hex (PY_VERSION_HEX);
+     * uvarint period_ns (requested); u8 clock (enum pyprof_clock);
+     * str timer (how samples were triggered, e.g. "perf-task-clock");
+     * uvarint max_depth; uvarint flags (PYPROF_HDR_*); uvarint window (toggle window,
+     * 0 for the first) */
+    PYPROF_REC_HEADER = 1,
+    /* uvarint thread_idx (small, assigned by the writer); uvarint tid (OS thread id);
+     * str name.  Repeated with the same thread_idx when the name becomes known or
+     * changes. */
+    PYPROF_REC_THREAD = 2,
+    /* uvarint code_id (>= PYPROF_CODE_FIRST); svarint first_line; str name;
+     * str qualname (empty where the Python version has none); str filename;
+     * u8 line_table_kind (enum pyprof_linetable); str line_table (the code object's
+     * raw co_lnotab / co_linetable bytes, possibly cut: see flags);
+     * uvarint flags (PYPROF_CODE_F_*) */
+    PYPROF_REC_CODE = 3,
+    /* uvarint stack_id; uvarint nframes; nframes x (uvarint code_id, svarint line).
+     * Frames run from the outermost (the thread's entry point) to the innermost (where
+     * the sample was taken).  A line is -1 where the code has no line for the
+     * instruction. */
+    PYPROF_REC_STACK = 4,
+    /* svarint dt_us; uvarint thread_idx; uvarint stack_id; uvarint cpu_us (the CPU time
+     * this sample stands for: the period in cpu mode) */
+    PYPROF_REC_SAMPLE = 5,
+    /* svarint dt_us; uvarint rss_bytes (resident set size of the process) */
+    PYPROF_REC_RSS = 6,
+    /* svarint dt_us; uvarint thread_idx; str text (a trace-point mark) */
+    PYPROF_REC_MARK = 7,
+    /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
+     * uvarint signals (sampling signals handled); uvarint ndrop;
+     * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
+     * uvarint end (enum pyprof_end); u8 status_known; svarint status (exit status, or
+     * signal number for PYPROF_END_SIGNAL); uvarint achieved_hz_milli (samples per CPU
+     * second in cpu mode, per wall second and thread in wall mode, x1000);
+     * uvarint lib_cpu_ns (CPU time the library spent in its handler and writer) */
+    PYPROF_REC_FOOTER = 15,
+};
+
+/* Code ids below PYPROF_CODE_FIRST are markers, not code objects. */
+enum pyprof_code_marker {
+    PYPROF_CODE_CUT = 0,        /* frames were cut here (PYPROF_MAX_DEPTH); line = how many */
+    PYPROF_CODE_UNREADABLE = 1, /* a frame whose memory could not be read or validated */
+    PYPROF_CODE_FIRST = 16,
+};
+
+enum pyprof_clock {
+    PYPROF_CLOCK_CPU = 0,
+    PYPROF_CLOCK_WALL = 1,
+};
+
+#define PYPROF_HDR_MEMORY 1u /* RSS is recorded */
+#define PYPROF_HDR_NATIVE 2u /* native frames are recorded */
+
+enum pyprof_linetable {
+    PYPROF_LT_NONE = 0,
+    PYPROF_LT_LNOTAB_U8 = 1,   /* 2.7 co_lnotab: (addr_incr u8, line_incr u8) pairs */
+    PYPROF_LT_LNOTAB_S8 = 2,   /* 3.6-3.9 co_lnotab: line_incr is int8 */
+    PYPROF_LT_LINETABLE_310 = 3, /* 3.10 co_linetable: (start_delta u8, line_delta int8) */
+    PYPROF_LT_LOCATIONS_311 = 4, /* 3.11+ location table (code units) */
+};
+
+#define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
+
+/* Why a sampling signal did not produce a sample.  X(name, text) */
+#define PYPROF_DROP_LIST(X)                                                             \
+    X(NOT_READY, "interpreter not running (starting or finalizing)")                      \
+    X(NO_PYTHON, "thread not running Python")                                             \
+    X(UNREADABLE, "stack unreadable (fault or failed validation)")                        \
+    X(RING_FULL, "buffer full")                                                           \
+    X(REENTERED, "signal arrived inside the handler")                                     \
+    X(CODE_TABLE_FULL, "code table full")                                                 \
+    X(SIGNAL_STOLEN, "the program took over the sampling signal")                         \
+    X(WRITE_ERROR, "log write failed")
+
+enum pyprof_drop {
+#define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,
+    PYPROF_DROP_LIST(PYPROF_X_ENUM)
+#undef PYPROF_X_ENUM
+    PYPROF_DROP_COUNT
+};
+
+/* How profiling of this log ended.  X(name, text) */
+#define PYPROF_END_LIST(X)                                                              \
+    X(UNKNOWN, "unknown")                                                                 \
+    X(EXIT, "exit")                                                                       \
+    X(UNDERSCORE_EXIT, "_exit")                                                           \
+    X(FINALIZE, "Py_FinalizeEx")                                                          \
+    X(SIGNAL, "signal")                                                                   \
+    X(EXEC, "exec")                                                                       \
+    X(TOGGLE, "toggled off")                                                              \
+    X(ERROR, "error")
+
+enum pyprof_end {
+#define PYPROF_X_ENUM(name, text) PYPROF_END_##name,
+    PYPROF_END_LIST(PYPROF_X_ENUM)
+#undef PYPROF_X_ENUM
+    PYPROF_END_COUNT
+};
+
+#endif

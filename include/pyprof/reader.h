@@ -1,0 +1,134 @@
+/*
+ * reader: reads a pyprof log (include/pyprof/format.h) record by record.
+ *
+ * The reader owns the file and its buffers; a record it returns points into them and is
+ * valid until the next call.  It never trusts the file: every length is checked, and a
+ * log cut short (no footer, a partial LZ4 block, a partial record) yields every whole
+ * record before the cut and then PYPROF_R_TRUNCATED, so a caller can report what survived.
+ */
+#ifndef PYPROF_READER_H
+#define PYPROF_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pyprof/format.h>
+
+/* X(name, text): the reader's errors; functions return 0 or -PYPROF_R_name. */
+#define PYPROF_READER_ERRORS(X)                                                         \
+    X(OK, "no error")                                                                     \
+    X(IO, "cannot read file")                                                             \
+    X(NOT_LZ4, "not a pyprof log (not LZ4-compressed)")                                   \
+    X(NOT_PYPROF, "not a pyprof log (bad magic)")                                         \
+    X(NEWER, "log written by a newer pyprof (format version too new)")                    \
+    X(CORRUPT, "log is corrupted")                                                        \
+    X(TRUNCATED, "log is truncated (the process was killed or crashed)")                  \
+    X(NOMEM, "out of memory")
+
+enum pyprof_reader_error {
+#define PYPROF_X_ENUM(name, text) PYPROF_R_##name,
+    PYPROF_READER_ERRORS(PYPROF_X_ENUM)
+#undef PYPROF_X_ENUM
+};
+
+const char *pyprof_reader_strerror(int err);
+
+/* A string inside a record: not NUL-terminated. */
+typedef struct pyprof_str {
+    const char *s;
+    size_t len;
+} pyprof_str;
+
+typedef struct pyprof_header {
+    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
+        flags, window;
+    pyprof_str run_id, host, exe, python_version, timer;
+    uint64_t argc;
+    const pyprof_str *argv; /* argc entries */
+    uint8_t clock;
+} pyprof_header;
+
+typedef struct pyprof_thread_rec {
+    uint64_t thread_idx, tid;
+    pyprof_str name;
+} pyprof_thread_rec;
+
+typedef struct pyprof_code_rec {
+    uint64_t code_id, flags;
+    int64_t first_line;
+    pyprof_str name, qualname, filename, line_table;
+    uint8_t line_table_kind;
+} pyprof_code_rec;
+
+typedef struct pyprof_frame {
+    uint64_t code_id;
+    int64_t line;
+} pyprof_frame;
+
+typedef struct pyprof_stack_rec {
+    uint64_t stack_id, nframes;
+    const pyprof_frame *frames; /* outermost first */
+} pyprof_stack_rec;
+
+/* Timed records carry the absolute time, already summed from the dt fields. */
+typedef struct pyprof_sample_rec {
+    int64_t t_us; /* since start of profiling */
+    uint64_t thread_idx, stack_id, cpu_us;
+} pyprof_sample_rec;
+
+typedef struct pyprof_rss_rec {
+    int64_t t_us;
+    uint64_t rss_bytes;
+} pyprof_rss_rec;
+
+typedef struct pyprof_mark_rec {
+    int64_t t_us;
+    uint64_t thread_idx;
+    pyprof_str text;
+} pyprof_mark_rec;
+
+typedef struct pyprof_footer {
+    uint64_t end_unix_ns, duration_ns, samples, signals, end, achieved_hz_milli, lib_cpu_ns;
+    uint64_t dropped[PYPROF_DROP_COUNT]; /* by enum pyprof_drop */
+    int64_t status;
+    uint8_t status_known;
+} pyprof_footer;
+
+typedef struct pyprof_record {
+    int type; /* enum pyprof_record_type, or another value for a skipped unknown type */
+    union {
+        pyprof_header header;
+        pyprof_thread_rec thread;
+        pyprof_code_rec code;
+        pyprof_stack_rec stack;
+        pyprof_sample_rec sample;
+        pyprof_rss_rec rss;
+        pyprof_mark_rec mark;
+        pyprof_footer footer;
+    } u;
+} pyprof_record;
+
+typedef struct pyprof_reader pyprof_reader;
+
+/* Opens `path` and checks the magic and the header.  On failure returns NULL and stores
+ * a PYPROF_R_* code in *err. */
+pyprof_reader *pyprof_reader_open(const char *path, int *err);
+
+/* Opens an in-memory log (for the fuzzer and unit tests); `data` must outlive the
+ * reader. */
+pyprof_reader *pyprof_reader_open_mem(const void *data, size_t len, int *err);
+
+/* The header, read by open. */
+const pyprof_header *pyprof_reader_header(const pyprof_reader *r);
+
+/* Reads the next record.  Returns 1 with *rec filled, 0 at a clean end (after the
+ * footer), or -PYPROF_R_TRUNCATED / -PYPROF_R_CORRUPT / -PYPROF_R_IO when the log ends
+ * early or is damaged; every record returned before that is valid. */
+int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec);
+
+/* Bytes of decompressed log consumed so far (to say how much survived a cut). */
+uint64_t pyprof_reader_offset(const pyprof_reader *r);
+
+void pyprof_reader_close(pyprof_reader *r);
+
+#endif

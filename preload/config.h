@@ -1,0 +1,71 @@
+/*
+ * config: the PYPROF_* environment variables (SPEC section 5), parsed and validated once
+ * at start.  Parsers are pure functions so the unit tests and the tool share them; only
+ * config_load reads the environment.
+ */
+#ifndef PYPROF_CONFIG_H
+#define PYPROF_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PERIOD_MIN_NS 100000ull         /* 100 us */
+#define CONFIG_PERIOD_MAX_NS 10000000000ull    /* 10 s */
+#define CONFIG_MAX_DEPTH_MIN 4
+#define CONFIG_MAX_DEPTH_MAX 4096
+
+typedef struct pyprof_config {
+    char output[PATH_MAX]; /* PYPROF_OUTPUT: a directory or a template ("" = default) */
+    uint64_t period_ns;    /* PYPROF_PERIOD */
+    int clock;             /* PYPROF_CLOCK: enum pyprof_clock */
+    int native;            /* PYPROF_NATIVE */
+    int memory;            /* PYPROF_MEMORY */
+    unsigned max_depth;    /* PYPROF_MAX_DEPTH */
+    int children;          /* PYPROF_CHILDREN */
+    char filter[256];      /* PYPROF_FILTER ("" = all) */
+    int signal;            /* PYPROF_SIGNAL (0 = none) */
+    uint64_t flush_ns;     /* PYPROF_FLUSH */
+    int quiet;             /* PYPROF_QUIET */
+    int verbose;           /* PYPROF_VERBOSE */
+} pyprof_config;
+
+/* Fills `c` with the defaults of SPEC section 5. */
+void config_defaults(pyprof_config *c);
+
+/* Reads and validates every PYPROF_* variable.  Returns 0, or -1 with one line in `err`
+ * naming the variable, the value and what is allowed. */
+int config_load(pyprof_config *c, char *err, size_t errlen);
+
+/* "0.01", "10ms", "500us", "1s", "2500ns", "1m"? (no: s, ms, us, ns only).  Returns 0 and
+ * the period in ns, or -1 (syntax, or outside [min_ns, max_ns]). */
+int config_parse_duration(const char *s, uint64_t min_ns, uint64_t max_ns, uint64_t *ns);
+
+/* "0"/"1" (also "no"/"yes", "false"/"true", "off"/"on").  Returns 0 or -1. */
+int config_parse_bool(const char *s, int *v);
+
+/* A decimal integer in [min, max].  Returns 0 or -1. */
+int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *v);
+
+/* "USR2", "SIGUSR2", "12", "RTMIN+1".  Returns 0 and the number, or -1. */
+int config_parse_signal(const char *s, int *sig);
+
+/* "cpu" or "wall".  Returns 0 and enum pyprof_clock, or -1. */
+int config_parse_clock(const char *s, int *clock);
+
+/* What a file-name template may refer to. */
+typedef struct config_template_vars {
+    long pid, ppid;
+    const char *prog;    /* %n: program name (basename, no directory) */
+    const char *start;   /* %t: YYYYmmddTHHMMSS (UTC) */
+    const char *host;    /* %h */
+    const char *run_id;  /* %r */
+} config_template_vars;
+
+/* Expands %p %P %n %t %h %r %% in `tmpl` into `out`.  Returns 0, or -1 when the result
+ * does not fit or the template has an unknown %-sequence.  Characters of %n and %h that
+ * are '/' become '_'. */
+int config_expand_template(const char *tmpl, const config_template_vars *v, char *out,
+                           size_t outlen);
+
+#endif
