@@ -1,0 +1,163 @@
+/*
+ * entry: constructor, destructor, fork, and the one place that decides to start or stop
+ * profiling.  See entry.h.
+ *
+ * Fail open: every failure before sampling starts prints one line (unless PYPROF_QUIET)
+ * and returns, leaving the program exactly as it would run without the library.  A
+ * process without CPython does nothing beyond one dlsym: no configuration parsing, no
+ * file, no timer, no thread.  In secure-execution mode (set-uid and the like) the library
+ * does nothing at all.
+ */
+#include "entry.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <pyprof/format.h>
+#include <pyprof/pyprof.h>
+
+#include "config.h"
+#include "diag.h"
+#include "interpose.h"
+#include "pyabi.h"
+#include "sampler.h"
+#include "writer.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tried;              /* start was attempted (successfully or not) */
+static _Atomic int active;     /* sampling runs in this process */
+static _Atomic int finished;
+static pid_t owner;
+static _Atomic int status_known, exit_status;
+static _Atomic int python_main;
+static int atfork_registered;
+
+void entry_note_status(int status)
+{
+    atomic_store(&exit_status, status);
+    atomic_store(&status_known, 1);
+}
+
+void entry_note_python_main(int inside) { atomic_store(&python_main, inside); }
+int entry_in_python_main(void) { return atomic_load(&python_main); }
+
+static void after_fork_child(void)
+{
+    if (!atomic_load(&active))
+        return;
+    sampler_forget_in_child();
+    writer_forget_in_child();
+    atomic_store(&active, 0);
+    atomic_store(&finished, 1);
+}
+
+/* The run id: inherited from the environment (a parent, or `pyprof run`), else new, and
+ * exported so every process of this run shares it. */
+static void run_id(char *out, size_t cap, int may_setenv)
+{
+    const char *env = getenv("PYPROF_RUN_ID");
+    if (env && env[0]) {
+        snprintf(out, cap, "%s", env);
+        return;
+    }
+    uint8_t r[8] = { 0 };
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != sizeof r) {
+        uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+        memcpy(r, &x, sizeof r);
+    }
+    snprintf(out, cap, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7]);
+    if (may_setenv)
+        setenv("PYPROF_RUN_ID", out, 0);
+}
+
+/* Starts profiling if CPython is here.  `late`: from an init hook, not the constructor. */
+static void try_start(int late)
+{
+    pthread_mutex_lock(&start_lock);
+    if (tried) {
+        pthread_mutex_unlock(&start_lock);
+        return;
+    }
+    char err[1024], abi_err[1024];
+    pyabi abi;
+    int found = pyabi_find(&abi, late, abi_err, sizeof abi_err);
+    if (found == 0) {
+        /* Not (yet) Python: an init hook may still find it later. */
+        pthread_mutex_unlock(&start_lock);
+        return;
+    }
+    tried = 1;
+    pyprof_config cfg;
+    if (config_load(&cfg, err, sizeof err) < 0) {
+        /* PYPROF_QUIET may itself be the bad value; it is read first, so honour it. */
+        diag_set(cfg.quiet, 0);
+        diag_error("%s", err);
+        goto out;
+    }
+    diag_set(cfg.quiet, cfg.verbose);
+    if (found < 0) {
+        diag_error("%s", abi_err);
+        goto out;
+    }
+    char rid[64];
+    run_id(rid, sizeof rid, !late);
+    writer_meta meta = { .run_id = rid, .window = 0 };
+    if (writer_start(&cfg, &abi, &meta, err, sizeof err) < 0) {
+        diag_error("%s", err);
+        goto out;
+    }
+    if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, err, sizeof err) < 0) {
+        diag_error("%s", err);
+        writer_finish(PYPROF_END_ERROR, 0, 0);
+        goto out;
+    }
+    owner = getpid();
+    atomic_store(&active, 1);
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_registered = 1;
+    }
+    diag_verbose("pyprof: Python %s, period %llu ns, timer %s", abi.version,
+                 (unsigned long long)cfg.period_ns, sampler_timer_name());
+out:
+    pthread_mutex_unlock(&start_lock);
+}
+
+void entry_python_appeared(void) { try_start(1); }
+
+void entry_finish(int end, int known, int status)
+{
+    if (!atomic_load(&active) || getpid() != owner || atomic_exchange(&finished, 1))
+        return;
+    sampler_stop();
+    writer_finish(end, known, status);
+    atomic_store(&active, 0);
+}
+
+__attribute__((constructor)) static void pyprof_constructor(void)
+{
+    if (getauxval(AT_SECURE))
+        return;
+    interpose_init();
+    try_start(0);
+}
+
+__attribute__((destructor)) static void pyprof_destructor(void)
+{
+    entry_finish(PYPROF_END_EXIT, atomic_load(&status_known), atomic_load(&exit_status));
+}
+
+/* ---- the exported C API ------------------------------------------------------------- */
+
+EXPORT const char *pyprof_version(void) { return PYPROF_VERSION_STRING; }
+EXPORT int pyprof_active(void) { return atomic_load(&active); }
+EXPORT const char *pyprof_log_path(void) { return writer_path(); }

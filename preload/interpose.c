@@ -1,0 +1,228 @@
+/*
+ * interpose: the interposed symbols, in one list.  See interpose.h.
+ *
+ * Every wrapper is exported (visibility default, listed in exports.map) and forwards to
+ * the next definition.  A wrapper whose target is missing does what the program would
+ * see without us where that is possible (nothing to forward to means the symbol was
+ * never going to be called through us) and otherwise fails like a missing symbol would.
+ */
+#include "interpose.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pyprof/format.h>
+
+#include "entry.h"
+#include "pyabi.h"
+#include "safe_read.h"
+#include "sampler.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* CPython's PyStatus, returned in memory by Py_InitializeFromConfig: the wrapper must
+ * declare the same 32-byte type or the hidden return pointer is lost. */
+typedef struct {
+    int type;
+    const char *func;
+    const char *err_msg;
+    int exitcode;
+} py_status;
+
+/* The next definition of `name`: the C library's or libpython's, including a libpython
+ * that a plugin loaded RTLD_LOCAL (invisible to RTLD_NEXT). */
+static void *next_sym(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    return p ? p : pyabi_dlsym_python(name);
+}
+
+/* The wrappers' own prototypes: each has the exact signature of what it replaces. */
+EXPORT void Py_Initialize(void);
+EXPORT void Py_InitializeEx(int install_sigs);
+EXPORT py_status Py_InitializeFromConfig(const void *config);
+EXPORT int Py_Main(int argc, void **argv);
+EXPORT int Py_BytesMain(int argc, char **argv);
+EXPORT int _Py_UnixMain(int argc, char **argv);
+EXPORT int Py_RunMain(void);
+EXPORT int Py_FinalizeEx(void);
+EXPORT void Py_Finalize(void);
+
+#define REAL(name, type)                                                                  \
+    static __typeof__(&name) real_##name;                                                 \
+    if (!real_##name)                                                                     \
+        real_##name = (__typeof__(&name))next_sym(#name);
+
+static int (*real_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!real_sigaction_fn)
+        real_sigaction_fn = (int (*)(int, const struct sigaction *, struct sigaction *))
+            dlsym(RTLD_NEXT, "sigaction");
+    if (!real_sigaction_fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_sigaction_fn(sig, act, old);
+}
+
+void interpose_init(void)
+{
+    struct sigaction probe;
+    interpose_real_sigaction(SIGSEGV, NULL, &probe);
+}
+
+/* ---- signals ------------------------------------------------------------------------ */
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (safe_read_app_sigaction(sig, act, old) || sampler_app_sigaction(sig, act, old))
+        return 0;
+    return interpose_real_sigaction(sig, act, old);
+}
+
+EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+    /* glibc's signal() is BSD signal(): SA_RESTART, handler stays installed. */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    if (sigaction(sig, &sa, &old) < 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* ---- interpreter start -------------------------------------------------------------- */
+
+EXPORT void Py_Initialize(void)
+{
+    REAL(Py_Initialize, void (*)(void));
+    if (!real_Py_Initialize)
+        abort(); /* unreachable: whoever called this linked against libpython */
+    real_Py_Initialize();
+    entry_python_appeared();
+}
+
+EXPORT void Py_InitializeEx(int install_sigs)
+{
+    REAL(Py_InitializeEx, void (*)(int));
+    if (!real_Py_InitializeEx)
+        abort();
+    real_Py_InitializeEx(install_sigs);
+    entry_python_appeared();
+}
+
+EXPORT py_status Py_InitializeFromConfig(const void *config)
+{
+    REAL(Py_InitializeFromConfig, py_status (*)(const void *));
+    if (!real_Py_InitializeFromConfig)
+        abort();
+    py_status st = real_Py_InitializeFromConfig(config);
+    entry_python_appeared();
+    return st;
+}
+
+/* ---- Python's own main: the exit status ---------------------------------------------- */
+
+EXPORT int Py_Main(int argc, void **argv)
+{
+    REAL(Py_Main, int (*)(int, void **));
+    if (!real_Py_Main)
+        abort();
+    entry_note_python_main(1);
+    int rc = real_Py_Main(argc, argv);
+    entry_note_status(rc);
+    return rc;
+}
+
+EXPORT int Py_BytesMain(int argc, char **argv)
+{
+    REAL(Py_BytesMain, int (*)(int, char **));
+    if (!real_Py_BytesMain)
+        abort();
+    entry_note_python_main(1);
+    int rc = real_Py_BytesMain(argc, argv);
+    entry_note_status(rc);
+    return rc;
+}
+
+/* What 3.7's python executable calls instead of Py_Main. */
+EXPORT int _Py_UnixMain(int argc, char **argv)
+{
+    REAL(_Py_UnixMain, int (*)(int, char **));
+    if (!real__Py_UnixMain)
+        abort();
+    entry_note_python_main(1);
+    int rc = real__Py_UnixMain(argc, argv);
+    entry_note_status(rc);
+    return rc;
+}
+
+EXPORT int Py_RunMain(void)
+{
+    REAL(Py_RunMain, int (*)(void));
+    if (!real_Py_RunMain)
+        abort();
+    entry_note_python_main(1);
+    int rc = real_Py_RunMain();
+    entry_note_status(rc);
+    return rc;
+}
+
+/* ---- interpreter end ---------------------------------------------------------------- */
+
+EXPORT int Py_FinalizeEx(void)
+{
+    REAL(Py_FinalizeEx, int (*)(void));
+    if (!real_Py_FinalizeEx)
+        abort();
+    int rc = real_Py_FinalizeEx();
+    /* An embedder's finalize ends its Python; python's own main exits right after, and
+     * the destructor says "exit" with the status. */
+    if (!entry_in_python_main())
+        entry_finish(PYPROF_END_FINALIZE, 0, 0);
+    return rc;
+}
+
+EXPORT void Py_Finalize(void)
+{
+    REAL(Py_Finalize, void (*)(void));
+    if (!real_Py_Finalize)
+        abort();
+    real_Py_Finalize();
+    if (!entry_in_python_main())
+        entry_finish(PYPROF_END_FINALIZE, 0, 0);
+}
+
+/* ---- process exit ------------------------------------------------------------------- */
+
+EXPORT void exit(int status)
+{
+    REAL(exit, void (*)(int));
+    entry_note_status(status);
+    real_exit(status);
+    __builtin_unreachable();
+}
+
+EXPORT void _exit(int status)
+{
+    REAL(_exit, void (*)(int));
+    entry_finish(PYPROF_END_UNDERSCORE_EXIT, 1, status);
+    real__exit(status);
+    __builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+    REAL(_Exit, void (*)(int));
+    entry_finish(PYPROF_END_UNDERSCORE_EXIT, 1, status);
+    real__Exit(status);
+    __builtin_unreachable();
+}

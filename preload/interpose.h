@@ -1,0 +1,25 @@
+/*
+ * interpose: the symbols libpyprof.so defines in place of the program's libraries', in
+ * one list (interpose.c), and the way to reach the real ones.  Each wrapper resolves its
+ * target lazily with dlsym(RTLD_NEXT), falling back to a libpython loaded RTLD_LOCAL;
+ * each handles a missing target (LD_PRELOAD reaches every program, Python or not).
+ *
+ *   Py_Initialize, Py_InitializeEx, Py_InitializeFromConfig   start when Python starts late
+ *   Py_Main, Py_BytesMain, Py_RunMain, _Py_UnixMain           know the exit status
+ *   Py_FinalizeEx, Py_Finalize                                 finalize for embedders
+ *   exit, _exit, _Exit                                         every exit path
+ *   sigaction, signal                                          keep our handlers first
+ */
+#ifndef PYPROF_INTERPOSE_H
+#define PYPROF_INTERPOSE_H
+
+#include <signal.h>
+
+/* [not sigsafe the first time: it resolves with dlsym] The C library's sigaction. */
+int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Resolves the real symbols that must be known before any wrapper runs concurrently
+ * (called from the constructor). */
+void interpose_init(void);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * safe_read: fault-tolerant reads for the signal handler.  See safe_read.h.
+ *
+ * Async-signal-safety: safe_fail and the fault handler use siglongjmp (on the list since
+ * POSIX.1-2008 for jumping out of a handler that did not interrupt an unsafe function,
+ * which is our case: the jump only ever leaves our own read), sigaction and raise.
+ */
+#include "safe_read.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "interpose.h"
+
+__thread sigjmp_buf *safe_guard_tls __attribute__((tls_model("initial-exec")));
+
+/* The program's own dispositions for the fault signals, as it believes them to be. */
+static struct sigaction app_action[2];
+static _Atomic int installed;
+
+static int slot(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
+
+void safe_fail(void)
+{
+    sigjmp_buf *jb = safe_guard_tls;
+    safe_guard_tls = NULL;
+    siglongjmp(*jb, 1);
+}
+
+void safe_copy(void *dst, uintptr_t src, uint64_t n)
+{
+    if (n == 0)
+        return;
+    if (src < 4096 || src >= 0x800000000000ull || n > 0x800000000000ull - src)
+        safe_fail();
+    /* volatile byte loop: memcpy might be an unsafe ifunc-selected routine only in
+     * theory, but a plain loop keeps every faulting load inside this function. */
+    volatile const uint8_t *s = (volatile const uint8_t *)src;
+    uint8_t *d = dst;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, (const void *)(s + i), 8);
+        memcpy(d + i, &w, 8);
+    }
+    for (; i < n; i++)
+        d[i] = s[i];
+}
+
+static void fault_handler(int sig, siginfo_t *info, void *uc)
+{
+    if (safe_guard_tls)
+        safe_fail();
+    /* Not ours: behave as the program asked. */
+    int i = slot(sig);
+    struct sigaction *a = &app_action[i];
+    if (a->sa_flags & SA_SIGINFO) {
+        if (a->sa_sigaction) {
+            a->sa_sigaction(sig, info, uc);
+            return;
+        }
+    } else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
+        a->sa_handler(sig);
+        return;
+    }
+    /* Default action (a fault cannot be ignored): reset and return, so the faulting
+     * instruction runs again and the kernel applies the default, as without us. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    interpose_real_sigaction(sig, &dfl, NULL);
+    if (info->si_code <= 0) /* sent by kill(), not a real fault: re-send it */
+        raise(sig);
+}
+
+int safe_read_install(void)
+{
+    if (atomic_load(&installed))
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (interpose_real_sigaction(SIGSEGV, &sa, &app_action[0]) < 0 ||
+        interpose_real_sigaction(SIGBUS, &sa, &app_action[1]) < 0)
+        return -1;
+    atomic_store(&installed, 1);
+    return 0;
+}
+
+int safe_read_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int i = slot(sig);
+    if (i < 0 || !atomic_load(&installed))
+        return 0;
+    struct sigaction prev = app_action[i];
+    if (act)
+        app_action[i] = *act;
+    if (old)
+        *old = prev;
+    return 1;
+}

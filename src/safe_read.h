@@ -1,0 +1,77 @@
+/*
+ * safe_read: the one way the signal handler reads interpreter memory.
+ *
+ * A sample walks pointers that may be stale or uninitialised (3.11/3.12 link a frame
+ * before setting its pointer; see ../shared/research/cpython-internals.md 6.1).  Reads
+ * go through the inline functions below, inside a guarded region opened by
+ * SAFE_GUARD_BEGIN: a pointer that is NULL, misaligned, in the first page or outside
+ * user space jumps straight out of the region, and a read that faults (SIGSEGV/SIGBUS)
+ * is turned by our fault handler into the same jump.  The handler is installed once, with
+ * SA_NODEFER so a jump out of it leaves the fault signals unblocked.  Faults outside a
+ * guarded region go to the program's own handler (which the program installs through
+ * our interposed sigaction: see safe_read_app_sigaction), or the default action.
+ *
+ * Cost on the fast path: one sigsetjmp without saving the signal mask per sample, and
+ * a range check per read.
+ */
+#ifndef PYPROF_SAFE_READ_H
+#define PYPROF_SAFE_READ_H
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+
+/* The current thread's open guard, or NULL.  Initial-exec TLS: the library is
+ * preloaded, so its TLS is static and reading it never allocates. */
+extern __thread sigjmp_buf *safe_guard_tls __attribute__((tls_model("initial-exec")));
+
+/* [sigsafe] Opens a guarded region in the calling function; evaluates to 1 on entry and
+ * to 0 when a read inside the region failed (control comes back here).  `jb` is a
+ * sigjmp_buf local to the caller, which must not return before SAFE_GUARD_END. */
+#define SAFE_GUARD_BEGIN(jb) \
+    (sigsetjmp((jb), 0) == 0 ? (safe_guard_tls = &(jb), 1) : (safe_guard_tls = NULL, 0))
+#define SAFE_GUARD_END() (safe_guard_tls = NULL)
+
+/* [sigsafe] Leaves the guarded region through its failure path. */
+__attribute__((noreturn)) void safe_fail(void);
+
+static inline int safe_ptr_ok(uintptr_t p, uintptr_t align)
+{
+    return p >= 4096 && p < 0x800000000000ull && !(p & (align - 1));
+}
+
+/* [sigsafe] Reads inside a guarded region; an unusable address leaves it. */
+static inline uint64_t safe_u64(uintptr_t p)
+{
+    if (!safe_ptr_ok(p, 8))
+        safe_fail();
+    return *(volatile const uint64_t *)p;
+}
+static inline uintptr_t safe_ptr(uintptr_t p) { return (uintptr_t)safe_u64(p); }
+static inline uint32_t safe_u32(uintptr_t p)
+{
+    if (!safe_ptr_ok(p, 4))
+        safe_fail();
+    return *(volatile const uint32_t *)p;
+}
+static inline int32_t safe_i32(uintptr_t p) { return (int32_t)safe_u32(p); }
+static inline uint8_t safe_u8(uintptr_t p)
+{
+    if (!safe_ptr_ok(p, 1))
+        safe_fail();
+    return *(volatile const uint8_t *)p;
+}
+/* [sigsafe] Copies n bytes; the source range must lie in user space. */
+void safe_copy(void *dst, uintptr_t src, uint64_t n);
+
+/* [not sigsafe] Installs the fault handler for SIGSEGV and SIGBUS, remembering the
+ * dispositions already there as the program's.  Returns 0 or -1. */
+int safe_read_install(void);
+
+/* [not sigsafe] Interposed sigaction for SIGSEGV/SIGBUS once the guard is installed:
+ * records `act` as the program's disposition and reports the previous one in `old`,
+ * leaving ours in place.  Returns 1 when it handled the call, 0 when the caller must pass
+ * it on (the guard is not installed, or another signal). */
+int safe_read_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+#endif

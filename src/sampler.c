@@ -1,0 +1,253 @@
+/*
+ * sampler: timers, handler installation and quiesce.  See sampler.h.
+ *
+ * Why a perf event.  CPU-time interval timers (setitimer, POSIX CPU-clock timers) fire
+ * on scheduler ticks, 250 Hz on these machines, whatever period is asked.  A software
+ * perf event counting the thread's task clock overflows on an hrtimer, so it honours
+ * 1 kHz and more, and with `sigtrap` it raises a synchronous SIGTRAP on the very thread
+ * that used the CPU (si_code TRAP_PERF, si_perf_data = our cookie).  With inherit and
+ * inherit_thread, threads the thread creates later carry their own copy, counting their
+ * own CPU; forked children do not (they set up their own), and remove_on_exec drops the
+ * event at exec, so an exec'd program never sees our signal.  Threads that exist before
+ * start (an embedding host starting Python late) get an event each, from /proc/self/task.
+ *
+ * Fallback.  When perf_event_open is refused (seccomp, perf_event_paranoid, an old
+ * kernel), a timer_create(CLOCK_PROCESS_CPUTIME_ID) timer raises SIGPROF; the kernel
+ * delivers a process-directed signal to a thread that is running, so CPU-heavy threads
+ * still get the samples.  The achieved rate is in the log's footer either way.
+ */
+#include "sampler.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "interpose.h"
+#include "safe_read.h"
+#include "sighandler.h"
+
+#define SAMPLE_RING_BYTES (4u << 20)
+#define CODE_RING_BYTES (2u << 20)
+#define MAX_PERF_FDS 4096
+
+static int perf_fds[MAX_PERF_FDS];
+static int n_perf_fds;
+static timer_t posix_timer;
+static int have_posix_timer;
+static const char *timer_name = "none";
+static int handlers_installed;
+static struct sigaction app_prof; /* SIGPROF's disposition before ours */
+static void *memory;               /* rings + code tables, one mapping */
+static size_t memory_len;
+
+const char *sampler_timer_name(void) { return timer_name; }
+
+static int install_handler(int sig, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sighandler_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTRAP);
+    sigaddset(&sa.sa_mask, SIGPROF);
+    return interpose_real_sigaction(sig, &sa, old);
+}
+
+static int open_perf_event(pid_t tid, uint64_t period_ns, int exclude_kernel)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = period_ns;
+    attr.inherit = 1;
+    attr.inherit_thread = 1;
+    attr.remove_on_exec = 1;
+    attr.sigtrap = 1;
+    attr.sig_data = sighandler_g.perf_cookie;
+    attr.exclude_kernel = (unsigned)exclude_kernel;
+    attr.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* One event per existing thread (pid 0 = this one, and the rest from /proc/self/task). */
+static int arm_perf(uint64_t period_ns)
+{
+    int exclude_kernel = 0;
+    int fd = open_perf_event(0, period_ns, 0);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        exclude_kernel = 1; /* unprivileged: count user time only */
+        fd = open_perf_event(0, period_ns, 1);
+    }
+    if (fd < 0)
+        return -1;
+    perf_fds[n_perf_fds++] = fd;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    DIR *d = opendir("/proc/self/task");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && n_perf_fds < MAX_PERF_FDS) {
+            pid_t tid = (pid_t)atoi(e->d_name);
+            if (tid <= 0 || tid == self)
+                continue;
+            int tfd = open_perf_event(tid, period_ns, exclude_kernel);
+            if (tfd >= 0)
+                perf_fds[n_perf_fds++] = tfd;
+        }
+        closedir(d);
+    }
+    timer_name = exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";
+    return 0;
+}
+
+static int arm_posix_timer(uint64_t period_ns)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_SIGNAL;
+    sev.sigev_signo = SIGPROF;
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &posix_timer) < 0)
+        return -1;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(period_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(period_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    if (timer_settime(posix_timer, 0, &its, NULL) < 0) {
+        timer_delete(posix_timer);
+        return -1;
+    }
+    have_posix_timer = 1;
+    timer_name = "posix-cpu-timer";
+    return 0;
+}
+
+int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char *err,
+                  size_t errlen)
+{
+    sighandler_state *g = &sighandler_g;
+    size_t tables = 2 * (size_t)CODE_TABLE_SLOTS * sizeof(code_slot);
+    memory_len = SAMPLE_RING_BYTES + CODE_RING_BYTES + tables;
+    memory = mmap(NULL, memory_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) {
+        memory = NULL;
+        snprintf(err, errlen, "pyprof: cannot allocate %zu bytes; not profiling", memory_len);
+        return -1;
+    }
+    uint8_t *m = memory;
+    ring_init(&g->samples, m, SAMPLE_RING_BYTES);
+    ring_init(&g->codes, m + SAMPLE_RING_BYTES, CODE_RING_BYTES);
+    g->tables[0] = (code_slot *)(void *)(m + SAMPLE_RING_BYTES + CODE_RING_BYTES);
+    g->tables[1] = g->tables[0] + CODE_TABLE_SLOTS;
+    g->abi = *abi;
+    g->max_depth = max_depth;
+    atomic_store(&g->next_code_id, PYPROF_CODE_FIRST);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g->t0_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (getrandom(&g->perf_cookie, sizeof g->perf_cookie, GRND_NONBLOCK) != sizeof g->perf_cookie)
+        g->perf_cookie = g->t0_ns ^ (uint64_t)getpid() << 32;
+
+    if (safe_read_install() < 0) {
+        snprintf(err, errlen, "pyprof: cannot install the fault guard: %s; not profiling",
+                 strerror(errno));
+        return -1;
+    }
+    /* Our SIGTRAP handler stays for the life of the process: a late trap from a
+     * disarmed event must never meet the default action (a core dump). */
+    if (!handlers_installed) {
+        if (install_handler(SIGTRAP, &sighandler_app_trap) < 0) {
+            snprintf(err, errlen, "pyprof: cannot install the signal handler: %s; not profiling",
+                     strerror(errno));
+            return -1;
+        }
+        handlers_installed = 1;
+    }
+    atomic_store(&g->enabled, 1);
+    if (arm_perf(period_ns) == 0) {
+        g->sample_signal = SIGTRAP;
+        return 0;
+    }
+    if (g->sample_signal == SIGPROF || install_handler(SIGPROF, &app_prof) == 0) {
+        g->sample_signal = SIGPROF;
+        if (arm_posix_timer(period_ns) == 0)
+            return 0;
+    }
+    atomic_store(&g->enabled, 0);
+    snprintf(err, errlen, "pyprof: cannot start a sampling timer: %s; not profiling",
+             strerror(errno));
+    return -1;
+}
+
+static void disarm(void)
+{
+    for (int i = 0; i < n_perf_fds; i++) {
+        ioctl(perf_fds[i], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+        close(perf_fds[i]);
+    }
+    n_perf_fds = 0;
+    if (have_posix_timer) {
+        timer_delete(posix_timer);
+        have_posix_timer = 0;
+    }
+}
+
+void sampler_stop(void)
+{
+    sighandler_state *g = &sighandler_g;
+    atomic_store(&g->enabled, 0);
+    disarm();
+    /* A handler that read `enabled` before we cleared it may still be walking; wait for
+     * it.  Handlers never block, so this ends in microseconds. */
+    while (atomic_load(&g->inflight) > 0) {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+void sampler_forget_in_child(void)
+{
+    atomic_store(&sighandler_g.enabled, 0);
+    /* The perf events belong to the parent's threads; closing our copies of the fds is
+     * all the child may do.  A POSIX timer is not inherited by fork. */
+    for (int i = 0; i < n_perf_fds; i++)
+        close(perf_fds[i]);
+    n_perf_fds = 0;
+    have_posix_timer = 0;
+    atomic_store(&sighandler_g.inflight, 0);
+    sighandler_reset_tid();
+}
+
+int sampler_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!handlers_installed)
+        return 0;
+    if (sig == SIGTRAP) {
+        struct sigaction prev = sighandler_app_trap;
+        if (act)
+            sighandler_app_trap = *act;
+        if (old)
+            *old = prev;
+        return 1;
+    }
+    if (sig == SIGPROF && sighandler_g.sample_signal == SIGPROF) {
+        /* The program takes our timer's signal: it wins, sampling ends, the log says. */
+        if (act && atomic_load(&sighandler_g.enabled)) {
+            atomic_fetch_add(&sighandler_g.drops[PYPROF_DROP_SIGNAL_STOLEN], 1);
+            sampler_stop();
+        }
+        return 0;
+    }
+    return 0;
+}

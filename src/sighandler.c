@@ -1,0 +1,483 @@
+/*
+ * sighandler: THE SIGNAL PATH.  Everything in this file runs inside the sampling signal
+ * handler, on whatever thread the signal interrupted, at any instruction of the program.
+ * It is async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno saved and
+ * restored.  Every function it reaches, and why that is safe:
+ *
+ *   clock_gettime(CLOCK_MONOTONIC)   on signal-safety(7); served by the vDSO
+ *   syscall(SYS_gettid)              a raw system call, once per thread (then cached)
+ *   pthread_getspecific              not on the POSIX list; in glibc a lock-free read of
+ *                                    the thread descriptor for keys < 32 (CPython's TSS
+ *                                    key is created first thing at start, so it is small)
+ *   siglongjmp (via safe_fail)       leaves only our own guarded reads (safe_read.h)
+ *   ring_reserve/commit/cancel       ours: one CAS on a preallocated buffer, never waits
+ *   atomic_* on our counters         lock-free on x86_64
+ *   sighandler_app_trap handler      the program's own SIGTRAP handler, for traps that
+ *                                    are not ours: called as the kernel would have
+ *
+ * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
+ * region per sample: a fault or an implausible pointer abandons the sample (counted as
+ * UNREADABLE), never the process.  Every code object is checked to be one
+ * (ob_type == &PyCode_Type) before anything of it is used.
+ *
+ * What a sample is.  The interrupted thread's own Python stack: the thread state is
+ * found from the thread itself (TSS key on 3.7+, GIL holder or thread list on 2.7/3.6),
+ * so in cpu mode each thread is charged for the CPU it used.  Frames are recorded as
+ * (code id, instruction offset); code ids come from a table keyed by the code object's
+ * address plus a digest of its name, file, line table and first line, so an address
+ * reused by a new code object gets a new id.  The first time a code object is seen, its
+ * names and line table are copied into a CODE record right then, while the frame that
+ * runs it keeps it alive: names are never read from a pointer later.
+ */
+#include "sighandler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "safe_read.h"
+
+sighandler_state sighandler_g;
+struct sigaction sighandler_app_trap;
+
+/* Longest name and file name copied, in characters; line tables in bytes. */
+#define NAME_MAX_CHARS 200u
+#define FILE_MAX_CHARS 1000u
+#define LINETABLE_MAX 16384u
+/* Frames followed at most, to stop on a cycle in damaged memory. */
+#define WALK_LIMIT 100000u
+/* si_code of a perf event's SIGTRAP, and where its si_perf_data sits in siginfo_t (not in
+ * glibc 2.36's headers; the kernel's struct puts it right after si_addr). */
+#define PYPROF_TRAP_PERF 6
+#define SI_PERF_DATA_OFFSET 24
+
+static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
+static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+/* A CODE record reserved and not yet committed, cancelled if a read fails meanwhile. */
+static __thread rrec_code *tls_pending_code __attribute__((tls_model("initial-exec")));
+
+uint32_t sighandler_tid(void)
+{
+    if (!tls_tid)
+        tls_tid = (uint32_t)syscall(SYS_gettid);
+    return tls_tid;
+}
+
+void sighandler_reset_tid(void) { tls_tid = 0; }
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void drop(int reason) { atomic_fetch_add_explicit(&sighandler_g.drops[reason], 1, memory_order_relaxed); }
+
+/* ---- reading the interpreter -------------------------------------------------------- */
+
+/* Is the interpreter between initialization and finalization? */
+static int interpreter_ready(const pyabi *a)
+{
+    if (a->runtime) {
+        return safe_i32(a->runtime + (uintptr_t)a->rt_initialized) != 0 &&
+               safe_ptr(a->runtime + (uintptr_t)a->rt_finalizing) == 0;
+    }
+    /* 2.7 and 3.6: Py_IsInitialized is a plain load (checked by disassembly), called
+     * through the pointer dlsym gave us, so no lazy PLT binding runs here. */
+    if (!a->is_initialized())
+        return 0;
+    return !a->finalizing_var || safe_ptr(a->finalizing_var) == 0;
+}
+
+/* This thread's PyThreadState, or 0. */
+static uintptr_t this_tstate(const pyabi *a)
+{
+    if (a->runtime) {
+        uintptr_t tss = a->runtime + (uintptr_t)a->rt_tss;
+        if (!safe_i32(tss))
+            return 0;
+        return (uintptr_t)pthread_getspecific((pthread_key_t)safe_u32(tss + 4));
+    }
+    /* 2.7/3.6: the GIL holder if it is us, else our entry in the thread list (a new
+     * thread's state carries its parent's id until it runs, so prefer one with frames). */
+    uintptr_t self = (uintptr_t)pthread_self();
+    uintptr_t ts = safe_ptr(a->gil_tstate);
+    if (ts && safe_u64(ts + (uintptr_t)a->ts_thread_id) == self)
+        return ts;
+    uintptr_t interp = (uintptr_t)a->interp_head();
+    if (!interp)
+        return 0;
+    uintptr_t found = 0;
+    ts = safe_ptr(interp + (uintptr_t)a->is_tstate_head);
+    for (unsigned n = 0; ts && n < 10000; n++) {
+        if (safe_u64(ts + (uintptr_t)a->ts_thread_id) == self) {
+            found = ts;
+            if (safe_ptr(ts + (uintptr_t)a->ts_frame))
+                break;
+        }
+        ts = safe_ptr(ts + (uintptr_t)a->ts_next);
+    }
+    return found;
+}
+
+static uintptr_t top_frame(const pyabi *a, uintptr_t ts)
+{
+    uintptr_t f = safe_ptr(ts + (uintptr_t)a->ts_frame);
+    if (f && a->cframe_current >= 0)
+        f = safe_ptr(f + (uintptr_t)a->cframe_current);
+    return f;
+}
+
+/* ---- copying names and line tables -------------------------------------------------- */
+
+static size_t put_utf8(char *out, uint32_t c)
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xc0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        if (c >= 0xd800 && c < 0xe000)
+            c = 0xfffd; /* a lone surrogate is not UTF-8 */
+        out[0] = (char)(0xe0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    if (c > 0x10ffff)
+        c = 0xfffd;
+    if (c == 0xfffd)
+        return put_utf8(out, c);
+    out[0] = (char)(0xf0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+/* Copies a str object as UTF-8 into out (room for 4*max_chars bytes); returns bytes. */
+static size_t copy_str(const pyabi *a, uintptr_t s, char *out, uint32_t max_chars)
+{
+    if (!s)
+        return 0;
+    uint64_t len = safe_u64(s + 16);
+    if (len > max_chars)
+        len = max_chars;
+    if (a->str_kind == PYABI_STR_BYTES27) {
+        safe_copy(out, s + 36, len);
+        return (size_t)len;
+    }
+    uint32_t state = safe_u32(s + 32);
+    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    uintptr_t data;
+    if (compact)
+        data = s + (uintptr_t)(ascii ? a->uni_ascii_size : a->uni_compact_size);
+    else
+        data = safe_ptr(s + (uintptr_t)a->uni_data);
+    if (ascii && kind == 1) {
+        safe_copy(out, data, len);
+        return (size_t)len;
+    }
+    if (kind != 1 && kind != 2 && kind != 4)
+        safe_fail();
+    size_t n = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? safe_u8(data + i)
+                   : kind == 2 ? (uint32_t)safe_u8(data + 2 * i) |
+                                     (uint32_t)safe_u8(data + 2 * i + 1) << 8
+                               : safe_u32(data + 4 * i);
+        n += put_utf8(out + n, c);
+    }
+    return n;
+}
+
+/* Emits the CODE record for a code object seen for the first time.  Returns 0, or -1
+ * when the ring has no room (the caller then gives the frame up). */
+static int emit_code(const pyabi *a, uintptr_t code, uint32_t id, int32_t first_line,
+                     uintptr_t name, uintptr_t filename, uintptr_t linetable)
+{
+    uintptr_t qualname = a->co_qualname >= 0 ? safe_ptr(code + (uintptr_t)a->co_qualname) : 0;
+    uint64_t lt_len = linetable ? safe_u64(linetable + (uintptr_t)a->bytes_size) : 0;
+    uint16_t flags = 0;
+    if (lt_len > LINETABLE_MAX) {
+        lt_len = LINETABLE_MAX;
+        flags |= PYPROF_CODE_F_TABLE_CUT;
+    }
+    size_t room = sizeof(rrec_code) + 4 * (2 * NAME_MAX_CHARS + FILE_MAX_CHARS) + lt_len;
+    rrec_code *r = ring_reserve(&sighandler_g.codes, room);
+    if (!r)
+        return -1;
+    /* A failed read below jumps out of the walk; the guard's failure path cancels this
+     * reservation so the ring never holds a record that is never committed. */
+    tls_pending_code = r;
+    char *p = r->data;
+    r->name_len = (uint16_t)copy_str(a, name, p, NAME_MAX_CHARS);
+    p += r->name_len;
+    r->qualname_len = (uint16_t)copy_str(a, qualname, p, NAME_MAX_CHARS);
+    p += r->qualname_len;
+    r->filename_len = (uint16_t)copy_str(a, filename, p, FILE_MAX_CHARS);
+    p += r->filename_len;
+    safe_copy(p, linetable + (uintptr_t)a->bytes_data, lt_len);
+    r->kind = RREC_CODE;
+    r->lt_kind = (uint8_t)a->linetable_kind;
+    r->flags = flags;
+    r->code_id = id;
+    r->first_line = first_line;
+    r->lt_len = (uint32_t)lt_len;
+    ring_commit(&sighandler_g.codes, r);
+    tls_pending_code = NULL;
+    return 0;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The id of the code object at `code`, assigning one (and emitting its CODE record) the
+ * first time.  Returns PYPROF_CODE_UNREADABLE when it cannot. */
+static uint32_t code_id_of(const pyabi *a, code_slot *tab, int t, uintptr_t code)
+{
+    uintptr_t name = safe_ptr(code + (uintptr_t)a->co_name);
+    uintptr_t filename = safe_ptr(code + (uintptr_t)a->co_filename);
+    uintptr_t linetable = safe_ptr(code + (uintptr_t)a->co_linetable);
+    int32_t first_line = safe_i32(code + (uintptr_t)a->co_firstlineno);
+    uint64_t digest = mix64(name ^ mix64(filename ^ mix64(linetable ^ (uint64_t)(uint32_t)first_line)));
+    if (!digest)
+        digest = 1;
+    uint32_t mask = CODE_TABLE_SLOTS - 1;
+    uint32_t i = (uint32_t)mix64(code) & mask;
+    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & mask) {
+        code_slot *s = &tab[i];
+        uintptr_t p = atomic_load_explicit(&s->ptr, memory_order_acquire);
+        if (p == 0) {
+            uintptr_t expect = 0;
+            if (atomic_compare_exchange_strong(&s->ptr, &expect, code)) {
+                atomic_store_explicit(&s->digest, digest, memory_order_relaxed);
+                uint32_t id = atomic_fetch_add(&sighandler_g.next_code_id, 1);
+                if (emit_code(a, code, id, first_line, name, filename, linetable) < 0) {
+                    /* No room: the slot stays claimed with no id, like one being filled;
+                     * the next table generation gets another chance. */
+                    drop(PYPROF_DROP_RING_FULL);
+                    return PYPROF_CODE_UNREADABLE;
+                }
+                atomic_store_explicit(&s->id, id, memory_order_release);
+                uint32_t fill = atomic_fetch_add(&sighandler_g.table_fill[t], 1) + 1;
+                if (fill > CODE_TABLE_SLOTS / 2)
+                    atomic_store(&sighandler_g.flip_wanted, 1);
+                return id;
+            }
+            p = expect;
+        }
+        if (p == code) {
+            uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+            if (id && atomic_load_explicit(&s->digest, memory_order_relaxed) == digest)
+                return id;
+            if (!id)
+                return PYPROF_CODE_UNREADABLE; /* another thread is filling it right now */
+            /* Same address, different code object: an old entry.  Keep probing. */
+        }
+    }
+    drop(PYPROF_DROP_CODE_TABLE_FULL);
+    atomic_store(&sighandler_g.flip_wanted, 1);
+    return PYPROF_CODE_UNREADABLE;
+}
+
+/* ---- the walk ----------------------------------------------------------------------- */
+
+/* Walks the thread's frames into r->frames.  Returns 0, or -1 when the top of the stack
+ * is not a valid frame (the sample is then rejected). */
+static int walk(const pyabi *a, code_slot *tab, int t, uintptr_t frame, rrec_sample *r,
+                unsigned max_depth)
+{
+    unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
+    uint64_t seen = 0; /* frames recorded or counted */
+    uintptr_t code_type = a->code_type;
+    for (unsigned steps = 0; frame && steps < WALK_LIMIT; steps++) {
+        uintptr_t code;
+        int32_t offset;
+        if (a->frame_kind == PYABI_FRAME_INTERP) {
+            /* 3.12+: owner >= 3 marks shim frames of C calls into Python; skip them. */
+            uint8_t owner = safe_u8(frame + (uintptr_t)a->fr_owner);
+            uintptr_t back = safe_ptr(frame + (uintptr_t)a->fr_back);
+            if (owner >= 3 && a->minor >= 12) {
+                frame = back;
+                continue;
+            }
+            code = safe_ptr(frame + (uintptr_t)a->fr_code);
+            uintptr_t instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
+            offset = (int32_t)((intptr_t)instr - (intptr_t)(code + (uintptr_t)a->co_code_adaptive));
+            if (offset < -2 || offset > (1 << 28))
+                offset = -1;
+            frame = back;
+        } else {
+            code = safe_ptr(frame + (uintptr_t)a->fr_code);
+            int32_t lasti = safe_i32(frame + (uintptr_t)a->fr_lasti);
+            offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * 2 : lasti;
+            frame = safe_ptr(frame + (uintptr_t)a->fr_back);
+        }
+        if (!safe_ptr_ok(code, 8) || safe_ptr(code + 8) != code_type) {
+            if (seen == 0)
+                return -1;
+            r->unreadable_tail = 1;
+            break;
+        }
+        unsigned slot;
+        if (seen < keep_inner)
+            slot = (unsigned)seen;
+        else
+            slot = keep_inner + (unsigned)((seen - keep_inner) % keep_outer);
+        uint32_t id = code_id_of(a, tab, t, code);
+        r->frames[slot].code_id = id;
+        r->frames[slot].offset = offset;
+        seen++;
+    }
+    if (seen <= max_depth) {
+        r->nframes = (uint16_t)seen;
+        r->cut = 0;
+        r->keep_inner = (uint16_t)seen;
+        return 0;
+    }
+    /* The outer part is a circular buffer; rotate it so it runs inner to outer. */
+    unsigned start = (unsigned)((seen - keep_inner) % keep_outer); /* oldest = innermost of the outer part */
+    rframe *outer = r->frames + keep_inner;
+    /* In-place rotation by `start` (three reversals), no extra memory. */
+    for (unsigned lo = 0, hi = start; lo + 1 < hi; lo++, hi--) {
+        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
+    }
+    for (unsigned lo = start, hi = keep_outer; lo + 1 < hi; lo++, hi--) {
+        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
+    }
+    for (unsigned lo = 0, hi = keep_outer; lo + 1 < hi; lo++, hi--) {
+        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
+    }
+    r->nframes = (uint16_t)max_depth;
+    r->keep_inner = (uint16_t)keep_inner;
+    r->cut = (uint32_t)(seen - max_depth);
+    return 0;
+}
+
+/* Takes one sample of the calling thread. */
+static void take_sample(void)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
+    /* Read after a possible siglongjmp, so volatile (C11 7.13.2.1). */
+    volatile int t = atomic_load(&g->active_table);
+    atomic_fetch_add(&g->table_users[t], 1);
+    /* The writer may have flipped between our load and our increment; then use the table
+     * it flipped to, which it will not clear while we are counted in. */
+    if (atomic_load(&g->active_table) != t) {
+        atomic_fetch_sub(&g->table_users[t], 1);
+        t ^= 1;
+        atomic_fetch_add(&g->table_users[t], 1);
+    }
+    code_slot *tab = g->tables[t];
+
+    /* Assigned between sigsetjmp and a possible siglongjmp, so volatile (C11 7.13.2.1). */
+    rrec_sample *volatile r = NULL;
+    sigjmp_buf jb;
+    if (!SAFE_GUARD_BEGIN(jb)) {
+        /* A read failed: give up the sample and any half-made CODE record. */
+        if (tls_pending_code) {
+            ring_cancel(&g->codes, tls_pending_code);
+            tls_pending_code = NULL;
+        }
+        if (r)
+            ring_cancel(&g->samples, (void *)r);
+        drop(PYPROF_DROP_UNREADABLE);
+        goto out;
+    }
+    if (!interpreter_ready(a)) {
+        SAFE_GUARD_END();
+        drop(PYPROF_DROP_NOT_READY);
+        goto out;
+    }
+    uintptr_t ts = this_tstate(a);
+    uintptr_t frame = ts ? top_frame(a, ts) : 0;
+    if (!frame) {
+        SAFE_GUARD_END();
+        drop(PYPROF_DROP_NO_PYTHON);
+        goto out;
+    }
+    r = ring_reserve(&g->samples, sizeof(rrec_sample) + g->max_depth * sizeof(rframe));
+    if (!r) {
+        SAFE_GUARD_END();
+        drop(PYPROF_DROP_RING_FULL);
+        goto out;
+    }
+    r->unreadable_tail = 0;
+    if (walk(a, tab, t, frame, (rrec_sample *)r, g->max_depth) < 0) {
+        SAFE_GUARD_END();
+        ring_cancel(&g->samples, (void *)r);
+        drop(PYPROF_DROP_UNREADABLE);
+        goto out;
+    }
+    SAFE_GUARD_END();
+    r->kind = RREC_SAMPLE;
+    r->tid = sighandler_tid();
+    r->t_ns = now_ns() - g->t0_ns;
+    ring_commit(&g->samples, (void *)r);
+out:
+    atomic_fetch_sub(&g->table_users[t], 1);
+}
+
+/* Runs the program's own SIGTRAP disposition for a trap that is not ours. */
+static void chain_trap(int sig, siginfo_t *info, void *uc)
+{
+    struct sigaction *a = &sighandler_app_trap;
+    if (a->sa_flags & SA_SIGINFO) {
+        if (a->sa_sigaction)
+            a->sa_sigaction(sig, info, uc);
+    } else if (a->sa_handler == SIG_IGN) {
+        return;
+    } else if (a->sa_handler != SIG_DFL) {
+        a->sa_handler(sig);
+    }
+    /* SIG_DFL: a breakpoint nobody handles ends the process with a core dump; we keep
+     * the process alive instead of guessing, which only differs for a program that
+     * traps itself without a handler. */
+}
+
+void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
+{
+    int saved_errno = errno;
+    sighandler_state *g = &sighandler_g;
+    if (sig == SIGTRAP &&
+        (info->si_code != PYPROF_TRAP_PERF ||
+         *(const uint64_t *)((const char *)info + SI_PERF_DATA_OFFSET) != g->perf_cookie)) {
+        chain_trap(sig, info, uc);
+        errno = saved_errno;
+        return;
+    }
+    atomic_fetch_add(&g->inflight, 1);
+    if (atomic_load(&g->enabled)) {
+        if (tls_busy) {
+            drop(PYPROF_DROP_REENTERED);
+        } else {
+            tls_busy = 1;
+            uint64_t t0 = now_ns();
+            atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
+            take_sample();
+            atomic_fetch_add_explicit(&g->handler_ns, now_ns() - t0, memory_order_relaxed);
+            tls_busy = 0;
+        }
+    }
+    atomic_fetch_sub(&g->inflight, 1);
+    errno = saved_errno;
+}

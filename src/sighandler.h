@@ -1,0 +1,95 @@
+/*
+ * sighandler: the sampling signal handler and everything it reaches: the frame walk, the
+ * code-identity table, the copy of names and line tables, and the records it commits to
+ * the rings.  The state it reads is `sighandler_state`, set up by sampler.c before the
+ * first signal can arrive and torn down only after sampler_quiesce().
+ */
+#ifndef PYPROF_SIGHANDLER_H
+#define PYPROF_SIGHANDLER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include <pyprof/format.h>
+
+#include "pyabi.h"
+#include "ring.h"
+
+/* Records the handler commits.  Frames run innermost first. */
+enum { RREC_SAMPLE = 1, RREC_CODE = 2 };
+
+typedef struct rframe {
+    uint32_t code_id;
+    int32_t offset; /* byte offset of the instruction in the bytecode; -1 unknown */
+} rframe;
+
+typedef struct rrec_sample {
+    uint8_t kind;
+    uint8_t unreadable_tail; /* 1: the walk stopped at a frame it could not validate */
+    uint16_t nframes;        /* frames[] entries */
+    uint32_t tid;
+    uint64_t t_ns;           /* monotonic, since sighandler_state.t0_ns */
+    uint32_t cut;            /* frames omitted between frames[keep_inner-1] and the rest */
+    uint16_t keep_inner;     /* frames before the cut */
+    uint16_t pad;
+    rframe frames[];
+} rrec_sample;
+
+typedef struct rrec_code {
+    uint8_t kind;
+    uint8_t lt_kind;
+    uint16_t flags; /* PYPROF_CODE_F_* */
+    uint32_t code_id;
+    int32_t first_line;
+    uint16_t name_len, qualname_len, filename_len, pad;
+    uint32_t lt_len;
+    char data[]; /* name, qualname, filename (UTF-8), line table */
+} rrec_code;
+
+/* One code-identity slot: code object address, a digest of its identity, our id. */
+typedef struct code_slot {
+    _Atomic uintptr_t ptr;
+    _Atomic uint64_t digest;
+    _Atomic uint32_t id;
+    uint32_t pad;
+} code_slot;
+
+#define CODE_TABLE_SLOTS 16384u /* per generation; a power of two */
+
+typedef struct sighandler_state {
+    _Atomic int enabled;       /* handler does work only while set */
+    _Atomic int inflight;      /* handlers running now (quiesce waits for 0) */
+    pyabi abi;
+    ring samples;              /* rrec_sample */
+    ring codes;                /* rrec_code */
+    unsigned max_depth;
+    uint64_t t0_ns;            /* CLOCK_MONOTONIC at start */
+    uint64_t perf_cookie;      /* si_perf_data of our perf events */
+    int sample_signal;         /* SIGTRAP (perf) or SIGPROF */
+    code_slot *tables[2];      /* two generations of the code table */
+    _Atomic int active_table;
+    _Atomic int table_users[2];
+    _Atomic uint32_t table_fill[2];
+    _Atomic int flip_wanted;   /* the active table is half full: the writer flips it */
+    _Atomic uint32_t next_code_id;
+    _Atomic uint64_t drops[PYPROF_DROP_COUNT];
+    _Atomic uint64_t signals;
+    _Atomic uint64_t handler_ns; /* time spent inside the handler */
+} sighandler_state;
+
+extern sighandler_state sighandler_g;
+
+/* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
+void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
+
+/* [sigsafe] The calling thread's kernel thread id, cached. */
+uint32_t sighandler_tid(void);
+
+/* [not sigsafe] Forgets the cached thread id (in a fork child). */
+void sighandler_reset_tid(void);
+
+/* [not sigsafe] The disposition the program set for SIGTRAP, chained to for traps that
+ * are not ours (see sampler_app_sigaction). */
+extern struct sigaction sighandler_app_trap;
+
+#endif

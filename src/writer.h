@@ -1,0 +1,40 @@
+/*
+ * writer: the log.  Owns the output file, the writer thread that drains the handler's
+ * rings, turns instruction offsets into lines, deduplicates stacks, reads the RSS,
+ * compresses with LZ4's frame API and writes; and the header and footer.  Memory stays
+ * bounded however long the process runs: the code, stack and thread maps are reset when
+ * the handler's code table changes generation.  [not sigsafe]
+ */
+#ifndef PYPROF_WRITER_H
+#define PYPROF_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "pyabi.h"
+
+/* What the header says about the process. */
+typedef struct writer_meta {
+    const char *run_id;
+    const char *timer;  /* sampler_timer_name() */
+    unsigned window;    /* toggle window index */
+} writer_meta;
+
+/* Resolves the output path and checks it can be written (the file itself is created once
+ * the interpreter is running, so a process that never runs Python leaves no file), then
+ * starts the writer thread.  Returns 0, or -1 with a line in `err`. */
+int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta,
+                 char *err, size_t errlen);
+
+/* Drains what is left, writes the footer and closes the log.  The sampler must be
+ * stopped first.  Only the first call does anything.  `end` is enum pyprof_end. */
+void writer_finish(int end, int status_known, int status);
+
+/* In a fork child: drop the parent's file and thread without writing. */
+void writer_forget_in_child(void);
+
+/* Path of the log, once created ("" before). */
+const char *writer_path(void);
+
+#endif
