@@ -42,8 +42,11 @@
 #include "sampler.h"
 #include "sighandler.h"
 
-#define WAKE_NS 10000000ull       /* the writer drains every 10 ms */
-#define STAGE_BYTES (64u << 10)   /* uncompressed records per compress call */
+#define WAKE_IDLE_NS 50000000ull  /* the writer drains every 50 ms ... */
+#define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
+#define RSS_EVERY_NS 20000000ull  /* RSS at most every 20 ms */
+#define STAGE_BYTES (64u << 10)
+#define SAMPLE_RING_HINT (4u << 20) /* sampler.c's sample ring size */   /* uncompressed records per compress call */
 #define STACK_ARENA_MAX (4u << 20) /* frames kept for dedup before a reset */
 
 typedef struct code_info {
@@ -763,11 +766,12 @@ static int interpreter_running(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    uint64_t wake_ns = WAKE_IDLE_NS;
     pthread_mutex_lock(&W.lock);
     while (!W.stop) {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += (long)WAKE_NS;
+        dl.tv_nsec += (long)wake_ns;
         if (dl.tv_nsec >= 1000000000L) {
             dl.tv_sec++;
             dl.tv_nsec -= 1000000000L;
@@ -779,9 +783,14 @@ static void *writer_main(void *arg)
         if (W.fd < 0 && !W.failed &&
             (interpreter_running() || ring_used(&sighandler_g.samples)))
             open_log();
+        /* Wake often only while the handler fills the ring faster than an idle period
+         * could take (more than an eighth of it per wake). */
+        wake_ns = ring_used(&sighandler_g.samples) > sighandler_g.samples.size / 8
+                      ? WAKE_BUSY_NS
+                      : WAKE_IDLE_NS;
         drain();
         uint64_t now = mono_ns();
-        if (now - sighandler_g.t0_ns - W.last_rss_t_ns >= WAKE_NS)
+        if (now - sighandler_g.t0_ns - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss();
         if (atomic_load(&sighandler_g.flip_wanted))
             flip_tables();

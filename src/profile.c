@@ -1,0 +1,1039 @@
+/*
+ * profile: the in-memory model of pyprof logs.  See profile.h.
+ *
+ * Loading is one pass over each log with the reader.  Ids in a log (thread_idx, code_id,
+ * stack_id) are the writer's and mean nothing outside their file, so each file gets its
+ * own small hash maps from those ids to the profile's global indices; the maps are thrown
+ * away when the file is done.  Functions and stacks are interned in global hash tables so
+ * the same function, or the same stack, seen in two processes is one entry.  The cost per
+ * SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte append,
+ * which keeps loading well above five million samples per second.
+ *
+ * The writer's order guarantees (a THREAD, CODE or STACK record precedes its first use)
+ * are relied on but not trusted: a reference to an id never defined becomes an
+ * "[unknown]" function, stack or thread instead of an error, because a report of
+ * everything else in the log is more useful than a refusal.
+ */
+#include "profile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+/* Returns `arr` reallocated to hold at least `need` elements of `size` bytes, updating
+ * *cap, or NULL (with `arr` untouched) when out of memory.  Doubling keeps appends
+ * amortized O(1).  Use it through GROW, which keeps the array's type. */
+static void *grow_buf(void *arr, size_t *cap, size_t need, size_t size)
+{
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(arr, n * size);
+    if (q)
+        *cap = n;
+    return q;
+}
+
+/* 0 when `arr` has room for `need` elements (growing it), -1 when out of memory. */
+#define GROW(arr, cap, need)                                                             \
+    __extension__({                                                                       \
+        int grow_rc_ = 0;                                                                 \
+        if ((need) > (cap)) {                                                             \
+            void *grow_p_ = grow_buf((arr), &(cap), (need), sizeof *(arr));               \
+            if (grow_p_)                                                                  \
+                (arr) = grow_p_;                                                          \
+            else                                                                          \
+                grow_rc_ = -1;                                                            \
+        }                                                                                 \
+        grow_rc_;                                                                         \
+    })
+
+/* A NUL-terminated copy of bytes from a log; NUL bytes inside become '?' so the copy is
+ * the same string for every later strlen. */
+static char *copy_str(const char *s, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        c[i] = s[i] ? s[i] : '?';
+    c[len] = 0;
+    return c;
+}
+
+static char *copy_pstr(pyprof_str s) { return copy_str(s.s, s.len); }
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull; /* FNV-1a */
+    }
+    return h;
+}
+
+#define HASH_SEED 0xcbf29ce484222325ull
+
+static size_t hash_slot(uint64_t h, size_t cap)
+{
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (size_t)h & (cap - 1);
+}
+
+/* ---- id maps: a log's ids to global indices ----------------------------------------- */
+
+#define IDMAP_EMPTY UINT32_MAX
+/* A thread the --thread filter excludes: its samples are dropped. */
+#define IDMAP_EXCLUDED (UINT32_MAX - 1)
+
+typedef struct idmap {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} idmap;
+
+static uint32_t idmap_get(const idmap *m, uint64_t key)
+{
+    if (!m->cap)
+        return IDMAP_EMPTY;
+    for (size_t i = hash_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->vals[i] == IDMAP_EMPTY)
+            return IDMAP_EMPTY;
+        if (m->keys[i] == key)
+            return m->vals[i];
+    }
+}
+
+static void idmap_insert_unchecked(idmap *m, uint64_t key, uint32_t val)
+{
+    size_t i = hash_slot(key, m->cap);
+    while (m->vals[i] != IDMAP_EMPTY && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->vals[i] == IDMAP_EMPTY)
+        m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}
+
+static int idmap_set(idmap *m, uint64_t key, uint32_t val)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        idmap old = *m;
+        size_t cap = old.cap ? old.cap * 2 : 64;
+        m->keys = malloc(cap * sizeof *m->keys);
+        m->vals = malloc(cap * sizeof *m->vals);
+        if (!m->keys || !m->vals) {
+            free(m->keys);
+            free(m->vals);
+            *m = old;
+            return -1;
+        }
+        memset(m->vals, 0xff, cap * sizeof *m->vals);
+        m->cap = cap;
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.vals[i] != IDMAP_EMPTY)
+                idmap_insert_unchecked(m, old.keys[i], old.vals[i]);
+        free(old.keys);
+        free(old.vals);
+    }
+    idmap_insert_unchecked(m, key, val);
+    return 0;
+}
+
+static void idmap_free(idmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- global interning of functions and stacks ---------------------------------------- */
+
+struct profile_index {
+    uint32_t *ftab; /* function indices, IDMAP_EMPTY where free */
+    size_t fcap;
+    uint32_t *stab; /* stack indices */
+    size_t scap;
+    uint32_t marker_func[PYPROF_CODE_FIRST];
+    uint32_t unknown_func;
+    uint32_t unknown_stack;
+    profile_frame *tmp; /* a stack being converted */
+    size_t tmp_cap;
+};
+
+static uint64_t func_hash(const char *name, const char *file, int64_t line)
+{
+    uint64_t h = hash_bytes(HASH_SEED, name, strlen(name) + 1);
+    h = hash_bytes(h, file, strlen(file) + 1);
+    return hash_bytes(h, &line, sizeof line);
+}
+
+static void ftab_insert(profile_index *ix, uint64_t h, uint32_t f)
+{
+    size_t i = hash_slot(h, ix->fcap);
+    while (ix->ftab[i] != IDMAP_EMPTY)
+        i = (i + 1) & (ix->fcap - 1);
+    ix->ftab[i] = f;
+}
+
+/* Returns the index of the function (name, file, line), adding it when new; takes
+ * ownership of `name` and `file` either way.  Returns IDMAP_EMPTY when out of memory. */
+static uint32_t intern_func(profile *p, char *name, char *file, int64_t line)
+{
+    profile_index *ix = p->index;
+    uint64_t h = func_hash(name, file, line);
+    if (ix->fcap) {
+        for (size_t i = hash_slot(h, ix->fcap); ix->ftab[i] != IDMAP_EMPTY;
+             i = (i + 1) & (ix->fcap - 1)) {
+            profile_func *f = &p->funcs[ix->ftab[i]];
+            if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file)) {
+                free(name);
+                free(file);
+                return ix->ftab[i];
+            }
+        }
+    }
+    if ((p->nfuncs + 1) * 2 > ix->fcap) {
+        size_t cap = ix->fcap ? ix->fcap * 2 : 256;
+        uint32_t *t = malloc(cap * sizeof *t);
+        if (!t)
+            goto nomem;
+        memset(t, 0xff, cap * sizeof *t);
+        free(ix->ftab);
+        ix->ftab = t;
+        ix->fcap = cap;
+        for (size_t f = 0; f < p->nfuncs; f++)
+            ftab_insert(ix, func_hash(p->funcs[f].name, p->funcs[f].file, p->funcs[f].line),
+                        (uint32_t)f);
+    }
+    if (p->nfuncs >= IDMAP_EXCLUDED || GROW(p->funcs, p->cap_funcs, p->nfuncs + 1))
+        goto nomem;
+    uint32_t f = (uint32_t)p->nfuncs++;
+    p->funcs[f].name = name;
+    p->funcs[f].file = file;
+    p->funcs[f].line = line;
+    ftab_insert(ix, h, f);
+    return f;
+
+nomem:
+    free(name);
+    free(file);
+    return IDMAP_EMPTY;
+}
+
+static uint32_t intern_func_cstr(profile *p, const char *name)
+{
+    char *n = strdup(name), *f = strdup("");
+    if (!n || !f) {
+        free(n);
+        free(f);
+        return IDMAP_EMPTY;
+    }
+    return intern_func(p, n, f, 0);
+}
+
+/* The pseudo-function a marker code id stands for. */
+static uint32_t marker_func(profile *p, uint64_t code_id)
+{
+    profile_index *ix = p->index;
+    if (ix->marker_func[code_id] == IDMAP_EMPTY) {
+        char buf[32];
+        if (code_id == PYPROF_CODE_CUT)
+            snprintf(buf, sizeof buf, "[cut]");
+        else if (code_id == PYPROF_CODE_UNREADABLE)
+            snprintf(buf, sizeof buf, "[unreadable]");
+        else
+            snprintf(buf, sizeof buf, "[marker %u]", (unsigned)code_id);
+        ix->marker_func[code_id] = intern_func_cstr(p, buf);
+    }
+    return ix->marker_func[code_id];
+}
+
+static uint32_t unknown_func(profile *p)
+{
+    if (p->index->unknown_func == IDMAP_EMPTY)
+        p->index->unknown_func = intern_func_cstr(p, "[unknown]");
+    return p->index->unknown_func;
+}
+
+static uint32_t stack_hash(const profile_frame *f, size_t n)
+{
+    uint64_t h = hash_bytes(HASH_SEED, f, n * sizeof *f);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static void stab_insert(profile_index *ix, uint32_t h, uint32_t s)
+{
+    size_t i = hash_slot(h, ix->scap);
+    while (ix->stab[i] != IDMAP_EMPTY)
+        i = (i + 1) & (ix->scap - 1);
+    ix->stab[i] = s;
+}
+
+/* Returns the index of the stack made of `n` frames, adding it when new, or IDMAP_EMPTY
+ * when out of memory. */
+static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
+{
+    profile_index *ix = p->index;
+    uint32_t h = stack_hash(frames, n);
+    if (ix->scap) {
+        for (size_t i = hash_slot(h, ix->scap); ix->stab[i] != IDMAP_EMPTY;
+             i = (i + 1) & (ix->scap - 1)) {
+            const profile_stack *s = &p->stacks[ix->stab[i]];
+            if (s->hash == h && s->nframes == n &&
+                !memcmp(p->frames + s->first, frames, n * sizeof *frames))
+                return ix->stab[i];
+        }
+    }
+    if ((p->nstacks + 1) * 2 > ix->scap) {
+        size_t cap = ix->scap ? ix->scap * 2 : 1024;
+        uint32_t *t = malloc(cap * sizeof *t);
+        if (!t)
+            return IDMAP_EMPTY;
+        memset(t, 0xff, cap * sizeof *t);
+        free(ix->stab);
+        ix->stab = t;
+        ix->scap = cap;
+        for (size_t s = 0; s < p->nstacks; s++)
+            stab_insert(ix, p->stacks[s].hash, (uint32_t)s);
+    }
+    if (p->nstacks >= IDMAP_EXCLUDED ||
+        GROW(p->stacks, p->cap_stacks, p->nstacks + 1) ||
+        GROW(p->frames, p->cap_frames, p->nframes + n))
+        return IDMAP_EMPTY;
+    uint32_t s = (uint32_t)p->nstacks++;
+    p->stacks[s].first = p->nframes;
+    p->stacks[s].nframes = (uint32_t)n;
+    p->stacks[s].hash = h;
+    if (n)
+        memcpy(p->frames + p->nframes, frames, n * sizeof *frames);
+    p->nframes += n;
+    stab_insert(ix, h, s);
+    return s;
+}
+
+/* ---- the profile --------------------------------------------------------------------- */
+
+profile *profile_new(const profile_filter *filter, unsigned options)
+{
+    profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->index = calloc(1, sizeof *p->index);
+    if (!p->index) {
+        free(p);
+        return NULL;
+    }
+    memset(p->index->marker_func, 0xff, sizeof p->index->marker_func);
+    p->index->unknown_func = IDMAP_EMPTY;
+    p->index->unknown_stack = IDMAP_EMPTY;
+    if (filter)
+        p->filter = *filter;
+    p->options = options;
+    return p;
+}
+
+void profile_free(profile *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        profile_process *pr = &p->procs[i];
+        free(pr->path);
+        free(pr->run_id);
+        free(pr->host);
+        free(pr->exe);
+        free(pr->python_version);
+        free(pr->timer);
+        for (size_t a = 0; a < pr->argc; a++)
+            free(pr->argv[a]);
+        free(pr->argv);
+    }
+    for (size_t i = 0; i < p->nthreads; i++)
+        free(p->threads[i].name);
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        free(p->funcs[i].name);
+        free(p->funcs[i].file);
+    }
+    for (size_t i = 0; i < p->nmarks; i++)
+        free(p->marks[i].text);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->procs);
+    free(p->threads);
+    free(p->funcs);
+    free(p->stacks);
+    free(p->frames);
+    free(p->samples);
+    free(p->rss);
+    free(p->marks);
+    free(p->warnings);
+    if (p->index) {
+        free(p->index->ftab);
+        free(p->index->stab);
+        free(p->index->tmp);
+        free(p->index);
+    }
+    free(p);
+}
+
+static int set_error(profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int set_error(profile *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->error, sizeof p->error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int add_warning(profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int add_warning(profile *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *w = strdup(buf);
+    if (!w || GROW(p->warnings, p->cap_warnings, p->nwarnings + 1)) {
+        free(w);
+        return set_error(p, "out of memory");
+    }
+    p->warnings[p->nwarnings++] = w;
+    return 0;
+}
+
+static int filter_has_u64(const uint64_t *list, size_t n, uint64_t v)
+{
+    if (!n)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == v)
+            return 1;
+    return 0;
+}
+
+static int filter_keeps_log(const profile_filter *f, const pyprof_header *h)
+{
+    if (!filter_has_u64(f->pids, f->npids, h->pid))
+        return 0;
+    if (!f->nruns)
+        return 1;
+    for (size_t i = 0; i < f->nruns; i++)
+        if (strlen(f->runs[i]) == h->run_id.len &&
+            !memcmp(f->runs[i], h->run_id.s, h->run_id.len))
+            return 1;
+    return 0;
+}
+
+static int copy_header(profile_process *pr, const pyprof_header *h)
+{
+    pr->format_version = h->format_version;
+    pr->pid = h->pid;
+    pr->ppid = h->ppid;
+    pr->start_unix_ns = h->start_unix_ns;
+    pr->python_hex = h->python_hex;
+    pr->period_ns = h->period_ns;
+    pr->max_depth = h->max_depth;
+    pr->flags = h->flags;
+    pr->window = h->window;
+    pr->clock = h->clock;
+    pr->run_id = copy_pstr(h->run_id);
+    pr->host = copy_pstr(h->host);
+    pr->exe = copy_pstr(h->exe);
+    pr->python_version = copy_pstr(h->python_version);
+    pr->timer = copy_pstr(h->timer);
+    pr->argv = calloc(h->argc ? (size_t)h->argc : 1, sizeof *pr->argv);
+    if (!pr->run_id || !pr->host || !pr->exe || !pr->python_version || !pr->timer ||
+        !pr->argv)
+        return -1;
+    for (uint64_t i = 0; i < h->argc; i++) {
+        pr->argv[i] = copy_pstr(h->argv[i]);
+        if (!pr->argv[i])
+            return -1;
+        pr->argc++;
+    }
+    return 0;
+}
+
+/* One log's ids, mapped to the profile's indices. */
+typedef struct load_maps {
+    idmap code;   /* code_id -> function */
+    idmap stack;  /* stack_id -> stack */
+    idmap thread; /* thread_idx -> thread, or IDMAP_EXCLUDED */
+    idmap tid;    /* OS thread id -> thread, so a renamed thread stays one */
+} load_maps;
+
+static uint32_t new_thread(profile *p, uint32_t proc, uint64_t tid)
+{
+    if (p->nthreads >= IDMAP_EXCLUDED ||
+        GROW(p->threads, p->cap_threads, p->nthreads + 1))
+        return IDMAP_EMPTY;
+    char *name = strdup("");
+    if (!name)
+        return IDMAP_EMPTY;
+    profile_thread *t = &p->threads[p->nthreads];
+    t->process = proc;
+    t->tid = tid;
+    t->name = name;
+    t->samples = 0;
+    return (uint32_t)p->nthreads++;
+}
+
+static int on_thread(profile *p, load_maps *m, uint32_t proc, const pyprof_thread_rec *t)
+{
+    if (!filter_has_u64(p->filter.tids, p->filter.ntids, t->tid))
+        return idmap_set(&m->thread, t->thread_idx, IDMAP_EXCLUDED);
+    uint32_t th = idmap_get(&m->tid, t->tid);
+    if (th == IDMAP_EMPTY) {
+        th = new_thread(p, proc, t->tid);
+        if (th == IDMAP_EMPTY || idmap_set(&m->tid, t->tid, th))
+            return -1;
+    }
+    /* A later record for the same thread carries its newer name. */
+    if (t->name.len) {
+        char *name = copy_pstr(t->name);
+        if (!name)
+            return -1;
+        free(p->threads[th].name);
+        p->threads[th].name = name;
+    }
+    return idmap_set(&m->thread, t->thread_idx, th);
+}
+
+static int on_code(profile *p, load_maps *m, const pyprof_code_rec *c)
+{
+    char *name = copy_pstr(c->qualname.len ? c->qualname : c->name);
+    char *file = copy_pstr(c->filename);
+    if (!name || !file) {
+        free(name);
+        free(file);
+        return -1;
+    }
+    uint32_t f = intern_func(p, name, file, c->first_line);
+    if (f == IDMAP_EMPTY)
+        return -1;
+    return idmap_set(&m->code, c->code_id, f);
+}
+
+static int32_t clamp_line(int64_t line)
+{
+    if (line < INT32_MIN)
+        return INT32_MIN;
+    if (line > INT32_MAX)
+        return INT32_MAX;
+    return (int32_t)line;
+}
+
+static int on_stack(profile *p, load_maps *m, const pyprof_stack_rec *s)
+{
+    profile_index *ix = p->index;
+    if (s->nframes > UINT32_MAX ||
+        GROW(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
+        return -1;
+    for (uint64_t i = 0; i < s->nframes; i++) {
+        uint64_t id = s->frames[i].code_id;
+        uint32_t f = id < PYPROF_CODE_FIRST ? marker_func(p, id) : idmap_get(&m->code, id);
+        if (f == IDMAP_EMPTY)
+            f = unknown_func(p);
+        if (f == IDMAP_EMPTY)
+            return -1;
+        ix->tmp[i].func = f;
+        ix->tmp[i].line = clamp_line(s->frames[i].line);
+    }
+    uint32_t st = intern_stack(p, ix->tmp, (size_t)s->nframes);
+    if (st == IDMAP_EMPTY)
+        return -1;
+    return idmap_set(&m->stack, s->stack_id, st);
+}
+
+/* The stack used for a sample whose stack_id the log never defined. */
+static uint32_t unknown_stack(profile *p)
+{
+    profile_index *ix = p->index;
+    if (ix->unknown_stack == IDMAP_EMPTY) {
+        profile_frame fr = {unknown_func(p), 0};
+        if (fr.func == IDMAP_EMPTY)
+            return IDMAP_EMPTY;
+        ix->unknown_stack = intern_stack(p, &fr, 1);
+    }
+    return ix->unknown_stack;
+}
+
+/* The thread a record names, created nameless when the log did not define it. */
+static uint32_t thread_of(profile *p, load_maps *m, uint32_t proc, uint64_t thread_idx)
+{
+    uint32_t th = idmap_get(&m->thread, thread_idx);
+    if (th != IDMAP_EMPTY)
+        return th;
+    if (p->filter.ntids)
+        th = IDMAP_EXCLUDED; /* its tid is unknown, so it cannot match */
+    else
+        th = new_thread(p, proc, 0);
+    if (th == IDMAP_EMPTY || idmap_set(&m->thread, thread_idx, th))
+        return IDMAP_EMPTY;
+    return th;
+}
+
+static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sample_rec *s)
+{
+    uint32_t th = thread_of(p, m, proc, s->thread_idx);
+    if (th == IDMAP_EMPTY)
+        return -1;
+    if (th == IDMAP_EXCLUDED)
+        return 0;
+    uint32_t st = idmap_get(&m->stack, s->stack_id);
+    if (st == IDMAP_EMPTY) {
+        st = unknown_stack(p);
+        if (st == IDMAP_EMPTY)
+            return -1;
+    }
+    if (GROW(p->samples, p->cap_samples, p->nsamples + 1))
+        return -1;
+    profile_sample *out = &p->samples[p->nsamples++];
+    out->t_us = s->t_us;
+    out->thread = th;
+    out->stack = st;
+    out->cpu_us = s->cpu_us > UINT32_MAX ? UINT32_MAX : (uint32_t)s->cpu_us;
+    out->process = proc;
+    p->threads[th].samples++;
+    p->procs[proc].samples++;
+    return 0;
+}
+
+static int on_rss(profile *p, uint32_t proc, const pyprof_rss_rec *r)
+{
+    if (GROW(p->rss, p->cap_rss, p->nrss + 1))
+        return -1;
+    p->rss[p->nrss].t_us = r->t_us;
+    p->rss[p->nrss].bytes = r->rss_bytes;
+    p->rss[p->nrss].process = proc;
+    p->nrss++;
+    profile_process *pr = &p->procs[proc];
+    if (!pr->has_rss) {
+        pr->has_rss = 1;
+        pr->rss_start = r->rss_bytes;
+        pr->rss_peak = r->rss_bytes;
+    }
+    if (r->rss_bytes > pr->rss_peak)
+        pr->rss_peak = r->rss_bytes;
+    pr->rss_end = r->rss_bytes;
+    return 0;
+}
+
+static int on_mark(profile *p, load_maps *m, uint32_t proc, const pyprof_mark_rec *k)
+{
+    uint32_t th = idmap_get(&m->thread, k->thread_idx);
+    if (th == IDMAP_EXCLUDED)
+        return 0;
+    char *text = copy_pstr(k->text);
+    if (!text || GROW(p->marks, p->cap_marks, p->nmarks + 1)) {
+        free(text);
+        return -1;
+    }
+    profile_mark *out = &p->marks[p->nmarks++];
+    out->t_us = k->t_us;
+    out->process = proc;
+    out->thread = th == IDMAP_EMPTY ? UINT32_MAX : th;
+    out->text = text;
+    return 0;
+}
+
+/* Whether a timed record at t_us is inside the --from/--to window. */
+static int in_window(const profile_filter *f, int64_t t_us)
+{
+    double t = (double)t_us / 1e6;
+    if (f->has_from && t < f->from_s)
+        return 0;
+    if (f->has_to && t > f->to_s)
+        return 0;
+    return 1;
+}
+
+/* Reads every record of an open log into process `proc`.  Returns the reader's final
+ * code (0, or negative), or 1 when out of memory. */
+static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
+{
+    load_maps m;
+    memset(&m, 0, sizeof m);
+    profile_process *pr;
+    const profile_filter *f = &p->filter;
+    int timed = f->has_from || f->has_to;
+    pyprof_record rec;
+    int rc = 0, oom = 0;
+    while (!oom && (rc = pyprof_reader_next(r, &rec)) == 1) {
+        pr = &p->procs[proc];
+        pr->records++;
+        switch (rec.type) {
+        case PYPROF_REC_SAMPLE:
+            pr->samples_read++;
+            pr->last_t_us = rec.u.sample.t_us;
+            if (!timed || in_window(f, rec.u.sample.t_us))
+                oom = on_sample(p, &m, proc, &rec.u.sample) < 0;
+            break;
+        case PYPROF_REC_STACK:
+            pr->stacks_read++;
+            oom = on_stack(p, &m, &rec.u.stack) < 0;
+            break;
+        case PYPROF_REC_CODE:
+            pr->codes_read++;
+            oom = on_code(p, &m, &rec.u.code) < 0;
+            break;
+        case PYPROF_REC_THREAD:
+            pr->threads_read++;
+            oom = on_thread(p, &m, proc, &rec.u.thread) < 0;
+            break;
+        case PYPROF_REC_RSS:
+            pr->rss_read++;
+            pr->last_t_us = rec.u.rss.t_us;
+            if (!timed || in_window(f, rec.u.rss.t_us))
+                oom = on_rss(p, proc, &rec.u.rss) < 0;
+            break;
+        case PYPROF_REC_MARK:
+            pr->marks_read++;
+            pr->last_t_us = rec.u.mark.t_us;
+            if (!timed || in_window(f, rec.u.mark.t_us))
+                oom = on_mark(p, &m, proc, &rec.u.mark) < 0;
+            break;
+        case PYPROF_REC_FOOTER:
+            pr->has_footer = 1;
+            pr->footer = rec.u.footer;
+            break;
+        default:
+            pr->unknown_read++;
+            break;
+        }
+    }
+    p->procs[proc].bytes = pyprof_reader_offset(r);
+    idmap_free(&m.code);
+    idmap_free(&m.stack);
+    idmap_free(&m.thread);
+    idmap_free(&m.tid);
+    return oom ? 1 : rc;
+}
+
+/* Loads one file.  `named`: the user named it (errors are errors) rather than it being
+ * found in a directory (files that are not logs are skipped).  *found is set when the
+ * file is a pyprof log, kept or filtered out. */
+static int load_file(profile *p, const char *path, int named, int *found)
+{
+    int err;
+    pyprof_reader *r = pyprof_reader_open(path, &err);
+    if (!r) {
+        int saved = errno;
+        if (!named && (err == PYPROF_R_NOT_LZ4 || err == PYPROF_R_NOT_PYPROF))
+            return 0;
+        if (err == PYPROF_R_TRUNCATED) {
+            if (!named) {
+                *found = 1;
+                return add_warning(p, "%s: warning: log is truncated before its header; "
+                                      "skipped", path);
+            }
+            return set_error(p, "%s: log is truncated before its header (the process was "
+                                "killed or crashed); nothing survived", path);
+        }
+        if (err == PYPROF_R_IO)
+            return set_error(p, "%s: %s", path, strerror(saved));
+        return set_error(p, "%s: %s", path, pyprof_reader_strerror(err));
+    }
+    *found = 1;
+    int ret = -1;
+    if (!filter_keeps_log(&p->filter, pyprof_reader_header(r))) {
+        ret = 0;
+        goto cleanup;
+    }
+    if (p->nprocs >= IDMAP_EXCLUDED ||
+        GROW(p->procs, p->cap_procs, p->nprocs + 1)) {
+        set_error(p, "out of memory");
+        goto cleanup;
+    }
+    uint32_t proc = (uint32_t)p->nprocs++;
+    profile_process *pr = &p->procs[proc];
+    memset(pr, 0, sizeof *pr);
+    pr->path = strdup(path);
+    if (!pr->path || copy_header(pr, pyprof_reader_header(r)) < 0) {
+        set_error(p, "out of memory");
+        goto cleanup;
+    }
+    pr->records = 1; /* the header */
+    int rc = load_records(p, r, proc);
+    pr = &p->procs[proc];
+    if (rc == 1 || rc == -PYPROF_R_NOMEM) {
+        set_error(p, "out of memory");
+        goto cleanup;
+    }
+    pr->end_error = rc;
+    if (rc == -PYPROF_R_TRUNCATED) {
+        ret = add_warning(p, "%s: warning: %s; %llu samples survived", path,
+                          pyprof_reader_strerror(rc), (unsigned long long)pr->samples_read);
+        goto cleanup;
+    }
+    if (rc < 0) {
+        const char *what = rc == -PYPROF_R_IO ? strerror(errno) : pyprof_reader_strerror(rc);
+        if (p->options & PROFILE_KEEP_CORRUPT) {
+            ret = add_warning(p, "%s: %s after %llu records (byte %llu of the decompressed "
+                                 "log); %llu samples survived", path, what,
+                              (unsigned long long)pr->records, (unsigned long long)pr->bytes,
+                              (unsigned long long)pr->samples_read);
+            goto cleanup;
+        }
+        set_error(p, "%s: %s after %llu records (byte %llu of the decompressed log)", path,
+                  what, (unsigned long long)pr->records, (unsigned long long)pr->bytes);
+        goto cleanup;
+    }
+    ret = 0;
+
+cleanup:
+    pyprof_reader_close(r);
+    return ret;
+}
+
+static int load_dir(profile *p, const char *path)
+{
+    struct dirent **names = NULL;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0)
+        return set_error(p, "%s: %s", path, strerror(errno));
+    int ret = 0, found = 0;
+    for (int i = 0; i < n; i++) {
+        const char *base = names[i]->d_name;
+        if (ret == 0 && strcmp(base, ".") && strcmp(base, "..")) {
+            char full[4096];
+            struct stat st;
+            int len = snprintf(full, sizeof full, "%s%s%s", path,
+                               path[strlen(path) - 1] == '/' ? "" : "/", base);
+            /* Only regular files with data can be logs; an empty file is a log not yet
+             * written, or not a log, and says nothing either way. */
+            if (len > 0 && (size_t)len < sizeof full && stat(full, &st) == 0 &&
+                S_ISREG(st.st_mode) && st.st_size > 0)
+                ret = load_file(p, full, 0, &found);
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (ret == 0 && !found)
+        return set_error(p, "%s: no pyprof log in this directory", path);
+    return ret;
+}
+
+int profile_load(profile *p, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return set_error(p, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return load_dir(p, path);
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        return set_error(p, "%s: empty file (no log data was ever written to it)", path);
+    int found = 0;
+    return load_file(p, path, 1, &found);
+}
+
+/* ---- derived numbers ------------------------------------------------------------------ */
+
+/* The full length of a process's profiling, unclipped. */
+static double process_length(const profile_process *pr)
+{
+    if (pr->has_footer)
+        return (double)pr->footer.duration_ns / 1e9;
+    return pr->last_t_us > 0 ? (double)pr->last_t_us / 1e6 : 0.0;
+}
+
+/* The window [*a, *b] (seconds since the process's start) that the filters keep. */
+static void process_window(const profile *p, size_t i, double *a, double *b)
+{
+    *a = 0;
+    *b = process_length(&p->procs[i]);
+    if (p->filter.has_from && p->filter.from_s > *a)
+        *a = p->filter.from_s;
+    if (p->filter.has_to && p->filter.to_s < *b)
+        *b = p->filter.to_s;
+    if (*b < *a)
+        *b = *a;
+}
+
+double profile_process_duration(const profile *p, size_t i)
+{
+    double a, b;
+    process_window(p, i, &a, &b);
+    return b - a;
+}
+
+double profile_duration(const profile *p)
+{
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        double a, b, start = (double)p->procs[i].start_unix_ns / 1e9;
+        process_window(p, i, &a, &b);
+        if (i == 0 || start + a < lo)
+            lo = start + a;
+        if (i == 0 || start + b > hi)
+            hi = start + b;
+    }
+    return hi - lo;
+}
+
+uint64_t profile_process_dropped(const profile *p, size_t i)
+{
+    const profile_process *pr = &p->procs[i];
+    uint64_t n = 0;
+    if (!pr->has_footer)
+        return 0;
+    for (int d = 0; d < PYPROF_DROP_COUNT; d++)
+        if (d != PYPROF_DROP_NOT_READY && d != PYPROF_DROP_NO_PYTHON)
+            n += pr->footer.dropped[d];
+    return n;
+}
+
+/* ---- aggregation ---------------------------------------------------------------------- */
+
+typedef struct line_entry {
+    uint32_t func;
+    int32_t line;
+    uint64_t self;
+} line_entry;
+
+static int cmp_line_entry(const void *a, const void *b)
+{
+    const line_entry *x = a, *y = b;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+static int cmp_line_key(const void *a, const void *b)
+{
+    const line_entry *x = a, *y = b;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+int profile_aggregate(const profile *p, profile_agg *agg)
+{
+    memset(agg, 0, sizeof *agg);
+    size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
+    uint32_t *stamp = malloc(nf * sizeof *stamp);
+    line_entry *ent = malloc(ns * sizeof *ent);
+    agg->stack_weight = calloc(ns, sizeof *agg->stack_weight);
+    agg->self = calloc(nf, sizeof *agg->self);
+    agg->total = calloc(nf, sizeof *agg->total);
+    agg->line_first = calloc(nf + 1, sizeof *agg->line_first);
+    agg->lines = malloc(ns * sizeof *agg->lines);
+    int ret = -1;
+    if (!stamp || !ent || !agg->stack_weight || !agg->self || !agg->total ||
+        !agg->line_first || !agg->lines)
+        goto cleanup;
+
+    for (size_t i = 0; i < p->nsamples; i++)
+        agg->stack_weight[p->samples[i].stack]++;
+
+    /* Each stack once, weighted: a function counts once per sample in `total` however
+     * often it recurses, which the stamp (the last stack that counted it) ensures. */
+    memset(stamp, 0xff, nf * sizeof *stamp);
+    size_t nent = 0;
+    for (size_t s = 0; s < p->nstacks; s++) {
+        uint64_t w = agg->stack_weight[s];
+        const profile_stack *st = &p->stacks[s];
+        if (!w || !st->nframes)
+            continue;
+        const profile_frame *fr = p->frames + st->first;
+        for (uint32_t k = 0; k < st->nframes; k++) {
+            if (stamp[fr[k].func] != (uint32_t)s) {
+                stamp[fr[k].func] = (uint32_t)s;
+                agg->total[fr[k].func] += w;
+            }
+        }
+        const profile_frame *leaf = &fr[st->nframes - 1];
+        agg->self[leaf->func] += w;
+        ent[nent].func = leaf->func;
+        ent[nent].line = leaf->line;
+        ent[nent].self = w;
+        nent++;
+    }
+
+    /* Merge the stacks that end at the same (function, line), then order each
+     * function's lines by their counts. */
+    qsort(ent, nent, sizeof *ent, cmp_line_key);
+    size_t nl = 0;
+    for (size_t i = 0; i < nent; i++) {
+        if (nl && ent[nl - 1].func == ent[i].func && ent[nl - 1].line == ent[i].line)
+            ent[nl - 1].self += ent[i].self;
+        else
+            ent[nl++] = ent[i];
+    }
+    qsort(ent, nl, sizeof *ent, cmp_line_entry);
+    for (size_t i = 0; i < nl; i++) {
+        agg->lines[i].line = ent[i].line;
+        agg->lines[i].self = ent[i].self;
+        agg->line_first[ent[i].func + 1]++;
+    }
+    for (size_t f = 0; f < p->nfuncs; f++)
+        agg->line_first[f + 1] += agg->line_first[f];
+    ret = 0;
+
+cleanup:
+    free(stamp);
+    free(ent);
+    if (ret < 0)
+        profile_agg_free(agg);
+    return ret;
+}
+
+void profile_agg_free(profile_agg *agg)
+{
+    free(agg->stack_weight);
+    free(agg->self);
+    free(agg->total);
+    free(agg->lines);
+    free(agg->line_first);
+    memset(agg, 0, sizeof *agg);
+}
+
+typedef struct sort_ctx {
+    const profile *p;
+    const uint64_t *key, *other;
+} sort_ctx;
+
+static int cmp_func(const void *a, const void *b, void *arg)
+{
+    const sort_ctx *c = arg;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (c->key[x] != c->key[y])
+        return c->key[x] > c->key[y] ? -1 : 1;
+    if (c->other[x] != c->other[y])
+        return c->other[x] > c->other[y] ? -1 : 1;
+    int r = strcmp(c->p->funcs[x].name, c->p->funcs[y].name);
+    if (r)
+        return r;
+    r = strcmp(c->p->funcs[x].file, c->p->funcs[y].file);
+    if (r)
+        return r;
+    return (c->p->funcs[x].line > c->p->funcs[y].line) -
+           (c->p->funcs[x].line < c->p->funcs[y].line);
+}
+
+size_t profile_sort_funcs(const profile *p, const profile_agg *agg, const uint64_t *key,
+                          uint32_t *order)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < p->nfuncs; f++)
+        if (agg->total[f])
+            order[n++] = (uint32_t)f;
+    sort_ctx c = {p, key, key == agg->self ? agg->total : agg->self};
+    qsort_r(order, n, sizeof *order, cmp_func, &c);
+    return n;
+}

@@ -1,0 +1,191 @@
+/*
+ * profile: the in-memory model of one or more pyprof logs that the tool's commands share.
+ * It owns every process (header, footer, how the log ended), thread, function, stack,
+ * sample, RSS point and mark loaded from the logs.  Functions are merged across code ids
+ * and across processes by identity (qualified name where present else name, file, first
+ * line); stacks are deduplicated across processes.  The filters are applied while
+ * loading, so the model holds exactly what the commands report, and a sample costs 24
+ * bytes.
+ *
+ * Everything is indexed by small integers (uint32_t) into the arrays of struct profile,
+ * which callers read directly and never modify.  Not thread-safe; tool-side only.
+ */
+#ifndef PYPROF_PROFILE_H
+#define PYPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pyprof/reader.h>
+
+/* What to keep.  The arrays are the caller's and must outlive the profile; an empty list
+ * (n == 0) keeps everything. */
+typedef struct profile_filter {
+    const uint64_t *pids;
+    size_t npids;
+    const uint64_t *tids;
+    size_t ntids;
+    const char *const *runs; /* run ids, compared exactly */
+    size_t nruns;
+    int has_from, has_to;
+    double from_s, to_s; /* seconds since the start of each process's profiling */
+} profile_filter;
+
+typedef struct profile_process {
+    char *path;
+    /* The header; strings are NUL-terminated copies. */
+    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
+        flags, window;
+    char *run_id, *host, *exe, *python_version, *timer;
+    char **argv;
+    size_t argc;
+    int clock; /* enum pyprof_clock */
+    /* The footer, when the log has one. */
+    int has_footer;
+    pyprof_footer footer;
+    /* How reading ended: 0 (complete), -PYPROF_R_TRUNCATED, or with
+     * PROFILE_KEEP_CORRUPT another negative reader code. */
+    int end_error;
+    uint64_t records;      /* records read, the header included */
+    uint64_t bytes;        /* decompressed bytes read */
+    uint64_t samples_read; /* SAMPLE records in the log, before filtering */
+    uint64_t samples;      /* samples kept */
+    uint64_t threads_read, codes_read, stacks_read, rss_read, marks_read, unknown_read;
+    int64_t last_t_us; /* time of the last timed record */
+    int has_rss;       /* RSS points kept: */
+    uint64_t rss_start, rss_peak, rss_end;
+} profile_process;
+
+typedef struct profile_thread {
+    uint32_t process;
+    uint64_t tid;
+    char *name;
+    uint64_t samples;
+} profile_thread;
+
+typedef struct profile_func {
+    char *name; /* the qualified name where the log has one, else the name */
+    char *file;
+    int64_t line; /* first line */
+} profile_func;
+
+typedef struct profile_frame {
+    uint32_t func;
+    int32_t line; /* -1: no line */
+} profile_frame;
+
+typedef struct profile_stack {
+    uint64_t first; /* index into profile.frames */
+    uint32_t nframes; /* outermost first */
+    uint32_t hash;
+} profile_stack;
+
+typedef struct profile_sample {
+    int64_t t_us; /* since the start of its process's profiling */
+    uint32_t thread;
+    uint32_t stack;
+    uint32_t cpu_us;
+    uint32_t process;
+} profile_sample;
+
+typedef struct profile_rss {
+    int64_t t_us;
+    uint64_t bytes;
+    uint32_t process;
+} profile_rss;
+
+typedef struct profile_mark {
+    int64_t t_us;
+    uint32_t process;
+    uint32_t thread; /* UINT32_MAX when the log named no known thread */
+    char *text;
+} profile_mark;
+
+/* profile_new options. */
+#define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
+
+typedef struct profile_index profile_index; /* the loader's hash tables, private */
+
+typedef struct profile {
+    profile_filter filter;
+    unsigned options;
+    profile_process *procs;
+    size_t nprocs;
+    profile_thread *threads;
+    size_t nthreads;
+    profile_func *funcs;
+    size_t nfuncs;
+    profile_stack *stacks;
+    size_t nstacks;
+    profile_frame *frames;
+    size_t nframes;
+    profile_sample *samples;
+    size_t nsamples;
+    profile_rss *rss;
+    size_t nrss;
+    profile_mark *marks;
+    size_t nmarks;
+    /* Warnings met while loading, one line each without the "pyprof: " prefix (a
+     * truncated log, a directory entry skipped). */
+    char **warnings;
+    size_t nwarnings;
+    /* The error that made the last profile_load fail. */
+    char error[1024];
+
+    /* Capacities and the private index. */
+    size_t cap_procs, cap_threads, cap_funcs, cap_stacks, cap_frames, cap_samples, cap_rss,
+        cap_marks, cap_warnings;
+    profile_index *index;
+} profile;
+
+/* Returns an empty profile that will keep what `filter` (copied; NULL for none) allows,
+ * or NULL when out of memory. */
+profile *profile_new(const profile_filter *filter, unsigned options);
+
+void profile_free(profile *p);
+
+/* Loads a log, or every log in a directory (its regular files whose content is a pyprof
+ * log; other files are skipped silently).  Returns 0, or -1 with a one-line message in
+ * p->error ("PATH: what is wrong") when the path is missing or unreadable, a file named
+ * explicitly is not a usable log, or any log is from a newer pyprof or is corrupted (with
+ * PROFILE_KEEP_CORRUPT, a corrupted log is kept up to the damage instead).  A truncated log
+ * is kept, with a warning.  Logs excluded by the pid or run filter are skipped. */
+int profile_load(profile *p, const char *path);
+
+/* Seconds covered by process `i`: the footer's duration, else the time of its last timed
+ * record; clipped to the --from/--to window. */
+double profile_process_duration(const profile *p, size_t i);
+
+/* Wall-clock span in seconds from the first process's start to the last one's end. */
+double profile_duration(const profile *p);
+
+/* Samples lost by process `i`: every drop reason except NOT_READY and NO_PYTHON, which are
+ * signals that had nothing to sample rather than samples lost. */
+uint64_t profile_process_dropped(const profile *p, size_t i);
+
+/* Per-function and per-line counts over every sample kept. */
+typedef struct profile_line_count {
+    int32_t line;
+    uint64_t self;
+} profile_line_count;
+
+typedef struct profile_agg {
+    uint64_t *stack_weight; /* samples per stack */
+    uint64_t *self;         /* per function: samples where it is the innermost frame */
+    uint64_t *total;        /* per function: samples where it appears at least once */
+    profile_line_count *lines; /* per function, by self descending: */
+    size_t *line_first;        /* lines[line_first[f] .. line_first[f + 1]) */
+} profile_agg;
+
+/* Computes the counts.  Returns 0, or -1 when out of memory. */
+int profile_aggregate(const profile *p, profile_agg *agg);
+
+void profile_agg_free(profile_agg *agg);
+
+/* Fills `order` (p->nfuncs entries) with the functions that appear in some sample,
+ * sorted by `key` (agg->self or agg->total) descending, ties by the other count, then by
+ * name; returns how many there are. */
+size_t profile_sort_funcs(const profile *p, const profile_agg *agg, const uint64_t *key,
+                          uint32_t *order);
+
+#endif

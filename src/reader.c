@@ -1,0 +1,538 @@
+/*
+ * reader: reads a pyprof log record by record.  See include/pyprof/reader.h for the
+ * interface and include/pyprof/format.h for the format.
+ *
+ * Design.  Bytes flow through two buffers:
+ *
+ *     file or memory --(in: raw LZ4 bytes)--> LZ4F_decompress --(out: log bytes)--> records
+ *
+ * `in` is the caller's memory for an in-memory log, or a READER_IN_CHUNK buffer refilled
+ * with read(2) for a file.  `out` holds decompressed bytes; [out_pos, out_len) is what has
+ * not been parsed yet.  A record is parsed in place with rec_parse_envelope, so its strings
+ * point into `out`; that is why a record is only valid until the next call.  When the
+ * unparsed tail is an incomplete record, the tail is moved to the front of `out` and more
+ * is decompressed behind it; a record larger than `out` grows it, up to READER_MAX_RECORD,
+ * beyond which the length itself is taken as corruption (the writer never produces records
+ * anywhere near that size, and a corrupt length must not make us allocate gigabytes).
+ *
+ * LZ4F keeps its own copy of the history that linked blocks refer to (we never set
+ * stableDst), so moving bytes inside `out` between calls is safe.  We give LZ4F no more
+ * input than it asks for, so that a damaged block cannot take the good blocks decoded in
+ * the same call down with it.  A log may be several
+ * LZ4 frames back to back (the writer ends a frame at each flush, or starts a new one after
+ * an error): LZ4F_decompress returns 0 at the end of a frame and the same context then
+ * decodes the next one.
+ *
+ * Errors are sticky: after the first failure every later call returns the same code.  A
+ * log that simply stops (no footer, a partial frame, block or record) is TRUNCATED, never
+ * CORRUPT: that is what a killed process leaves, and everything before the cut is good.
+ *
+ * Unknown record types are returned with only `type` filled (the payload is skipped), so a
+ * caller can count them; format.h's compatibility rule says readers skip them.
+ */
+#include <pyprof/reader.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lz4frame.h>
+
+#include "record.h"
+
+/* A record longer than this is corruption, not data. */
+#define READER_MAX_RECORD (64u << 20)
+/* Bytes read from a file at a time. */
+#define READER_IN_CHUNK (256u << 10)
+/* Initial size of the decompressed-bytes buffer. */
+#define READER_OUT_INITIAL (256u << 10)
+
+struct pyprof_reader {
+    int fd; /* -1 for an in-memory log */
+    const uint8_t *in;
+    size_t in_len, in_pos;
+    uint8_t *in_buf; /* owned, for a file */
+    int in_eof;      /* the source has no more bytes */
+
+    LZ4F_dctx *dctx;
+    size_t lz4_next; /* input LZ4F wants next: the rest of this block and the next header */
+
+    uint8_t *out;
+    size_t out_cap, out_pos, out_len;
+    uint64_t consumed; /* decompressed bytes parsed, magic included */
+
+    int err;  /* 0, or the negative code every call now returns */
+    int done; /* the footer has been returned */
+    uint64_t t_acc; /* running sum of dt_us, kept unsigned so bad input cannot overflow */
+
+    pyprof_header hdr;
+    uint8_t *hdr_copy; /* the header payload, which hdr's strings point into */
+    pyprof_str *argv;
+
+    pyprof_frame *frames;
+    size_t frames_cap;
+};
+
+const char *pyprof_reader_strerror(int err)
+{
+    static const char *const text[] = {
+#define PYPROF_X_TEXT(name, t) [PYPROF_R_##name] = t,
+        PYPROF_READER_ERRORS(PYPROF_X_TEXT)
+#undef PYPROF_X_TEXT
+    };
+    if (err < 0)
+        err = -err;
+    if ((size_t)err >= sizeof text / sizeof text[0] || !text[err])
+        return "unknown reader error";
+    return text[err];
+}
+
+/* Reads more raw bytes from the file.  Returns 1 when some arrived, 0 at end of file,
+ * -PYPROF_R_IO on a read error. */
+static int reader_read_input(pyprof_reader *r)
+{
+    if (r->in_eof)
+        return 0;
+    if (r->fd < 0) {
+        r->in_eof = 1;
+        return 0;
+    }
+    /* Keep unconsumed bytes: the magic check asks for 4 bytes that may arrive in pieces. */
+    size_t keep = r->in_len - r->in_pos;
+    memmove(r->in_buf, r->in_buf + r->in_pos, keep);
+    r->in_len = keep;
+    r->in_pos = 0;
+    for (;;) {
+        ssize_t n = read(r->fd, r->in_buf + r->in_len, READER_IN_CHUNK - r->in_len);
+        if (n > 0) {
+            r->in_len += (size_t)n;
+            return 1;
+        }
+        if (n == 0) {
+            r->in_eof = 1;
+            return 0;
+        }
+        if (errno != EINTR)
+            return -PYPROF_R_IO;
+    }
+}
+
+/* Decompresses more bytes behind the unparsed tail of `out`.  Returns 1 when some arrived,
+ * 0 when the input is exhausted, or a negative code. */
+static int reader_fill(pyprof_reader *r)
+{
+    if (r->out_pos > 0) {
+        memmove(r->out, r->out + r->out_pos, r->out_len - r->out_pos);
+        r->out_len -= r->out_pos;
+        r->out_pos = 0;
+    }
+    if (r->out_len == r->out_cap) {
+        /* One incomplete record fills the buffer: it is big, so make room for it. */
+        size_t cap = r->out_cap * 2;
+        if (cap > READER_MAX_RECORD + 2 * REC_VARINT_MAX)
+            cap = READER_MAX_RECORD + 2 * REC_VARINT_MAX;
+        if (cap <= r->out_cap)
+            return -PYPROF_R_CORRUPT;
+        uint8_t *p = realloc(r->out, cap);
+        if (!p)
+            return -PYPROF_R_NOMEM;
+        r->out = p;
+        r->out_cap = cap;
+    }
+    for (;;) {
+        if (r->in_pos == r->in_len) {
+            int rc = reader_read_input(r);
+            if (rc <= 0)
+                return rc;
+        }
+        /* Never more input than LZ4F asked for, which ends each call at a block boundary:
+         * a call that meets a damaged block then has nothing from the good blocks before
+         * it in hand, so they are all delivered before the CORRUPT. */
+        size_t src = r->in_len - r->in_pos;
+        size_t want = r->lz4_next ? r->lz4_next : 4;
+        if (src > want)
+            src = want;
+        size_t dst = r->out_cap - r->out_len;
+        size_t ret = LZ4F_decompress(r->dctx, r->out + r->out_len, &dst, r->in + r->in_pos,
+                                     &src, NULL);
+        if (LZ4F_isError(ret))
+            return -PYPROF_R_CORRUPT;
+        r->in_pos += src;
+        r->out_len += dst;
+        r->lz4_next = ret;
+        if (dst > 0)
+            return 1;
+        /* No output yet: LZ4F consumed a frame header, a block header or a frame end.  It
+         * always consumes something when it has input and room, but do not spin if a
+         * future version did not. */
+        if (src == 0 && r->in_pos < r->in_len)
+            return -PYPROF_R_CORRUPT;
+    }
+}
+
+/* Makes at least `want` unparsed bytes available.  Returns 1, 0 when the log ends first,
+ * or a negative code. */
+static int reader_want(pyprof_reader *r, size_t want)
+{
+    while (r->out_len - r->out_pos < want) {
+        int rc = reader_fill(r);
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* Takes the next record's envelope.  Returns 1, or a negative code (TRUNCATED when the log
+ * ends before a whole record). */
+static int reader_envelope(pyprof_reader *r, uint8_t *type, const uint8_t **payload,
+                           size_t *plen)
+{
+    for (;;) {
+        size_t total;
+        int rc = rec_parse_envelope(r->out + r->out_pos, r->out_len - r->out_pos,
+                                    READER_MAX_RECORD, type, payload, plen, &total);
+        if (rc > 0) {
+            r->out_pos += total;
+            r->consumed += total;
+            return 1;
+        }
+        if (rc < 0)
+            return -PYPROF_R_CORRUPT;
+        rc = reader_fill(r);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            return -PYPROF_R_TRUNCATED;
+    }
+}
+
+static pyprof_str reader_str(rec_in *in)
+{
+    pyprof_str s;
+    s.s = (const char *)rec_get_str(in, &s.len);
+    return s;
+}
+
+/* Decodes the header payload (already copied into r->hdr_copy). */
+static int reader_parse_header(pyprof_reader *r, size_t len)
+{
+    pyprof_header *h = &r->hdr;
+    rec_in in;
+    rec_in_init(&in, r->hdr_copy, len);
+    /* The version comes first and is checked before anything else, because a newer
+     * version may have changed everything after it. */
+    h->format_version = rec_get_uvarint(&in);
+    if (in.bad || h->format_version == 0)
+        return -PYPROF_R_CORRUPT;
+    if (h->format_version > PYPROF_FORMAT_VERSION)
+        return -PYPROF_R_NEWER;
+    h->pid = rec_get_uvarint(&in);
+    h->ppid = rec_get_uvarint(&in);
+    h->run_id = reader_str(&in);
+    h->start_unix_ns = rec_get_uvarint(&in);
+    h->host = reader_str(&in);
+    h->exe = reader_str(&in);
+    h->argc = rec_get_uvarint(&in);
+    /* Every argument takes at least one byte, so a larger count is a lie. */
+    if (in.bad || h->argc > rec_in_left(&in))
+        return -PYPROF_R_CORRUPT;
+    if (h->argc) {
+        r->argv = calloc((size_t)h->argc, sizeof *r->argv);
+        if (!r->argv)
+            return -PYPROF_R_NOMEM;
+    }
+    for (uint64_t i = 0; i < h->argc; i++)
+        r->argv[i] = reader_str(&in);
+    h->argv = r->argv;
+    h->python_version = reader_str(&in);
+    h->python_hex = rec_get_uvarint(&in);
+    h->period_ns = rec_get_uvarint(&in);
+    h->clock = rec_get_u8(&in);
+    h->timer = reader_str(&in);
+    h->max_depth = rec_get_uvarint(&in);
+    h->flags = rec_get_uvarint(&in);
+    h->window = rec_get_uvarint(&in);
+    return in.bad ? -PYPROF_R_CORRUPT : 0;
+}
+
+/* Checks that the raw bytes start like an LZ4 frame (or a skippable frame, which lz4
+ * itself accepts).  Returns 0 or a negative code. */
+static int reader_check_lz4(pyprof_reader *r)
+{
+    static const uint8_t lz4_magic[4] = {0x04, 0x22, 0x4d, 0x18};
+    while (r->in_len - r->in_pos < 4) {
+        int rc = reader_read_input(r);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            break;
+    }
+    const uint8_t *p = r->in + r->in_pos;
+    size_t n = r->in_len - r->in_pos;
+    if (n >= 4) {
+        if (!memcmp(p, lz4_magic, 4))
+            return 0;
+        if ((p[0] & 0xf0) == 0x50 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18)
+            return 0;
+        return -PYPROF_R_NOT_LZ4;
+    }
+    /* Fewer than 4 bytes in all: a log cut before its first byte of data, or not LZ4. */
+    return memcmp(p, lz4_magic, n) ? -PYPROF_R_NOT_LZ4 : -PYPROF_R_TRUNCATED;
+}
+
+/* The common part of both opens: checks LZ4, the magic and the header. */
+static int reader_start(pyprof_reader *r)
+{
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&r->dctx, LZ4F_VERSION)))
+        return -PYPROF_R_NOMEM;
+    r->out_cap = READER_OUT_INITIAL;
+    r->out = malloc(r->out_cap);
+    if (!r->out)
+        return -PYPROF_R_NOMEM;
+
+    int rc = reader_check_lz4(r);
+    if (rc < 0)
+        return rc;
+    rc = reader_want(r, PYPROF_MAGIC_LEN);
+    if (rc < 0)
+        return rc;
+    size_t have = r->out_len - r->out_pos;
+    if (have > PYPROF_MAGIC_LEN)
+        have = PYPROF_MAGIC_LEN;
+    if (memcmp(r->out + r->out_pos, PYPROF_MAGIC, have))
+        return -PYPROF_R_NOT_PYPROF;
+    if (rc == 0)
+        return -PYPROF_R_TRUNCATED; /* a prefix of the magic, then nothing */
+    r->out_pos += PYPROF_MAGIC_LEN;
+    r->consumed += PYPROF_MAGIC_LEN;
+
+    uint8_t type;
+    const uint8_t *payload;
+    size_t plen;
+    rc = reader_envelope(r, &type, &payload, &plen);
+    if (rc < 0)
+        return rc;
+    if (type != PYPROF_REC_HEADER)
+        return -PYPROF_R_CORRUPT;
+    /* Copy it: the header must outlive the buffer that the next records reuse. */
+    r->hdr_copy = malloc(plen ? plen : 1);
+    if (!r->hdr_copy)
+        return -PYPROF_R_NOMEM;
+    memcpy(r->hdr_copy, payload, plen);
+    return reader_parse_header(r, plen);
+}
+
+static pyprof_reader *reader_finish_open(pyprof_reader *r, int *err)
+{
+    int rc = reader_start(r);
+    if (rc < 0) {
+        pyprof_reader_close(r);
+        if (err)
+            *err = -rc;
+        return NULL;
+    }
+    if (err)
+        *err = PYPROF_R_OK;
+    return r;
+}
+
+pyprof_reader *pyprof_reader_open(const char *path, int *err)
+{
+    pyprof_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        if (err)
+            *err = PYPROF_R_NOMEM;
+        return NULL;
+    }
+    r->in_buf = malloc(READER_IN_CHUNK);
+    if (!r->in_buf) {
+        free(r);
+        if (err)
+            *err = PYPROF_R_NOMEM;
+        return NULL;
+    }
+    r->in = r->in_buf;
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        r->fd = -1;
+        pyprof_reader_close(r);
+        if (err)
+            *err = PYPROF_R_IO;
+        return NULL;
+    }
+    return reader_finish_open(r, err);
+}
+
+pyprof_reader *pyprof_reader_open_mem(const void *data, size_t len, int *err)
+{
+    pyprof_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        if (err)
+            *err = PYPROF_R_NOMEM;
+        return NULL;
+    }
+    r->fd = -1;
+    r->in = data;
+    r->in_len = len;
+    r->in_eof = 1;
+    return reader_finish_open(r, err);
+}
+
+const pyprof_header *pyprof_reader_header(const pyprof_reader *r) { return &r->hdr; }
+
+uint64_t pyprof_reader_offset(const pyprof_reader *r) { return r->consumed; }
+
+static int reader_parse_stack(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
+{
+    s->stack_id = rec_get_uvarint(in);
+    s->nframes = rec_get_uvarint(in);
+    /* A frame takes at least two bytes. */
+    if (in->bad || s->nframes > rec_in_left(in) / 2)
+        return -PYPROF_R_CORRUPT;
+    if (s->nframes > r->frames_cap) {
+        size_t cap = r->frames_cap ? r->frames_cap : 64;
+        while (cap < s->nframes)
+            cap *= 2;
+        pyprof_frame *f = realloc(r->frames, cap * sizeof *f);
+        if (!f)
+            return -PYPROF_R_NOMEM;
+        r->frames = f;
+        r->frames_cap = cap;
+    }
+    for (uint64_t i = 0; i < s->nframes; i++) {
+        r->frames[i].code_id = rec_get_uvarint(in);
+        r->frames[i].line = rec_get_svarint(in);
+    }
+    s->frames = r->frames;
+    return 0;
+}
+
+static void reader_parse_footer(rec_in *in, pyprof_footer *f)
+{
+    f->end_unix_ns = rec_get_uvarint(in);
+    f->duration_ns = rec_get_uvarint(in);
+    f->samples = rec_get_uvarint(in);
+    f->signals = rec_get_uvarint(in);
+    uint64_t ndrop = rec_get_uvarint(in);
+    for (uint64_t i = 0; i < ndrop && !in->bad; i++) {
+        uint64_t reason = rec_get_uvarint(in);
+        uint64_t count = rec_get_uvarint(in);
+        /* A reason this reader does not know (added later) is not counted under a known
+         * one. */
+        if (reason < PYPROF_DROP_COUNT)
+            f->dropped[reason] += count;
+    }
+    f->end = rec_get_uvarint(in);
+    f->status_known = rec_get_u8(in);
+    f->status = rec_get_svarint(in);
+    f->achieved_hz_milli = rec_get_uvarint(in);
+    f->lib_cpu_ns = rec_get_uvarint(in);
+}
+
+/* Adds a dt field to the running time. */
+static int64_t reader_advance(pyprof_reader *r, int64_t dt)
+{
+    r->t_acc += (uint64_t)dt;
+    return (int64_t)r->t_acc;
+}
+
+int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
+{
+    if (r->err)
+        return r->err;
+    if (r->done)
+        return 0;
+
+    uint8_t type;
+    const uint8_t *payload;
+    size_t plen;
+    int rc = reader_envelope(r, &type, &payload, &plen);
+    if (rc < 0)
+        goto fail;
+
+    memset(rec, 0, sizeof *rec);
+    rec->type = type;
+    rec_in in;
+    rec_in_init(&in, payload, plen);
+    switch (type) {
+    case PYPROF_REC_HEADER:
+        rc = -PYPROF_R_CORRUPT; /* there is exactly one, and open has read it */
+        goto fail;
+    case PYPROF_REC_THREAD:
+        rec->u.thread.thread_idx = rec_get_uvarint(&in);
+        rec->u.thread.tid = rec_get_uvarint(&in);
+        rec->u.thread.name = reader_str(&in);
+        break;
+    case PYPROF_REC_CODE: {
+        pyprof_code_rec *c = &rec->u.code;
+        c->code_id = rec_get_uvarint(&in);
+        c->first_line = rec_get_svarint(&in);
+        c->name = reader_str(&in);
+        c->qualname = reader_str(&in);
+        c->filename = reader_str(&in);
+        c->line_table_kind = rec_get_u8(&in);
+        c->line_table = reader_str(&in);
+        c->flags = rec_get_uvarint(&in);
+        break;
+    }
+    case PYPROF_REC_STACK:
+        rc = reader_parse_stack(r, &in, &rec->u.stack);
+        if (rc < 0)
+            goto fail;
+        break;
+    case PYPROF_REC_SAMPLE: {
+        int64_t dt = rec_get_svarint(&in);
+        rec->u.sample.t_us = reader_advance(r, dt);
+        rec->u.sample.thread_idx = rec_get_uvarint(&in);
+        rec->u.sample.stack_id = rec_get_uvarint(&in);
+        rec->u.sample.cpu_us = rec_get_uvarint(&in);
+        break;
+    }
+    case PYPROF_REC_RSS: {
+        int64_t dt = rec_get_svarint(&in);
+        rec->u.rss.t_us = reader_advance(r, dt);
+        rec->u.rss.rss_bytes = rec_get_uvarint(&in);
+        break;
+    }
+    case PYPROF_REC_MARK: {
+        int64_t dt = rec_get_svarint(&in);
+        rec->u.mark.t_us = reader_advance(r, dt);
+        rec->u.mark.thread_idx = rec_get_uvarint(&in);
+        rec->u.mark.text = reader_str(&in);
+        break;
+    }
+    case PYPROF_REC_FOOTER:
+        reader_parse_footer(&in, &rec->u.footer);
+        r->done = 1;
+        break;
+    default:
+        return 1; /* unknown: only `type` is filled */
+    }
+    if (in.bad) {
+        rc = -PYPROF_R_CORRUPT;
+        goto fail;
+    }
+    return 1;
+
+fail:
+    r->err = rc;
+    return rc;
+}
+
+void pyprof_reader_close(pyprof_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    if (r->dctx)
+        LZ4F_freeDecompressionContext(r->dctx);
+    free(r->in_buf);
+    free(r->out);
+    free(r->hdr_copy);
+    free(r->argv);
+    free(r->frames);
+    free(r);
+}
