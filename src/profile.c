@@ -95,14 +95,22 @@ static size_t hash_slot(uint64_t h, size_t cap)
 /* A thread the --thread filter excludes: its samples are dropped. */
 #define IDMAP_EXCLUDED (UINT32_MAX - 1)
 
+/* Writers number their ids densely from 0, so small keys index an array directly and
+ * only the others pay for hashing; both are per log and short-lived. */
+#define IDMAP_DIRECT_MAX 65536u
+
 typedef struct idmap {
-    uint64_t *keys;
+    uint32_t *direct; /* keys below ndirect */
+    size_t ndirect;
+    uint64_t *keys; /* open addressing for the rest */
     uint32_t *vals;
     size_t cap, n;
 } idmap;
 
-static uint32_t idmap_get(const idmap *m, uint64_t key)
+static inline uint32_t idmap_get(const idmap *m, uint64_t key)
 {
+    if (key < m->ndirect)
+        return m->direct[key];
     if (!m->cap)
         return IDMAP_EMPTY;
     for (size_t i = hash_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
@@ -126,6 +134,21 @@ static void idmap_insert_unchecked(idmap *m, uint64_t key, uint32_t val)
 
 static int idmap_set(idmap *m, uint64_t key, uint32_t val)
 {
+    if (key < IDMAP_DIRECT_MAX) {
+        if (key >= m->ndirect) {
+            size_t n = m->ndirect ? m->ndirect : 64;
+            while (n <= key)
+                n *= 2;
+            uint32_t *d = realloc(m->direct, n * sizeof *d);
+            if (!d)
+                return -1;
+            memset(d + m->ndirect, 0xff, (n - m->ndirect) * sizeof *d);
+            m->direct = d;
+            m->ndirect = n;
+        }
+        m->direct[key] = val;
+        return 0;
+    }
     if ((m->n + 1) * 2 > m->cap) {
         idmap old = *m;
         size_t cap = old.cap ? old.cap * 2 : 64;
@@ -152,6 +175,7 @@ static int idmap_set(idmap *m, uint64_t key, uint32_t val)
 
 static void idmap_free(idmap *m)
 {
+    free(m->direct);
     free(m->keys);
     free(m->vals);
     memset(m, 0, sizeof *m);

@@ -11,29 +11,42 @@
  * guarded region go to the program's own handler (which the program installs through
  * our interposed sigaction: see safe_read_app_sigaction), or the default action.
  *
- * Cost on the fast path: one sigsetjmp without saving the signal mask per sample, and
- * a range check per read.
+ * The jump is GCC's __builtin_setjmp/__builtin_longjmp: it saves three words, calls no
+ * libc function (so no sanitizer interceptor runs inside a signal handler) and leaves
+ * the signal mask alone, which is right here: we jump from the fault handler back into
+ * the sampling handler, whose mask must stay in force until it returns.
+ *
+ * Cost on the fast path: one __builtin_setjmp per sample and a range check per read.
  */
 #ifndef PYPROF_SAFE_READ_H
 #define PYPROF_SAFE_READ_H
 
-#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 
+/* A jump buffer for __builtin_setjmp. */
+typedef void *safe_jmpbuf[5];
+
 /* The current thread's open guard, or NULL.  Initial-exec TLS: the library is
  * preloaded, so its TLS is static and reading it never allocates. */
-extern __thread sigjmp_buf *safe_guard_tls __attribute__((tls_model("initial-exec")));
+extern __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")));
 
 /* [sigsafe] Opens a guarded region in the calling function; evaluates to 1 on entry and
  * to 0 when a read inside the region failed (control comes back here).  `jb` is a
- * sigjmp_buf local to the caller, which must not return before SAFE_GUARD_END. */
+ * safe_jmpbuf local to the caller, which must not return before SAFE_GUARD_END. */
 #define SAFE_GUARD_BEGIN(jb) \
-    (sigsetjmp((jb), 0) == 0 ? (safe_guard_tls = &(jb), 1) : (safe_guard_tls = NULL, 0))
+    (__builtin_setjmp(jb) == 0 ? (safe_guard_tls = (jb), 1) : (safe_guard_tls = NULL, 0))
 #define SAFE_GUARD_END() (safe_guard_tls = NULL)
 
+/* Reads of interpreter memory are expected to meet freed or foreign memory now and then:
+ * that is what the guard is for, so sanitizers must not instrument them (nor add their
+ * no-return hooks, which are not async-signal-safe, to the jump). */
+#define SAFE_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize("undefined")))
+#define SAFE_NO_SANITIZE_DECL SAFE_NO_SANITIZE
+
 /* [sigsafe] Leaves the guarded region through its failure path. */
-__attribute__((noreturn)) void safe_fail(void);
+SAFE_NO_SANITIZE_DECL __attribute__((noreturn)) void safe_fail(void);
+
 
 static inline int safe_ptr_ok(uintptr_t p, uintptr_t align)
 {
@@ -41,28 +54,28 @@ static inline int safe_ptr_ok(uintptr_t p, uintptr_t align)
 }
 
 /* [sigsafe] Reads inside a guarded region; an unusable address leaves it. */
-static inline uint64_t safe_u64(uintptr_t p)
+SAFE_NO_SANITIZE static inline uint64_t safe_u64(uintptr_t p)
 {
     if (!safe_ptr_ok(p, 8))
         safe_fail();
     return *(volatile const uint64_t *)p;
 }
 static inline uintptr_t safe_ptr(uintptr_t p) { return (uintptr_t)safe_u64(p); }
-static inline uint32_t safe_u32(uintptr_t p)
+SAFE_NO_SANITIZE static inline uint32_t safe_u32(uintptr_t p)
 {
     if (!safe_ptr_ok(p, 4))
         safe_fail();
     return *(volatile const uint32_t *)p;
 }
 static inline int32_t safe_i32(uintptr_t p) { return (int32_t)safe_u32(p); }
-static inline uint8_t safe_u8(uintptr_t p)
+SAFE_NO_SANITIZE static inline uint8_t safe_u8(uintptr_t p)
 {
     if (!safe_ptr_ok(p, 1))
         safe_fail();
     return *(volatile const uint8_t *)p;
 }
 /* [sigsafe] Copies n bytes; the source range must lie in user space. */
-void safe_copy(void *dst, uintptr_t src, uint64_t n);
+SAFE_NO_SANITIZE void safe_copy(void *dst, uintptr_t src, uint64_t n);
 
 /* [not sigsafe] Installs the fault handler for SIGSEGV and SIGBUS, remembering the
  * dispositions already there as the program's.  Returns 0 or -1. */

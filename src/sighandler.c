@@ -9,7 +9,7 @@
  *   pthread_getspecific              not on the POSIX list; in glibc a lock-free read of
  *                                    the thread descriptor for keys < 32 (CPython's TSS
  *                                    key is created first thing at start, so it is small)
- *   siglongjmp (via safe_fail)       leaves only our own guarded reads (safe_read.h)
+ *   __builtin_longjmp (safe_fail)    no libc; leaves only our own guarded reads
  *   ring_reserve/commit/cancel       ours: one CAS on a preallocated buffer, never waits
  *   atomic_* on our counters         lock-free on x86_64
  *   sighandler_app_trap handler      the program's own SIGTRAP handler, for traps that
@@ -48,8 +48,10 @@ struct sigaction sighandler_app_trap;
 #define NAME_MAX_CHARS 200u
 #define FILE_MAX_CHARS 1000u
 #define LINETABLE_MAX 16384u
-/* Frames followed at most, to stop on a cycle in damaged memory. */
-#define WALK_LIMIT 100000u
+/* Frames followed at most.  A cycle in damaged memory is caught sooner (Floyd's
+ * tortoise in walk); this bounds the rest, so one sample can never cost more than a few
+ * tens of microseconds, even when a garbage chain is long. */
+#define WALK_LIMIT 20000u
 /* si_code of a perf event's SIGTRAP, and where its si_perf_data sits in siginfo_t (not in
  * glibc 2.36's headers; the kernel's struct puts it right after si_addr). */
 #define PYPROF_TRAP_PERF 6
@@ -308,7 +310,15 @@ static int walk(const pyabi *a, code_slot *tab, int t, uintptr_t frame, rrec_sam
     unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
     uint64_t seen = 0; /* frames recorded or counted */
     uintptr_t code_type = a->code_type;
-    for (unsigned steps = 0; frame && steps < WALK_LIMIT; steps++) {
+    uintptr_t tortoise = frame; /* advances every other step; meeting it means a cycle */
+    for (unsigned steps = 0; frame; steps++) {
+        if (steps >= WALK_LIMIT)
+            return -1;
+        if (steps && (steps & 1) == 0) {
+            tortoise = safe_ptr(tortoise + (uintptr_t)a->fr_back);
+            if (tortoise == frame)
+                return -1;
+        }
         uintptr_t code;
         int32_t offset;
         if (a->frame_kind == PYABI_FRAME_INTERP) {
@@ -377,7 +387,7 @@ static void take_sample(void)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
-    /* Read after a possible siglongjmp, so volatile (C11 7.13.2.1). */
+    /* Read after a possible longjmp, so volatile (C11 7.13.2.1). */
     volatile int t = atomic_load(&g->active_table);
     atomic_fetch_add(&g->table_users[t], 1);
     /* The writer may have flipped between our load and our increment; then use the table
@@ -389,9 +399,9 @@ static void take_sample(void)
     }
     code_slot *tab = g->tables[t];
 
-    /* Assigned between sigsetjmp and a possible siglongjmp, so volatile (C11 7.13.2.1). */
+    /* Assigned between the setjmp and a possible longjmp, so volatile (C11 7.13.2.1). */
     rrec_sample *volatile r = NULL;
-    sigjmp_buf jb;
+    safe_jmpbuf jb;
     if (!SAFE_GUARD_BEGIN(jb)) {
         /* A read failed: give up the sample and any half-made CODE record. */
         if (tls_pending_code) {
@@ -429,6 +439,12 @@ static void take_sample(void)
         goto out;
     }
     SAFE_GUARD_END();
+    if (r->nframes == 0 && !r->unreadable_tail) {
+        /* Only shim frames: C code entering or leaving Python, no Python frame yet. */
+        ring_cancel(&g->samples, (void *)r);
+        drop(PYPROF_DROP_NO_PYTHON);
+        goto out;
+    }
     r->kind = RREC_SAMPLE;
     r->tid = sighandler_tid();
     r->t_ns = now_ns() - g->t0_ns;
