@@ -11,25 +11,29 @@
  */
 #include "linetable.h"
 
+#include <limits.h>
+
 #include <pyprof/format.h>
 
 static int lnotab_line(const uint8_t *tab, size_t len, int first_line, int64_t offset,
                        int signed_incr)
 {
-    int line = first_line;
+    int64_t line = first_line;
     int64_t addr = 0;
     for (size_t i = 0; i + 1 < len; i += 2) {
         addr += tab[i];
         if (addr > offset)
             break;
         line += signed_incr ? (int8_t)tab[i + 1] : tab[i + 1];
+        if (line > INT_MAX || line < INT_MIN)
+            return first_line; /* no real table goes there */
     }
-    return line;
+    return (int)line;
 }
 
 static int linetable310_line(const uint8_t *tab, size_t len, int first_line, int64_t offset)
 {
-    int line = first_line;
+    int64_t line = first_line;
     int64_t end = 0;
     for (size_t i = 0; i + 1 < len; i += 2) {
         int64_t start = end;
@@ -37,8 +41,10 @@ static int linetable310_line(const uint8_t *tab, size_t len, int first_line, int
         int8_t delta = (int8_t)tab[i + 1];
         if (delta != -128)
             line += delta;
+        if (line > INT_MAX || line < INT_MIN)
+            return first_line; /* no real table goes there */
         if (start <= offset && offset < end)
-            return delta == -128 ? -1 : line;
+            return delta == -128 ? -1 : (int)line;
     }
     return first_line;
 }
@@ -74,7 +80,7 @@ static int locations311_line(const uint8_t *tab, size_t len, int first_line, int
 {
     int64_t unit = offset / 2;
     int64_t start = 0;
-    int line = first_line;
+    int64_t line = first_line;
     size_t i = 0;
     while (i < len) {
         uint8_t head = tab[i++];
@@ -102,8 +108,10 @@ static int locations311_line(const uint8_t *tab, size_t len, int first_line, int
         } else {
             has_line = 0;
         }
+        if (line > INT_MAX || line < INT_MIN)
+            return first_line; /* no real table goes there */
         if (start <= unit && unit < start + n)
-            return has_line ? line : -1;
+            return has_line ? (int)line : -1;
         start += n;
     }
     return first_line;

@@ -64,7 +64,7 @@ size_t rec_envelope(uint8_t *dst, size_t cap, uint8_t type, const void *payload,
 void rec_in_init(rec_in *in, const void *buf, size_t len)
 {
     in->p = buf;
-    in->end = in->p + len;
+    in->end = len ? in->p + len : in->p;
     in->bad = 0;
 }
 
@@ -88,6 +88,10 @@ uint64_t rec_get_uvarint(rec_in *in)
             return 0;
         }
         uint8_t b = *in->p++;
+        if (shift == 63 && b > 1) { /* bits past 64: not a varint we wrote */
+            in->bad = 1;
+            return 0;
+        }
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80))
             return v;

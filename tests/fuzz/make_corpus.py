@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""make_corpus.py -- (re)creates the seed corpus of tests/fuzz/ for the reader fuzzer.
+
+    python3 tests/fuzz/make_corpus.py [build/libpyprof.so] [tests/fuzz/corpus]
+
+Profiles a few tiny Python programs with the real library to get real logs, then derives
+broken ones from them: cut short at several places, bytes flipped, a newer format version,
+an absurd record length, an unknown record type, several LZ4 frames back to back, and the
+decompressed content itself (the fuzz target also reads every input as decompressed log
+content, see fuzz_reader.c).  Needs the `lz4` command.  The seeds are kept small (a few
+KB) so the replay stays fast; the files are committed, so this is only run to refresh them.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+MAGIC = b"\x89PYPROF\n"
+
+PROGRAMS = {
+    # A short CPU-bound run with a thread.
+    "threads": """
+import threading
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+t = threading.Thread(target=work, args=(200000,), name="worker")
+t.start(); work(200000); t.join()
+""",
+    # A deep recursion, cut by PYPROF_MAX_DEPTH.
+    "deep": """
+import sys
+sys.setrecursionlimit(5000)
+def rec(n):
+    if n == 0:
+        s = 0
+        for i in range(150000):
+            s += i
+        return s
+    return rec(n - 1)
+rec(300)
+""",
+    # A forked child writes its own log.
+    "fork": """
+import os
+def work():
+    s = 0
+    for i in range(150000):
+        s += i
+pid = os.fork()
+work()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+""",
+}
+
+RUNS = [
+    ("threads", {"PYPROF_PERIOD": "5ms", "PYPROF_CLOCK": "wall", "PYPROF_MEMORY": "0"}),
+    ("deep", {"PYPROF_PERIOD": "2ms", "PYPROF_MAX_DEPTH": "16"}),
+    ("deep", {"PYPROF_PERIOD": "2ms", "PYPROF_NATIVE": "1"}),
+    ("fork", {"PYPROF_PERIOD": "3ms"}),
+]
+
+
+def lz4(data, *args):
+    return subprocess.run(["lz4", "-q", "-c"] + list(args), input=data,
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def records(plain):
+    """[(type, whole record bytes)] of a decompressed log, after the magic."""
+    out = []
+    i = len(MAGIC)
+    while i < len(plain):
+        start = i
+        i += 1
+        n = shift = 0
+        while True:
+            b = plain[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        i += n
+        out.append((plain[start], plain[start:i]))
+    return out
+
+
+def uvarint_at(b, i):
+    n = shift = 0
+    while True:
+        x = b[i]
+        i += 1
+        n |= (x & 0x7F) << shift
+        shift += 7
+        if not x & 0x80:
+            return n, i
+
+
+def payload(rec):
+    _, i = uvarint_at(rec, 1)
+    return rec[i:]
+
+
+def pick_records(recs, nsamples):
+    """The first `nsamples` samples, the THREAD, RSS and MARK records, and the STACK and
+    CODE records the samples need, in their original order."""
+    keep = set()
+    stacks = {}  # stack_id -> index
+    codes = {}  # code_id -> index
+    for k, (t, r) in enumerate(recs):
+        if t == 3:
+            codes[uvarint_at(payload(r), 0)[0]] = k
+        elif t == 4:
+            stacks[uvarint_at(payload(r), 0)[0]] = k
+    for k, (t, r) in enumerate(recs):
+        if t in (2, 6, 7) or (t == 5 and nsamples > 0):
+            keep.add(k)
+            nsamples -= t == 5
+        if t == 5 and k in keep:
+            p = payload(r)
+            _, i = uvarint_at(p, 0)  # dt_us
+            _, i = uvarint_at(p, i)  # thread_idx
+            sid, i = uvarint_at(p, i)
+            if sid in stacks:
+                keep.add(stacks[sid])
+                sp = payload(recs[stacks[sid]][1])
+                _, j = uvarint_at(sp, 0)
+                nframes, j = uvarint_at(sp, j)
+                for _ in range(nframes):
+                    cid, j = uvarint_at(sp, j)
+                    _, j = uvarint_at(sp, j)
+                    if cid in codes:
+                        keep.add(codes[cid])
+    return [recs[k][1] for k in sorted(keep)]
+
+
+def main():
+    lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/libpyprof.so")
+    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
+                                                             "corpus")
+    os.makedirs(out, exist_ok=True)
+    logs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (prog, env) in enumerate(RUNS):
+            d = os.path.join(tmp, str(k))
+            os.mkdir(d)
+            e = dict(os.environ, LD_PRELOAD=lib, PYPROF_OUTPUT=d, **env)
+            subprocess.run([sys.executable, "-c", PROGRAMS[prog]], env=e, check=True)
+            for j, path in enumerate(sorted(glob.glob(os.path.join(d, "*")))):
+                with open(path, "rb") as f:
+                    logs.append(("%s-%d-%d" % (prog, k, j), f.read()))
+    if not logs:
+        raise SystemExit("no log written: is %s the library?" % lib)
+
+    # Real logs are mostly CODE records (line tables); the valid ones go in whole, the
+    # rest is derived from `mini`, a valid log of a few KB: the header, some samples with
+    # the THREAD, STACK and CODE records they refer to, and the footer.
+    seeds = {}
+    for name, log in logs:
+        seeds["valid-" + name + ".lz4"] = log
+    name, log = min(logs, key=lambda nl: len(nl[1]))
+    recs = records(lz4(log, "-d"))
+    assert recs[0][0] == 1 and recs[-1][0] == 15, "header ... footer expected"
+    body = pick_records(recs[1:-1], 3)
+    plain = MAGIC + recs[0][1] + b"".join(body) + recs[-1][1]
+    mini = lz4(plain)
+    hdr_end = len(MAGIC) + len(recs[0][1])
+    hdr_payload = hdr_end - len(recs[0][1]) + 1 + len(uvarint(len(recs[0][1]) - 1))
+    assert plain[hdr_payload] == 1, "format version 1 expected"
+    seeds["valid-mini.lz4"] = mini
+    seeds["plain-mini.bin"] = plain
+    # Cut short: inside the LZ4 frame header, in the middle, just before the end.
+    seeds["cut-frame-header.lz4"] = mini[:5]
+    seeds["cut-middle.lz4"] = mini[: len(mini) // 2]
+    seeds["cut-last-byte.lz4"] = mini[:-1]
+    seeds["cut-after-header.lz4"] = lz4(plain[:hdr_end])
+    seeds["cut-inside-header.lz4"] = lz4(plain[: hdr_end - 3])
+    seeds["cut-inside-footer.lz4"] = lz4(plain[:-2])
+    seeds["cut-no-footer.lz4"] = lz4(plain[: len(plain) - len(recs[-1][1])])
+    seeds["empty.lz4"] = b""
+    # Damaged bytes, in a log of the library's own (its LZ4 blocks carry checksums).
+    flipped = bytearray(log)
+    flipped[len(flipped) // 3] ^= 0x40
+    seeds["flipped-byte.lz4"] = bytes(flipped)
+    seeds["bad-magic.lz4"] = lz4(b"\x89PYPROX\n" + plain[8:hdr_end])
+    seeds["not-lz4.bin"] = b"this is not a log\n"
+    seeds["newer-version.lz4"] = lz4(plain[:hdr_payload] + uvarint(PYPROF_NEWER) +
+                                     plain[hdr_payload + 1:hdr_end])
+    seeds["absurd-length.lz4"] = lz4(plain[:hdr_end] + b"\x03" + uvarint(1 << 40) + b"x")
+    seeds["unknown-type.lz4"] = lz4(plain[:hdr_end] + b"\x63\x03abc" + plain[hdr_end:])
+    seeds["second-header.lz4"] = lz4(plain[:hdr_end] + plain[8:hdr_end] + plain[hdr_end:])
+    seeds["footer-then-more.lz4"] = lz4(plain + body[-1])
+    # Several frames back to back, as a writer that flushes makes them.
+    third = len(plain) // 3
+    seeds["three-frames.lz4"] = (lz4(plain[:third]) + lz4(plain[third:2 * third]) +
+                                 lz4(plain[2 * third:]))
+    seeds["frames-then-junk.lz4"] = mini + b"\x00junk"
+
+    for old in glob.glob(os.path.join(out, "*")):
+        os.remove(old)
+    for fname, data in sorted(seeds.items()):
+        with open(os.path.join(out, fname), "wb") as f:
+            f.write(data)
+    print("%d seeds in %s" % (len(seeds), out))
+
+
+PYPROF_NEWER = 2  # PYPROF_FORMAT_VERSION + 1
+
+if __name__ == "__main__":
+    main()
