@@ -10,6 +10,8 @@
  */
 #include "entry.h"
 
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pyprof/format.h>
@@ -39,6 +42,10 @@ static pid_t owner;
 static _Atomic int status_known, exit_status;
 static _Atomic int python_main;
 static int atfork_registered;
+/* What the process started with, for a fork child to start again. */
+static pyprof_config cfg;
+static pyabi abi;
+static char rid[64];
 
 void entry_note_status(int status)
 {
@@ -49,6 +56,10 @@ void entry_note_status(int status)
 void entry_note_python_main(int inside) { atomic_store(&python_main, inside); }
 int entry_in_python_main(void) { return atomic_load(&python_main); }
 
+static int start_profiling(void);
+
+/* In a fork child (pthread_atfork, inside fork): the parent's profile is not ours.  The
+ * child gets its own log, timer and writer thread unless PYPROF_CHILDREN=0. */
 static void after_fork_child(void)
 {
     if (!atomic_load(&active))
@@ -56,7 +67,34 @@ static void after_fork_child(void)
     sampler_forget_in_child();
     writer_forget_in_child();
     atomic_store(&active, 0);
-    atomic_store(&finished, 1);
+    atomic_store(&finished, 0);
+    atomic_store(&status_known, 0);
+    if (cfg.children)
+        start_profiling();
+}
+
+/* PYPROF_FILTER: a shell glob matched against the program name or the command line. */
+static int filter_matches(const char *glob)
+{
+    if (!glob[0])
+        return 1;
+    char cmd[4096];
+    ssize_t n = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, cmd, sizeof cmd - 1);
+        close(fd);
+    }
+    if (n <= 0)
+        return 0;
+    cmd[n] = 0;
+    const char *slash = strrchr(cmd, '/');
+    if (fnmatch(glob, slash ? slash + 1 : cmd, 0) == 0 || fnmatch(glob, cmd, 0) == 0)
+        return 1;
+    for (ssize_t i = 0; i < n - 1; i++) /* the argv words joined by spaces */
+        if (!cmd[i])
+            cmd[i] = ' ';
+    return fnmatch(glob, cmd, 0) == 0;
 }
 
 /* The run id: inherited from the environment (a parent, or `pyprof run`), else new, and
@@ -88,7 +126,6 @@ static void try_start(int late)
         return;
     }
     char err[1024], abi_err[1024];
-    pyabi abi;
     int found = pyabi_find(&abi, late, abi_err, sizeof abi_err);
     if (found == 0) {
         /* Not (yet) Python: an init hook may still find it later. */
@@ -96,7 +133,6 @@ static void try_start(int late)
         return;
     }
     tried = 1;
-    pyprof_config cfg;
     if (config_load(&cfg, err, sizeof err) < 0) {
         /* PYPROF_QUIET may itself be the bad value; it is read first, so honour it. */
         diag_set(cfg.quiet, 0);
@@ -108,28 +144,45 @@ static void try_start(int late)
         diag_error("%s", abi_err);
         goto out;
     }
-    char rid[64];
+    /* PYPROF_CHILDREN=0: only the first profiled process of a tree; it marks the
+     * environment its exec'd children inherit. */
+    if (!cfg.children && getenv("PYPROF_PROFILED_PARENT"))
+        goto out;
+    if (!filter_matches(cfg.filter))
+        goto out;
     run_id(rid, sizeof rid, !late);
+    if (!late && !cfg.children) {
+        char pid[24];
+        snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        setenv("PYPROF_PROFILED_PARENT", pid, 0);
+    }
+    if (start_profiling() == 0 && !atfork_registered) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_registered = 1;
+    }
+out:
+    pthread_mutex_unlock(&start_lock);
+}
+
+/* Starts the writer and the sampler with the process's configuration.  0 or -1. */
+static int start_profiling(void)
+{
+    char err[1024];
     writer_meta meta = { .run_id = rid, .window = 0 };
     if (writer_start(&cfg, &abi, &meta, err, sizeof err) < 0) {
         diag_error("%s", err);
-        goto out;
+        return -1;
     }
     if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, err, sizeof err) < 0) {
         diag_error("%s", err);
         writer_finish(PYPROF_END_ERROR, 0, 0);
-        goto out;
+        return -1;
     }
     owner = getpid();
     atomic_store(&active, 1);
-    if (!atfork_registered) {
-        pthread_atfork(NULL, NULL, after_fork_child);
-        atfork_registered = 1;
-    }
     diag_verbose("pyprof: Python %s, period %llu ns, timer %s", abi.version,
                  (unsigned long long)cfg.period_ns, sampler_timer_name());
-out:
-    pthread_mutex_unlock(&start_lock);
+    return 0;
 }
 
 void entry_python_appeared(void) { try_start(1); }

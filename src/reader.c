@@ -23,6 +23,16 @@
  * an error): LZ4F_decompress returns 0 at the end of a frame and the same context then
  * decodes the next one.
  *
+ * A cut inside a block.  LZ4F decodes a compressed block only once all of it has arrived,
+ * so a log cut in the middle of one (a torn write, a copy of a log still being written)
+ * would lose the whole block, possibly the first and only one.  So the reader also follows
+ * the frame structure itself (lz4_track: frame headers, block sizes, checksums) and keeps a
+ * copy of the current block's compressed bytes; when the input ends inside a compressed
+ * block, it decodes what is there with LZ4_decompress_safe_partial_usingDict, the previous
+ * 64 KiB of output as the dictionary (which is why `out` keeps that much history before
+ * out_pos).  Those bytes are not checksummed, but a cut is not damage: the records that
+ * come out whole are delivered, and the last, cut one makes the log TRUNCATED.
+ *
  * Errors are sticky: after the first failure every later call returns the same code.  A
  * log that simply stops (no footer, a partial frame, block or record) is TRUNCATED, never
  * CORRUPT: that is what a killed process leaves, and everything before the cut is good.
@@ -38,6 +48,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <lz4.h>
 #include <lz4frame.h>
 
 #include "record.h"
@@ -49,6 +60,43 @@
 /* Initial size of the decompressed-bytes buffer. */
 #define READER_OUT_INITIAL (256u << 10)
 
+/* The LZ4 frame format's pieces (lz4's doc/lz4_Frame_format.md), as lz4_track walks them. */
+#define LZ4_FRAME_MAGIC 0x184D2204u
+#define LZ4_HISTORY (64u << 10) /* how far back a linked block's matches reach */
+#define LZ4_FLG_BLOCK_INDEP 0x20
+#define LZ4_FLG_BLOCK_CHECKSUM 0x10
+#define LZ4_FLG_CONTENT_SIZE 0x08
+#define LZ4_FLG_CONTENT_CHECKSUM 0x04
+#define LZ4_FLG_DICT_ID 0x01
+
+enum lz4_track_state {
+    TRK_MAGIC,      /* 4 bytes */
+    TRK_SKIP_SIZE,  /* 4 bytes of a skippable frame's size */
+    TRK_SKIP,       /* its data */
+    TRK_FLG_BD,     /* 2 bytes */
+    TRK_HDR_REST,   /* content size, dictionary id, header checksum */
+    TRK_BLOCK_SIZE, /* 4 bytes; 0 ends the frame */
+    TRK_BLOCK_DATA,
+    TRK_BLOCK_CRC,   /* 4 bytes */
+    TRK_CONTENT_CRC, /* 4 bytes */
+};
+
+/* Where the input is in the LZ4 frame structure, and the current block's bytes. */
+typedef struct lz4_track {
+    enum lz4_track_state state;
+    uint8_t field[16]; /* a small field being gathered */
+    size_t field_len, field_need;
+    uint8_t flg;
+    size_t block_max;  /* from the frame's BD byte */
+    size_t block_size, block_have;
+    int block_stored;  /* the block is stored uncompressed (LZ4F streams those itself) */
+    uint8_t *block;    /* the block's compressed bytes so far */
+    size_t block_cap;
+    uint64_t skip_left;
+    uint64_t frame_start; /* absolute decompressed offset where this frame's output starts */
+    int lost;             /* the input stopped making sense: LZ4F will say so */
+} lz4_track;
+
 struct pyprof_reader {
     int fd; /* -1 for an in-memory log */
     const uint8_t *in;
@@ -59,8 +107,12 @@ struct pyprof_reader {
     LZ4F_dctx *dctx;
     size_t lz4_next; /* input LZ4F wants next: the rest of this block and the next header */
 
+    lz4_track trk;
+    int recovered; /* the cut block has been decoded */
+
     uint8_t *out;
     size_t out_cap, out_pos, out_len;
+    uint64_t out_base; /* absolute decompressed offset of out[0] */
     uint64_t consumed; /* decompressed bytes parsed, magic included */
 
     int err;  /* 0, or the negative code every call now returns */
@@ -119,14 +171,197 @@ static int reader_read_input(pyprof_reader *r)
     }
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void track_expect(lz4_track *t, enum lz4_track_state state, size_t need)
+{
+    t->state = state;
+    t->field_len = 0;
+    t->field_need = need;
+}
+
+/* A small field is complete: move on.  `out_abs` is the decompressed offset so far. */
+static void track_field(lz4_track *t, uint64_t out_abs)
+{
+    const uint8_t *f = t->field;
+    switch (t->state) {
+    case TRK_MAGIC:
+        if (le32(f) == LZ4_FRAME_MAGIC)
+            track_expect(t, TRK_FLG_BD, 2);
+        else if ((le32(f) & 0xfffffff0u) == 0x184D2A50u)
+            track_expect(t, TRK_SKIP_SIZE, 4);
+        else
+            t->lost = 1;
+        break;
+    case TRK_SKIP_SIZE:
+        t->skip_left = le32(f);
+        track_expect(t, t->skip_left ? TRK_SKIP : TRK_MAGIC, t->skip_left ? 0 : 4);
+        break;
+    case TRK_FLG_BD: {
+        unsigned bsid = (f[1] >> 4) & 7;
+        if (bsid < 4) {
+            t->lost = 1;
+            break;
+        }
+        t->flg = f[0];
+        t->block_max = (size_t)1 << (8 + 2 * bsid); /* 4: 64 KiB ... 7: 4 MiB */
+        size_t rest = 1 + (t->flg & LZ4_FLG_CONTENT_SIZE ? 8 : 0) +
+                      (t->flg & LZ4_FLG_DICT_ID ? 4 : 0);
+        track_expect(t, TRK_HDR_REST, rest);
+        break;
+    }
+    case TRK_HDR_REST:
+        t->frame_start = out_abs;
+        track_expect(t, TRK_BLOCK_SIZE, 4);
+        break;
+    case TRK_BLOCK_SIZE: {
+        uint32_t v = le32(f);
+        if (v == 0) {
+            if (t->flg & LZ4_FLG_CONTENT_CHECKSUM)
+                track_expect(t, TRK_CONTENT_CRC, 4);
+            else
+                track_expect(t, TRK_MAGIC, 4);
+            break;
+        }
+        t->block_size = v & 0x7fffffffu;
+        t->block_stored = (int)(v >> 31);
+        t->block_have = 0;
+        if (t->block_size > t->block_max) {
+            t->lost = 1;
+            break;
+        }
+        if (t->block_size > t->block_cap) {
+            uint8_t *b = realloc(t->block, t->block_size);
+            if (!b) {
+                t->lost = 1; /* only the recovery of a cut block is given up */
+                break;
+            }
+            t->block = b;
+            t->block_cap = t->block_size;
+        }
+        track_expect(t, TRK_BLOCK_DATA, 0);
+        break;
+    }
+    case TRK_BLOCK_CRC:
+        track_expect(t, TRK_BLOCK_SIZE, 4);
+        break;
+    case TRK_CONTENT_CRC:
+        track_expect(t, TRK_MAGIC, 4);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Follows the `n` raw bytes just given to LZ4F. */
+static void track_bytes(lz4_track *t, const uint8_t *p, size_t n, uint64_t out_abs)
+{
+    while (n && !t->lost) {
+        size_t take;
+        if (t->state == TRK_BLOCK_DATA) {
+            take = t->block_size - t->block_have;
+            if (take > n)
+                take = n;
+            memcpy(t->block + t->block_have, p, take);
+            t->block_have += take;
+            if (t->block_have == t->block_size) {
+                if (t->flg & LZ4_FLG_BLOCK_CHECKSUM)
+                    track_expect(t, TRK_BLOCK_CRC, 4);
+                else
+                    track_expect(t, TRK_BLOCK_SIZE, 4);
+            }
+        } else if (t->state == TRK_SKIP) {
+            take = t->skip_left < n ? (size_t)t->skip_left : n;
+            t->skip_left -= take;
+            if (!t->skip_left)
+                track_expect(t, TRK_MAGIC, 4);
+        } else {
+            take = t->field_need - t->field_len;
+            if (take > n)
+                take = n;
+            memcpy(t->field + t->field_len, p, take);
+            t->field_len += take;
+            if (t->field_len == t->field_need)
+                track_field(t, out_abs);
+        }
+        p += take;
+        n -= take;
+    }
+}
+
+/* The input ended inside a compressed block: decodes as much of it as arrived.  Returns 1
+ * when that added bytes to `out`, else 0, or a negative code. */
+static int reader_recover(pyprof_reader *r)
+{
+    lz4_track *t = &r->trk;
+    if (r->recovered || r->done || t->lost || t->block_stored || !t->block_have ||
+        (t->state != TRK_BLOCK_DATA && t->state != TRK_BLOCK_CRC))
+        return 0;
+    r->recovered = 1;
+    if (r->out_cap - r->out_len < t->block_max) {
+        uint8_t *p = realloc(r->out, r->out_len + t->block_max);
+        if (!p)
+            return -PYPROF_R_NOMEM;
+        r->out = p;
+        r->out_cap = r->out_len + t->block_max;
+    }
+    /* A linked block may refer to the last 64 KiB of its frame's output. */
+    const char *dict = NULL;
+    int dict_len = 0;
+    if (!(t->flg & LZ4_FLG_BLOCK_INDEP)) {
+        uint64_t end = r->out_base + r->out_len;
+        uint64_t start = end > LZ4_HISTORY ? end - LZ4_HISTORY : 0;
+        if (start < t->frame_start)
+            start = t->frame_start;
+        if (start < r->out_base)
+            start = r->out_base;
+        dict = (const char *)r->out + (start - r->out_base);
+        dict_len = (int)(end - start);
+    }
+    char *dst = (char *)r->out + r->out_len;
+    const char *src = (const char *)t->block;
+    int have = (int)t->block_have, max = (int)t->block_max;
+    int got = LZ4_decompress_safe_partial_usingDict(src, dst, have, max, max, dict, dict_len);
+    if (got < 0) {
+        /* The cut fell inside a sequence the decoder cannot finish: find the longest
+         * output it can produce, which is everything before that sequence. */
+        int lo = 0, hi = max;
+        got = 0;
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            int n = LZ4_decompress_safe_partial_usingDict(src, dst, have, mid, max, dict,
+                                                          dict_len);
+            if (n >= 0) {
+                lo = mid;
+                got = n;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if (got > 0)
+            got = LZ4_decompress_safe_partial_usingDict(src, dst, have, lo, max, dict,
+                                                        dict_len);
+    }
+    if (got <= 0)
+        return 0;
+    r->out_len += (size_t)got;
+    return 1;
+}
+
 /* Decompresses more bytes behind the unparsed tail of `out`.  Returns 1 when some arrived,
  * 0 when the input is exhausted, or a negative code. */
 static int reader_fill(pyprof_reader *r)
 {
-    if (r->out_pos > 0) {
-        memmove(r->out, r->out + r->out_pos, r->out_len - r->out_pos);
-        r->out_len -= r->out_pos;
-        r->out_pos = 0;
+    /* Keep LZ4_HISTORY bytes before out_pos: reader_recover's dictionary. */
+    if (r->out_pos > LZ4_HISTORY) {
+        size_t drop = r->out_pos - LZ4_HISTORY;
+        memmove(r->out, r->out + drop, r->out_len - drop);
+        r->out_len -= drop;
+        r->out_pos -= drop;
+        r->out_base += drop;
     }
     if (r->out_len == r->out_cap) {
         /* One incomplete record fills the buffer: it is big, so make room for it. */
@@ -144,7 +379,9 @@ static int reader_fill(pyprof_reader *r)
     for (;;) {
         if (r->in_pos == r->in_len) {
             int rc = reader_read_input(r);
-            if (rc <= 0)
+            if (rc == 0)
+                return reader_recover(r);
+            if (rc < 0)
                 return rc;
         }
         /* Never more input than LZ4F asked for, which ends each call at a block boundary:
@@ -159,6 +396,7 @@ static int reader_fill(pyprof_reader *r)
                                      &src, NULL);
         if (LZ4F_isError(ret))
             return -PYPROF_R_CORRUPT;
+        track_bytes(&r->trk, r->in + r->in_pos, src, r->out_base + r->out_len);
         r->in_pos += src;
         r->out_len += dst;
         r->lz4_next = ret;
@@ -301,6 +539,7 @@ static int reader_start(pyprof_reader *r)
 {
     if (LZ4F_isError(LZ4F_createDecompressionContext(&r->dctx, LZ4F_VERSION)))
         return -PYPROF_R_NOMEM;
+    track_expect(&r->trk, TRK_MAGIC, 4);
     r->out_cap = READER_OUT_INITIAL;
     r->out = malloc(r->out_cap);
     if (!r->out)
@@ -566,5 +805,6 @@ void pyprof_reader_close(pyprof_reader *r)
     free(r->hdr_copy);
     free(r->argv);
     free(r->frames);
+    free(r->trk.block);
     free(r);
 }

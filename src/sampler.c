@@ -218,14 +218,31 @@ void sampler_stop(void)
 
 void sampler_forget_in_child(void)
 {
-    atomic_store(&sighandler_g.enabled, 0);
+    sighandler_state *g = &sighandler_g;
+    atomic_store(&g->enabled, 0);
     /* The perf events belong to the parent's threads; closing our copies of the fds is
      * all the child may do.  A POSIX timer is not inherited by fork. */
     for (int i = 0; i < n_perf_fds; i++)
         close(perf_fds[i]);
     n_perf_fds = 0;
     have_posix_timer = 0;
-    atomic_store(&sighandler_g.inflight, 0);
+    /* Only the forking thread exists here, and it is not in a handler (fork is not
+     * called from one), so no handler runs: the parent's unwritten records and code ids
+     * go with the mapping, and a new start maps fresh memory. */
+    if (memory)
+        munmap(memory, memory_len);
+    memory = NULL;
+    atomic_store(&g->inflight, 0);
+    atomic_store(&g->active_table, 0);
+    atomic_store(&g->table_users[0], 0);
+    atomic_store(&g->table_users[1], 0);
+    atomic_store(&g->table_fill[0], 0);
+    atomic_store(&g->table_fill[1], 0);
+    atomic_store(&g->flip_wanted, 0);
+    atomic_store(&g->signals, 0);
+    atomic_store(&g->handler_ns, 0);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        atomic_store(&g->drops[i], 0);
     sighandler_reset_tid();
 }
 

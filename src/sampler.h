@@ -23,8 +23,9 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char
 /* [not sigsafe] Disarms the timer and waits until no handler is at work.  Idempotent. */
 void sampler_stop(void);
 
-/* [not sigsafe] In a fork child: the timer is the parent's; forget it without touching
- * the parent's events, and leave sampling off. */
+/* [not sigsafe] In a fork child: the timer, rings and counters are the parent's; forget
+ * them without touching the parent's events, and leave sampling off until a new
+ * sampler_start. */
 void sampler_forget_in_child(void);
 
 /* How samples are triggered ("perf-task-clock", "posix-cpu-timer"). */

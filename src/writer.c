@@ -914,17 +914,29 @@ void writer_finish(int end, int status_known, int status)
 void writer_forget_in_child(void)
 {
     /* The writer thread does not exist here, and its lock may have been held at the
-     * fork: reset both without touching the parent's file beyond our fd copy. */
+     * fork: start from a clean state, without touching the parent's file beyond closing
+     * our copy of its descriptor. */
+    if (W.fd >= 0)
+        close(W.fd);
+    if (W.statm_fd >= 0)
+        close(W.statm_fd);
+    if (W.cctx)
+        LZ4F_freeCompressionContext(W.cctx);
+    for (size_t i = 0; i < W.codes_cap; i++)
+        free(W.codes[i].lt);
+    free(W.codes);
+    free(W.stage);
+    free(W.out);
+    free(W.arena);
+    free(W.stacks);
+    free(W.stack_index);
+    free(W.thread_tid);
+    free(W.thread_idx_of);
+    memset(&W, 0, sizeof W);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t c = PTHREAD_COND_INITIALIZER;
     W.lock = m;
     W.wake = c;
-    W.thread_running = 0;
-    if (W.fd >= 0)
-        close(W.fd);
     W.fd = -1;
-    if (W.statm_fd >= 0)
-        close(W.statm_fd);
     W.statm_fd = -1;
-    atomic_store(&W.finished, 1);
 }

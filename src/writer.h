@@ -31,7 +31,8 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
  * stopped first.  Only the first call does anything.  `end` is enum pyprof_end. */
 void writer_finish(int end, int status_known, int status);
 
-/* In a fork child: drop the parent's file and thread without writing. */
+/* In a fork child: drop the parent's file, thread and maps without writing; a new
+ * writer_start may follow. */
 void writer_forget_in_child(void);
 
 /* Path of the log, once created ("" before). */
