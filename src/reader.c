@@ -17,11 +17,12 @@
  *
  * LZ4F keeps its own copy of the history that linked blocks refer to (we never set
  * stableDst), so moving bytes inside `out` between calls is safe.  We give LZ4F no more
- * input than it asks for, so that a damaged block cannot take the good blocks decoded in
- * the same call down with it.  A log may be several
- * LZ4 frames back to back (the writer ends a frame at each flush, or starts a new one after
- * an error): LZ4F_decompress returns 0 at the end of a frame and the same context then
- * decodes the next one.
+ * input than it asks for (its return value), which ends every call at a block boundary:
+ * a damaged block then cannot take down the good blocks decoded in the same call, which
+ * are all delivered before CORRUPT.  A log may be several LZ4 frames back to back (a
+ * writer may end a frame and start another): LZ4F_decompress returns 0 at the end of a
+ * frame and the same context then decodes the next one.  After the footer the rest of
+ * the stream is still decoded, for the last frame's content checksum.
  *
  * A cut inside a block.  LZ4F decodes a compressed block only once all of it has arrived,
  * so a log cut in the middle of one (a torn write, a copy of a log still being written)
@@ -384,9 +385,7 @@ static int reader_fill(pyprof_reader *r)
             if (rc < 0)
                 return rc;
         }
-        /* Never more input than LZ4F asked for, which ends each call at a block boundary:
-         * a call that meets a damaged block then has nothing from the good blocks before
-         * it in hand, so they are all delivered before the CORRUPT. */
+        /* Never more input than LZ4F asked for (see the top of the file). */
         size_t src = r->in_len - r->in_pos;
         size_t want = r->lz4_next ? r->lz4_next : 4;
         if (src > want)

@@ -1,0 +1,943 @@
+/*
+ * Unit tests for src/reader.c: logs are built in memory with the record codec and LZ4F,
+ * exactly as include/pyprof/format.h describes them, and read back.  Every field must
+ * round-trip; a log cut at any byte must give its whole records and then TRUNCATED; bad
+ * input must give the right error and never crash.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <lz4frame.h>
+
+#include <pyprof/reader.h>
+
+#include "record.h"
+
+/* ---- building logs ---------------------------------------------------------------- */
+
+#define MAX_RECS 64
+
+/* A decompressed log being built, with the end offset of every record so the truncation
+ * tests know how many whole records precede a cut. */
+typedef struct logbuf {
+    uint8_t *p;
+    size_t len, cap;
+    size_t rec_end[MAX_RECS];
+    int rec_type[MAX_RECS];
+    int nrec;
+} logbuf;
+
+static void lb_bytes(logbuf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2 + 256;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static void lb_init(logbuf *b)
+{
+    memset(b, 0, sizeof *b);
+    lb_bytes(b, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
+}
+
+static void lb_rec(logbuf *b, uint8_t type, const rec_out *pl)
+{
+    assert_false(pl->overflow);
+    size_t cap = pl->len + 16;
+    uint8_t *tmp = malloc(cap);
+    size_t n = rec_envelope(tmp, cap, type, pl->buf, pl->len);
+    assert_true(n > 0);
+    lb_bytes(b, tmp, n);
+    free(tmp);
+    if (b->nrec < MAX_RECS) {
+        b->rec_end[b->nrec] = b->len;
+        b->rec_type[b->nrec] = type;
+    }
+    b->nrec++;
+}
+
+static uint8_t scratch[1 << 16];
+
+static const char *const test_argv[] = {"python3", "-c", "print('hi')"};
+
+static void lb_header(logbuf *b, uint64_t version)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, version);
+    rec_put_uvarint(&o, 4242);               /* pid */
+    rec_put_uvarint(&o, 1);                  /* ppid */
+    rec_put_cstr(&o, "0123456789abcdef");    /* run id */
+    rec_put_uvarint(&o, 1700000000123456789ull);
+    rec_put_cstr(&o, "host.example");
+    rec_put_cstr(&o, "/usr/bin/python3.11");
+    rec_put_uvarint(&o, 3);
+    for (int i = 0; i < 3; i++)
+        rec_put_cstr(&o, test_argv[i]);
+    rec_put_cstr(&o, "3.11.7");
+    rec_put_uvarint(&o, 0x030b07f0);
+    rec_put_uvarint(&o, 10000000);           /* period_ns */
+    rec_put_u8(&o, PYPROF_CLOCK_WALL);
+    rec_put_cstr(&o, "perf-task-clock");
+    rec_put_uvarint(&o, 256);
+    rec_put_uvarint(&o, PYPROF_HDR_MEMORY);
+    rec_put_uvarint(&o, 3);                  /* window */
+    lb_rec(b, PYPROF_REC_HEADER, &o);
+}
+
+static void lb_thread(logbuf *b, uint64_t idx, uint64_t tid, const char *name)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, idx);
+    rec_put_uvarint(&o, tid);
+    rec_put_cstr(&o, name);
+    lb_rec(b, PYPROF_REC_THREAD, &o);
+}
+
+static void lb_code(logbuf *b, uint64_t id, int64_t first_line, const char *name,
+                    const char *qualname, const char *file, const void *tab, size_t tablen)
+{
+    rec_out o;
+    size_t cap = tablen + 4096;
+    uint8_t *buf = malloc(cap);
+    rec_out_init(&o, buf, cap);
+    rec_put_uvarint(&o, id);
+    rec_put_svarint(&o, first_line);
+    rec_put_cstr(&o, name);
+    rec_put_cstr(&o, qualname);
+    rec_put_cstr(&o, file);
+    rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
+    rec_put_str(&o, tab, tablen);
+    rec_put_uvarint(&o, PYPROF_CODE_F_TABLE_CUT);
+    lb_rec(b, PYPROF_REC_CODE, &o);
+    free(buf);
+}
+
+static void lb_stack(logbuf *b, uint64_t id, size_t n, const uint64_t *codes,
+                     const int64_t *lines)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    rec_put_uvarint(&o, n);
+    for (size_t i = 0; i < n; i++) {
+        rec_put_uvarint(&o, codes[i]);
+        rec_put_svarint(&o, lines[i]);
+    }
+    lb_rec(b, PYPROF_REC_STACK, &o);
+}
+
+static void lb_sample(logbuf *b, int64_t dt, uint64_t thread, uint64_t stack, uint64_t cpu)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, dt);
+    rec_put_uvarint(&o, thread);
+    rec_put_uvarint(&o, stack);
+    rec_put_uvarint(&o, cpu);
+    lb_rec(b, PYPROF_REC_SAMPLE, &o);
+}
+
+static void lb_rss(logbuf *b, int64_t dt, uint64_t rss)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, dt);
+    rec_put_uvarint(&o, rss);
+    lb_rec(b, PYPROF_REC_RSS, &o);
+}
+
+static void lb_mark(logbuf *b, int64_t dt, uint64_t thread, const char *text)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, dt);
+    rec_put_uvarint(&o, thread);
+    rec_put_cstr(&o, text);
+    lb_rec(b, PYPROF_REC_MARK, &o);
+}
+
+static void lb_footer(logbuf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, 1700000009000000000ull);
+    rec_put_uvarint(&o, 8876543211ull);
+    rec_put_uvarint(&o, 3);  /* samples */
+    rec_put_uvarint(&o, 7);  /* signals */
+    rec_put_uvarint(&o, 3);  /* ndrop */
+    rec_put_uvarint(&o, PYPROF_DROP_RING_FULL);
+    rec_put_uvarint(&o, 2);
+    rec_put_uvarint(&o, PYPROF_DROP_NO_PYTHON);
+    rec_put_uvarint(&o, 2);
+    rec_put_uvarint(&o, 99); /* a reason from the future: ignored */
+    rec_put_uvarint(&o, 5);
+    rec_put_uvarint(&o, PYPROF_END_SIGNAL);
+    rec_put_u8(&o, 1);
+    rec_put_svarint(&o, 15);
+    rec_put_uvarint(&o, 99500);
+    rec_put_uvarint(&o, 1234567);
+    rec_put_uvarint(&o, 77); /* a field appended by a later writer: ignored */
+    lb_rec(b, PYPROF_REC_FOOTER, &o);
+}
+
+static const uint64_t stack_codes[] = {16, PYPROF_CODE_CUT, 17, PYPROF_CODE_UNREADABLE};
+static const int64_t stack_lines[] = {10, 42, -1, 0};
+
+/* The reference log of the round-trip test. */
+static void build_full(logbuf *b)
+{
+    lb_init(b);
+    lb_header(b, PYPROF_FORMAT_VERSION);
+    lb_thread(b, 0, 4242, "MainThread");
+    lb_code(b, 16, 3, "f", "C.f", "/x/a.py", "\x01\x02\x03", 3);
+    lb_code(b, 17, -5, "g", "", "<string>", "", 0);
+    lb_stack(b, 0, 4, stack_codes, stack_lines);
+    lb_sample(b, 1000, 0, 0, 10000);
+    lb_rss(b, 5, 123456789);
+    lb_sample(b, -3, 0, 0, 0);
+    {
+        rec_out o; /* an unknown record type, which readers skip */
+        rec_out_init(&o, scratch, sizeof scratch);
+        rec_put_cstr(&o, "from the future");
+        lb_rec(b, 42, &o);
+    }
+    lb_thread(b, 0, 4242, "renamed");
+    lb_mark(b, 2, 0, "checkpoint");
+    lb_sample(b, 10, 0, 0, 1);
+    lb_footer(b);
+}
+
+/* Compresses `raw` as consecutive LZ4 frames cut at `cuts` (ascending offsets). */
+static uint8_t *compress_frames(const uint8_t *raw, size_t len, const size_t *cuts,
+                                size_t ncuts, int block_checksum, size_t *outlen)
+{
+    LZ4F_preferences_t prefs;
+    memset(&prefs, 0, sizeof prefs);
+    prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+    prefs.frameInfo.blockChecksumFlag =
+        block_checksum ? LZ4F_blockChecksumEnabled : LZ4F_noBlockChecksum;
+    prefs.frameInfo.blockSizeID = LZ4F_max64KB;
+    prefs.frameInfo.blockMode = LZ4F_blockLinked;
+    size_t cap = (ncuts + 1) * LZ4F_compressFrameBound(len, &prefs) + 64;
+    uint8_t *out = malloc(cap);
+    size_t n = 0, start = 0;
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : len;
+        size_t r = LZ4F_compressFrame(out + n, cap - n, raw + start, end - start, &prefs);
+        assert_false(LZ4F_isError(r));
+        n += r;
+        start = end;
+    }
+    *outlen = n;
+    return out;
+}
+
+static uint8_t *compress1(const uint8_t *raw, size_t len, size_t *outlen)
+{
+    return compress_frames(raw, len, NULL, 0, 0, outlen);
+}
+
+static int streq(pyprof_str s, const char *c)
+{
+    return s.len == strlen(c) && !memcmp(s.s, c, s.len);
+}
+
+/* Reads every record; returns the count and stores the final code in *end. */
+static int read_all(pyprof_reader *r, int *types, int maxtypes, int *end)
+{
+    pyprof_record rec;
+    int n = 0, rc;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+        if (n < maxtypes)
+            types[n] = rec.type;
+        n++;
+    }
+    *end = rc;
+    return n;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+static void check_full_log(pyprof_reader *r)
+{
+    const pyprof_header *h = pyprof_reader_header(r);
+    assert_int_equal(h->format_version, PYPROF_FORMAT_VERSION);
+    assert_int_equal(h->pid, 4242);
+    assert_int_equal(h->ppid, 1);
+    assert_true(streq(h->run_id, "0123456789abcdef"));
+    assert_int_equal(h->start_unix_ns, 1700000000123456789ull);
+    assert_true(streq(h->host, "host.example"));
+    assert_true(streq(h->exe, "/usr/bin/python3.11"));
+    assert_int_equal(h->argc, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(streq(h->argv[i], test_argv[i]));
+    assert_true(streq(h->python_version, "3.11.7"));
+    assert_int_equal(h->python_hex, 0x030b07f0);
+    assert_int_equal(h->period_ns, 10000000);
+    assert_int_equal(h->clock, PYPROF_CLOCK_WALL);
+    assert_true(streq(h->timer, "perf-task-clock"));
+    assert_int_equal(h->max_depth, 256);
+    assert_int_equal(h->flags, PYPROF_HDR_MEMORY);
+    assert_int_equal(h->window, 3);
+
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_THREAD);
+    assert_int_equal(rec.u.thread.thread_idx, 0);
+    assert_int_equal(rec.u.thread.tid, 4242);
+    assert_true(streq(rec.u.thread.name, "MainThread"));
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_CODE);
+    assert_int_equal(rec.u.code.code_id, 16);
+    assert_int_equal(rec.u.code.first_line, 3);
+    assert_true(streq(rec.u.code.name, "f"));
+    assert_true(streq(rec.u.code.qualname, "C.f"));
+    assert_true(streq(rec.u.code.filename, "/x/a.py"));
+    assert_int_equal(rec.u.code.line_table_kind, PYPROF_LT_LOCATIONS_311);
+    assert_int_equal(rec.u.code.line_table.len, 3);
+    assert_memory_equal(rec.u.code.line_table.s, "\x01\x02\x03", 3);
+    assert_int_equal(rec.u.code.flags, PYPROF_CODE_F_TABLE_CUT);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_CODE);
+    assert_int_equal(rec.u.code.code_id, 17);
+    assert_int_equal(rec.u.code.first_line, -5);
+    assert_true(streq(rec.u.code.qualname, ""));
+    assert_int_equal(rec.u.code.line_table.len, 0);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_STACK);
+    assert_int_equal(rec.u.stack.stack_id, 0);
+    assert_int_equal(rec.u.stack.nframes, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(rec.u.stack.frames[i].code_id, stack_codes[i]);
+        assert_int_equal(rec.u.stack.frames[i].line, stack_lines[i]);
+    }
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.t_us, 1000);
+    assert_int_equal(rec.u.sample.thread_idx, 0);
+    assert_int_equal(rec.u.sample.stack_id, 0);
+    assert_int_equal(rec.u.sample.cpu_us, 10000);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_RSS);
+    assert_int_equal(rec.u.rss.t_us, 1005);
+    assert_int_equal(rec.u.rss.rss_bytes, 123456789);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.t_us, 1002); /* dt may be negative */
+    assert_int_equal(rec.u.sample.cpu_us, 0);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, 42);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_THREAD);
+    assert_true(streq(rec.u.thread.name, "renamed"));
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_MARK);
+    assert_int_equal(rec.u.mark.t_us, 1004);
+    assert_int_equal(rec.u.mark.thread_idx, 0);
+    assert_true(streq(rec.u.mark.text, "checkpoint"));
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.t_us, 1014);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_FOOTER);
+    const pyprof_footer *f = &rec.u.footer;
+    assert_int_equal(f->end_unix_ns, 1700000009000000000ull);
+    assert_int_equal(f->duration_ns, 8876543211ull);
+    assert_int_equal(f->samples, 3);
+    assert_int_equal(f->signals, 7);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++) {
+        uint64_t want = (i == PYPROF_DROP_RING_FULL || i == PYPROF_DROP_NO_PYTHON) ? 2 : 0;
+        assert_int_equal(f->dropped[i], want);
+    }
+    assert_int_equal(f->end, PYPROF_END_SIGNAL);
+    assert_int_equal(f->status_known, 1);
+    assert_int_equal(f->status, 15);
+    assert_int_equal(f->achieved_hz_milli, 99500);
+    assert_int_equal(f->lib_cpu_ns, 1234567);
+
+    /* A clean end, and it stays one. */
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    size_t clen;
+    uint8_t *c = compress1(b.p, b.len, &clen);
+    int err = -1;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    assert_int_equal(err, PYPROF_R_OK);
+    check_full_log(r);
+    assert_int_equal(pyprof_reader_offset(r), b.len);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
+/* The same log as two, three frames, cut anywhere (even inside the magic or a record). */
+static void test_multiframe(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    for (size_t k = 0; k <= b.len; k++) {
+        size_t cuts[2] = {k, k + (b.len - k) / 2};
+        for (size_t nc = 1; nc <= 2; nc++) {
+            size_t clen;
+            uint8_t *c = compress_frames(b.p, b.len, cuts, nc, (int)(k & 1), &clen);
+            int err;
+            pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+            assert_non_null(r);
+            check_full_log(r);
+            pyprof_reader_close(r);
+            free(c);
+        }
+    }
+    free(b.p);
+}
+
+/* Cut the compressed file at every byte: never a crash, never a wrong record, and the
+ * verdict is TRUNCATED. */
+static void test_truncated_compressed(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    size_t cuts[1] = {b.len / 2};
+    size_t clen;
+    uint8_t *c = compress_frames(b.p, b.len, cuts, 1, 0, &clen);
+    int prev = -1;
+    for (size_t k = 0; k < clen; k++) {
+        uint8_t *copy = malloc(k ? k : 1); /* exact size, so ASan sees any overread */
+        memcpy(copy, c, k);
+        int err;
+        pyprof_reader *r = pyprof_reader_open_mem(copy, k, &err);
+        int n = 0;
+        if (!r) {
+            assert_int_equal(err, PYPROF_R_TRUNCATED);
+        } else {
+            int types[MAX_RECS], end;
+            n = read_all(r, types, MAX_RECS, &end);
+            /* The footer is the last record: when a cut keeps it, only the LZ4 end mark and
+             * checksum are missing, which the reader does not need. */
+            if (n == b.nrec - 1)
+                assert_int_equal(end, 0);
+            else
+                assert_int_equal(end, -PYPROF_R_TRUNCATED);
+            for (int i = 0; i < n; i++)
+                assert_int_equal(types[i], b.rec_type[i + 1]);
+            /* Sticky. */
+            pyprof_record rec;
+            assert_int_equal(pyprof_reader_next(r, &rec), end);
+            pyprof_reader_close(r);
+        }
+        assert_true(n >= prev);
+        prev = n;
+        free(copy);
+    }
+    free(c);
+    free(b.p);
+}
+
+/* Cut the decompressed log at every byte and compress what is left properly: exactly the
+ * records that end before the cut come back, then TRUNCATED. */
+static void test_truncated_raw(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    for (size_t k = 0; k < b.len; k++) {
+        size_t clen;
+        uint8_t *c = compress1(b.p, k, &clen);
+        int err;
+        pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+        int whole = 0;
+        while (whole < b.nrec && b.rec_end[whole] <= k)
+            whole++;
+        if (whole == 0) {
+            assert_null(r);
+            assert_int_equal(err, PYPROF_R_TRUNCATED);
+        } else {
+            assert_non_null(r);
+            int types[MAX_RECS], end;
+            int n = read_all(r, types, MAX_RECS, &end);
+            assert_int_equal(n, whole - 1); /* the header is not returned by next */
+            assert_int_equal(end, -PYPROF_R_TRUNCATED);
+            pyprof_reader_close(r);
+        }
+        free(c);
+    }
+    free(b.p);
+}
+
+static void test_not_lz4(void **state)
+{
+    static const char text[] = "this is a plain text file, not a log\n";
+    int err;
+    assert_null(pyprof_reader_open_mem(text, sizeof text - 1, &err));
+    assert_int_equal(err, PYPROF_R_NOT_LZ4);
+    assert_null(pyprof_reader_open_mem(text, 2, &err));
+    assert_int_equal(err, PYPROF_R_NOT_LZ4);
+    assert_null(pyprof_reader_open_mem(text, 0, &err));
+    assert_int_equal(err, PYPROF_R_TRUNCATED);
+    assert_null(pyprof_reader_open_mem("\x04\x22", 2, &err));
+    assert_int_equal(err, PYPROF_R_TRUNCATED);
+}
+
+static void test_not_pyprof(void **state)
+{
+    static const char text[] = "this is compressed text, but not a pyprof log\n";
+    size_t clen;
+    uint8_t *c = compress1((const uint8_t *)text, sizeof text - 1, &clen);
+    int err;
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_NOT_PYPROF);
+    free(c);
+    /* Short and different: still not ours. */
+    c = compress1((const uint8_t *)"\x89PX", 3, &clen);
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_NOT_PYPROF);
+    free(c);
+    /* Short and a prefix of the magic: cut short. */
+    c = compress1((const uint8_t *)"\x89PY", 3, &clen);
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_TRUNCATED);
+    free(c);
+    /* The magic, then something other than a header. */
+    logbuf b;
+    lb_init(&b);
+    lb_thread(&b, 0, 1, "x");
+    c = compress1(b.p, b.len, &clen);
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_CORRUPT);
+    free(c);
+    free(b.p);
+}
+
+static void test_newer(void **state)
+{
+    logbuf b;
+    lb_init(&b);
+    {
+        /* A newer version may change the header entirely: only the version is read. */
+        rec_out o;
+        rec_out_init(&o, scratch, sizeof scratch);
+        rec_put_uvarint(&o, PYPROF_FORMAT_VERSION + 1);
+        rec_put_u8(&o, 0xff);
+        lb_rec(&b, PYPROF_REC_HEADER, &o);
+    }
+    size_t clen;
+    uint8_t *c = compress1(b.p, b.len, &clen);
+    int err;
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_NEWER);
+    free(c);
+    free(b.p);
+
+    lb_init(&b);
+    lb_header(&b, 0); /* version 0 was never written */
+    c = compress1(b.p, b.len, &clen);
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_CORRUPT);
+    free(c);
+    free(b.p);
+}
+
+/* Opens a log that is the header, `tail` raw bytes, and nothing else, and returns what
+ * the first next() says. */
+static int first_next_after(const void *tail, size_t n)
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_bytes(&b, tail, n);
+    size_t clen;
+    uint8_t *c = compress1(b.p, b.len, &clen);
+    int err;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    pyprof_record rec;
+    int rc = pyprof_reader_next(r, &rec);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+    return rc;
+}
+
+static void test_corrupt_records(void **state)
+{
+    /* A length of 100 MiB. */
+    static const uint8_t huge[] = {PYPROF_REC_SAMPLE, 0x80, 0x80, 0x80, 0x32, 0, 0, 0};
+    assert_int_equal(first_next_after(huge, sizeof huge), -PYPROF_R_CORRUPT);
+    /* A length varint that never ends. */
+    static const uint8_t endless[] = {5, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(first_next_after(endless, sizeof endless), -PYPROF_R_CORRUPT);
+    /* A SAMPLE whose payload lacks fields. */
+    static const uint8_t short_sample[] = {PYPROF_REC_SAMPLE, 2, 4, 0};
+    assert_int_equal(first_next_after(short_sample, sizeof short_sample), -PYPROF_R_CORRUPT);
+    /* A STACK that claims a billion frames. */
+    static const uint8_t big_stack[] = {PYPROF_REC_STACK, 6, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03};
+    assert_int_equal(first_next_after(big_stack, sizeof big_stack), -PYPROF_R_CORRUPT);
+    /* A string longer than its record. */
+    static const uint8_t long_name[] = {PYPROF_REC_THREAD, 4, 0, 1, 9, 'a'};
+    assert_int_equal(first_next_after(long_name, sizeof long_name), -PYPROF_R_CORRUPT);
+    /* A second header. */
+    logbuf h;
+    lb_init(&h);
+    lb_header(&h, PYPROF_FORMAT_VERSION);
+    assert_int_equal(first_next_after(h.p + PYPROF_MAGIC_LEN, h.len - PYPROF_MAGIC_LEN),
+                     -PYPROF_R_CORRUPT);
+    free(h.p);
+    /* An unknown type with an empty payload is fine. */
+    static const uint8_t unknown[] = {200, 0};
+    assert_int_equal(first_next_after(unknown, sizeof unknown), 1);
+}
+
+/* A frame that is fine, then one that is not: the first frame's records come out, then
+ * CORRUPT. */
+static void test_corrupt_lz4(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    size_t cut = b.rec_end[2]; /* header, thread, code */
+    size_t clen;
+    uint8_t *c = compress_frames(b.p, b.len, &cut, 1, 1, &clen);
+    size_t first_len;
+    uint8_t *first = compress_frames(b.p, cut, NULL, 0, 1, &first_len);
+    free(first);
+    /* Damage the second frame's first block (past its 7-byte header and block size). */
+    uint8_t *bad = malloc(clen);
+    memcpy(bad, c, clen);
+    bad[first_len + 12] ^= 0x55;
+    int err, types[MAX_RECS], end;
+    pyprof_reader *r = pyprof_reader_open_mem(bad, clen, &err);
+    assert_non_null(r);
+    int n = read_all(r, types, MAX_RECS, &end);
+    assert_int_equal(n, 2);
+    assert_int_equal(end, -PYPROF_R_CORRUPT);
+    pyprof_reader_close(r);
+
+    /* Garbage where the second frame should start. */
+    memcpy(bad, c, clen);
+    memcpy(bad + first_len, "garbage!", 8);
+    r = pyprof_reader_open_mem(bad, clen, &err);
+    assert_non_null(r);
+    n = read_all(r, types, MAX_RECS, &end);
+    assert_int_equal(n, 2);
+    assert_int_equal(end, -PYPROF_R_CORRUPT);
+    pyprof_reader_close(r);
+    free(bad);
+    free(c);
+    free(b.p);
+}
+
+/* One frame of many 64 KiB blocks, the third one damaged: everything in the first two
+ * blocks is delivered before CORRUPT, even though LZ4 could decode them all in one go. */
+static void test_corrupt_block(void **state)
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_thread(&b, 0, 10, "MainThread");
+    lb_stack(&b, 0, 2, stack_codes, stack_lines);
+    uint64_t x = 12345;
+    for (int i = 0; i < 60000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull; /* poorly compressible */
+        lb_sample(&b, (int64_t)(x >> 40), 0, 0, x >> 50);
+    }
+    lb_footer(&b);
+    size_t clen;
+    uint8_t *c = compress_frames(b.p, b.len, NULL, 0, 1, &clen);
+    /* Walk the frame: 7-byte header (no content size), then blocks of a 4-byte size,
+     * the data and a 4-byte checksum. */
+    size_t off = 7;
+    for (int blk = 0; blk < 2; blk++) {
+        uint32_t sz = (uint32_t)c[off] | (uint32_t)c[off + 1] << 8 |
+                      (uint32_t)c[off + 2] << 16 | (uint32_t)(c[off + 3] & 0x7f) << 24;
+        off += 4 + sz + 4;
+        assert_true(off + 8 < clen);
+    }
+    c[off + 4 + 10] ^= 0xff;
+    int err, end;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    pyprof_record rec;
+    while ((end = pyprof_reader_next(r, &rec)) == 1)
+        ;
+    assert_int_equal(end, -PYPROF_R_CORRUPT);
+    /* Two whole blocks of decompressed data, less at most one record cut at the end. */
+    assert_true(pyprof_reader_offset(r) >= 2 * 65536 - 32);
+    assert_true(pyprof_reader_offset(r) <= 2 * 65536);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
+/* Damage that still decodes into plausible records is caught by the frame's content
+ * checksum, which the reader checks after the footer. */
+static void test_content_checksum(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    size_t clen;
+    uint8_t *c = compress1(b.p, b.len, &clen);
+    uint8_t *host = memmem(c, clen, "host.example", 12);
+    assert_non_null(host); /* a literal in the compressed stream */
+    host[3] = 'T';
+    int err, types[MAX_RECS], end;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    assert_true(streq(pyprof_reader_header(r)->host, "hosT.example"));
+    int n = read_all(r, types, MAX_RECS, &end);
+    assert_int_equal(n, b.nrec - 1); /* every record, the footer included... */
+    assert_int_equal(end, -PYPROF_R_CORRUPT); /* ...then the checksum says no */
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
+/* A log cut inside a compressed block: the whole records in the part that arrived come
+ * out, exactly right (a linked block's matches reach into the blocks before it), then
+ * TRUNCATED.  Cut at many places, with linked and independent blocks. */
+static void test_cut_block(void **state)
+{
+    enum { N = 40000 };
+    static int64_t dts[N];
+    static uint64_t cpus[N];
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_thread(&b, 0, 10, "MainThread");
+    lb_stack(&b, 0, 2, stack_codes, stack_lines);
+    uint64_t x = 99;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        dts[i] = (int64_t)(x >> 54);       /* a few bits of noise, so LZ4 finds matches */
+        cpus[i] = (x >> 60) * 1000;
+        lb_sample(&b, dts[i], 0, 0, cpus[i]);
+    }
+    for (int linked = 0; linked <= 1; linked++) {
+        LZ4F_preferences_t prefs;
+        memset(&prefs, 0, sizeof prefs);
+        prefs.frameInfo.blockSizeID = LZ4F_max64KB;
+        prefs.frameInfo.blockMode = linked ? LZ4F_blockLinked : LZ4F_blockIndependent;
+        prefs.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled;
+        size_t cap = LZ4F_compressFrameBound(b.len, &prefs);
+        uint8_t *c = malloc(cap);
+        size_t clen = LZ4F_compressFrame(c, cap, b.p, b.len, &prefs);
+        assert_false(LZ4F_isError(clen));
+        int prev = 0, stuck = 0, cuts = 0;
+        for (size_t cut = 64; cut < clen; cut += 211) {
+            int err;
+            pyprof_reader *r = pyprof_reader_open_mem(c, cut, &err);
+            if (!r) {
+                assert_int_equal(err, PYPROF_R_TRUNCATED);
+                continue;
+            }
+            pyprof_record rec;
+            int rc, n = 0;
+            int64_t t = 0;
+            while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+                if (rec.type != PYPROF_REC_SAMPLE)
+                    continue;
+                assert_true(n < N);
+                t += dts[n];
+                assert_int_equal(rec.u.sample.t_us, t);
+                assert_int_equal(rec.u.sample.cpu_us, cpus[n]);
+                n++;
+            }
+            assert_int_equal(rc, -PYPROF_R_TRUNCATED);
+            /* 211 more bytes are more samples: the cut block is not lost. */
+            assert_true(n >= prev);
+            stuck += n == prev;
+            cuts++;
+            prev = n;
+            pyprof_reader_close(r);
+        }
+        assert_true(prev > N / 2);
+        assert_true(stuck * 20 < cuts);
+        free(c);
+    }
+    free(b.p);
+}
+
+/* Random damage anywhere: any outcome but a crash (run it under ASan/UBSan). */
+static void test_random_damage(void **state)
+{
+    logbuf b;
+    build_full(&b);
+    size_t cuts[2] = {b.len / 3, 2 * b.len / 3};
+    size_t clen;
+    uint8_t *c = compress_frames(b.p, b.len, cuts, 2, 0, &clen);
+    uint8_t *bad = malloc(clen);
+    srand(12345);
+    for (int iter = 0; iter < 20000; iter++) {
+        memcpy(bad, c, clen);
+        int flips = 1 + rand() % 4;
+        for (int i = 0; i < flips; i++)
+            bad[(size_t)rand() % clen] ^= (uint8_t)(1 + rand() % 255);
+        int err, types[MAX_RECS], end;
+        pyprof_reader *r = pyprof_reader_open_mem(bad, clen, &err);
+        if (r) {
+            read_all(r, types, MAX_RECS, &end);
+            assert_true(end <= 0);
+            pyprof_reader_close(r);
+        } else {
+            assert_true(err > PYPROF_R_OK && err <= PYPROF_R_NOMEM);
+        }
+    }
+    free(bad);
+    free(c);
+    free(b.p);
+}
+
+/* A big log through a real file: many input chunks, many frames, a record larger than the
+ * reader's initial buffer. */
+static void test_file_big(void **state)
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_thread(&b, 0, 10, "MainThread");
+    lb_thread(&b, 1, 11, "worker");
+    size_t tablen = 3u << 20;
+    uint8_t *tab = malloc(tablen);
+    uint64_t x = 88172645463325252ull; /* xorshift: incompressible on purpose */
+    for (size_t i = 0; i < tablen; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        tab[i] = (uint8_t)x;
+    }
+    lb_code(&b, 16, 1, "big", "big", "/big.py", tab, tablen);
+    for (uint64_t s = 0; s < 100; s++) {
+        uint64_t codes[40];
+        int64_t lines[40];
+        for (int i = 0; i < 40; i++) {
+            codes[i] = 16;
+            lines[i] = (int64_t)(s * 40 + (uint64_t)i);
+        }
+        lb_stack(&b, s, 1 + s % 40, codes, lines);
+    }
+    const int nsamples = 300000;
+    for (int i = 0; i < nsamples; i++)
+        lb_sample(&b, 7, (uint64_t)i & 1, (uint64_t)i % 100, 10000);
+    lb_footer(&b);
+    /* Frames of about 1 MiB, the way a writer flushes. */
+    size_t cuts[64], nc = 0;
+    for (size_t off = 1u << 20; off < b.len && nc < 64; off += 1u << 20)
+        cuts[nc++] = off;
+    size_t clen;
+    uint8_t *c = compress_frames(b.p, b.len, cuts, nc, 0, &clen);
+    char path[] = "/tmp/test_reader.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c, clen), (ssize_t)clen);
+    close(fd);
+
+    int err;
+    pyprof_reader *r = pyprof_reader_open(path, &err);
+    assert_non_null(r);
+    pyprof_record rec;
+    int rc, samples = 0, stacks = 0, footer = 0;
+    int64_t last_t = 0;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+        if (rec.type == PYPROF_REC_SAMPLE) {
+            samples++;
+            last_t = rec.u.sample.t_us;
+            assert_int_equal(rec.u.sample.stack_id, (uint64_t)(samples - 1) % 100);
+        } else if (rec.type == PYPROF_REC_CODE) {
+            assert_int_equal(rec.u.code.line_table.len, tablen);
+            assert_memory_equal(rec.u.code.line_table.s, tab, tablen);
+        } else if (rec.type == PYPROF_REC_STACK) {
+            assert_int_equal(rec.u.stack.nframes, 1 + rec.u.stack.stack_id % 40);
+            assert_int_equal(rec.u.stack.frames[0].line, rec.u.stack.stack_id * 40);
+            stacks++;
+        } else if (rec.type == PYPROF_REC_FOOTER) {
+            footer++;
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(samples, nsamples);
+    assert_int_equal(stacks, 100);
+    assert_int_equal(footer, 1);
+    assert_int_equal(last_t, 7 * (int64_t)nsamples);
+    assert_int_equal(pyprof_reader_offset(r), b.len);
+    pyprof_reader_close(r);
+
+    /* The same file cut in the middle of a frame, halfway through the samples (the line
+     * table, which does not compress, comes first). */
+    assert_int_equal(truncate(path, (off_t)(clen - (clen - tablen) / 2)), 0);
+    r = pyprof_reader_open(path, &err);
+    assert_non_null(r);
+    samples = 0;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1)
+        samples += rec.type == PYPROF_REC_SAMPLE;
+    assert_int_equal(rc, -PYPROF_R_TRUNCATED);
+    assert_true(samples > 0 && samples < nsamples);
+    pyprof_reader_close(r);
+
+    unlink(path);
+    assert_null(pyprof_reader_open(path, &err));
+    assert_int_equal(err, PYPROF_R_IO);
+    free(c);
+    free(tab);
+    free(b.p);
+}
+
+static void test_strerror(void **state)
+{
+    assert_string_equal(pyprof_reader_strerror(PYPROF_R_OK), "no error");
+    assert_string_equal(pyprof_reader_strerror(-PYPROF_R_NOT_PYPROF),
+                        "not a pyprof log (bad magic)");
+    assert_string_equal(pyprof_reader_strerror(PYPROF_R_TRUNCATED),
+                        "log is truncated (the process was killed or crashed)");
+    assert_string_equal(pyprof_reader_strerror(1000), "unknown reader error");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_multiframe),
+        cmocka_unit_test(test_truncated_compressed),
+        cmocka_unit_test(test_truncated_raw),
+        cmocka_unit_test(test_not_lz4),
+        cmocka_unit_test(test_not_pyprof),
+        cmocka_unit_test(test_newer),
+        cmocka_unit_test(test_corrupt_records),
+        cmocka_unit_test(test_corrupt_lz4),
+        cmocka_unit_test(test_corrupt_block),
+        cmocka_unit_test(test_content_checksum),
+        cmocka_unit_test(test_cut_block),
+        cmocka_unit_test(test_random_damage),
+        cmocka_unit_test(test_file_big),
+        cmocka_unit_test(test_strerror),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,389 @@
+/*
+ * cli: helpers shared by the pyprof subcommands.  See cli.h.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("pyprof: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pyprof %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'pyprof help %s'.\n", cmd);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", opt);
+    if (strncmp(opt, "--", 2) == 0)
+        return cli_usage_error(cmd, "unrecognized option '%s'", opt);
+    return cli_usage_error(cmd, "unknown option '-%c'", optopt ? optopt : '?');
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    if (!s[0] || s[0] == '-')
+        return -1;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (!s[0] || errno || *end || !isfinite(x) || x < 0)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static int append_u64(uint64_t **list, size_t *n, uint64_t v)
+{
+    uint64_t *l = realloc(*list, (*n + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    l[(*n)++] = v;
+    *list = l;
+    return 0;
+}
+
+int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
+{
+    uint64_t v;
+    switch (opt) {
+    case CLI_OPT_PID:
+    case CLI_OPT_THREAD:
+        if (parse_u64(arg, &v) < 0)
+            return cli_usage_error(cmd, "--%s: '%s' is not a process or thread id",
+                                   opt == CLI_OPT_PID ? "pid" : "thread", arg);
+        if (opt == CLI_OPT_PID ? append_u64(&cf->pids, &cf->f.npids, v)
+                               : append_u64(&cf->tids, &cf->f.ntids, v)) {
+            cli_error("out of memory");
+            return CLI_EXIT_BAD_INPUT;
+        }
+        cf->f.pids = cf->pids;
+        cf->f.tids = cf->tids;
+        return 1;
+    case CLI_OPT_RUN: {
+        const char **r = realloc(cf->runs, (cf->f.nruns + 1) * sizeof *r);
+        if (!r) {
+            cli_error("out of memory");
+            return CLI_EXIT_BAD_INPUT;
+        }
+        r[cf->f.nruns++] = arg;
+        cf->runs = r;
+        cf->f.runs = r;
+        return 1;
+    }
+    case CLI_OPT_FROM:
+    case CLI_OPT_TO: {
+        double s;
+        if (parse_seconds(arg, &s) < 0)
+            return cli_usage_error(cmd, "--%s: '%s' is not a number of seconds (such as 2.5)",
+                                   opt == CLI_OPT_FROM ? "from" : "to", arg);
+        if (opt == CLI_OPT_FROM) {
+            cf->f.has_from = 1;
+            cf->f.from_s = s;
+        } else {
+            cf->f.has_to = 1;
+            cf->f.to_s = s;
+        }
+        if (cf->f.has_from && cf->f.has_to && cf->f.to_s < cf->f.from_s)
+            return cli_usage_error(cmd, "--to %g is before --from %g", cf->f.to_s,
+                                   cf->f.from_s);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+void cli_filter_free(cli_filter *cf)
+{
+    free(cf->pids);
+    free(cf->tids);
+    free(cf->runs);
+    memset(cf, 0, sizeof *cf);
+}
+
+int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
+             profile **out)
+{
+    *out = NULL;
+    profile *p = profile_new(filter, options);
+    if (!p) {
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    size_t shown = 0;
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < npaths && rc == CLI_EXIT_OK; i++) {
+        if (profile_load(p, paths[i]) < 0)
+            rc = CLI_EXIT_BAD_INPUT;
+        /* Warnings first, in the order met, then the error that stopped us. */
+        for (; shown < p->nwarnings; shown++)
+            cli_error("%s", p->warnings[shown]);
+        if (rc)
+            cli_error("%s", p->error);
+    }
+    if (rc) {
+        profile_free(p);
+        return rc;
+    }
+    *out = p;
+    return CLI_EXIT_OK;
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned min;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2;
+        min = 0x80;
+        c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3;
+        min = 0x800;
+        c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4;
+        min = 0x10000;
+        c &= 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return n;
+}
+
+void cli_json_str(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    putc('"', f);
+    while (*s) {
+        unsigned char c = *s;
+        if (c == '"' || c == '\\') {
+            putc('\\', f);
+            putc(c, f);
+            s++;
+        } else if (c < 0x20) {
+            switch (c) {
+            case '\n':
+                fputs("\\n", f);
+                break;
+            case '\t':
+                fputs("\\t", f);
+                break;
+            case '\r':
+                fputs("\\r", f);
+                break;
+            default:
+                fprintf(f, "\\u%04x", c);
+            }
+            s++;
+        } else {
+            size_t n = utf8_len(s);
+            if (n) {
+                fwrite(s, 1, n, f);
+                s += n;
+            } else {
+                fputs("\\ufffd", f);
+                s++;
+            }
+        }
+    }
+    putc('"', f);
+}
+
+double cli_pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof unit / sizeof unit[0]) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+const char *cli_fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+    if (ns >= 1000000000ull)
+        snprintf(buf, len, "%g s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, len, "%g ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, len, "%g us", (double)ns / 1e3);
+    else
+        snprintf(buf, len, "%" PRIu64 " ns", ns);
+    return buf;
+}
+
+const char *cli_fmt_unix_ns(uint64_t ns, char *buf, size_t len)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    char day[64];
+    if (!gmtime_r(&t, &tm) || !strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(day, sizeof day, "%" PRIu64, ns / UINT64_C(1000000000));
+    snprintf(buf, len, "%s.%03u UTC", day, (unsigned)(ns % 1000000000ull / 1000000ull));
+    return buf;
+}
+
+/* Whether `s` can be printed to a shell without quotes. */
+static int shell_plain(const char *s)
+{
+    if (!s[0])
+        return 0;
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                    "@%+=:,./-_",
+                    *s))
+            return 0;
+    return 1;
+}
+
+void cli_print_argv(FILE *f, char *const *argv, size_t argc)
+{
+    for (size_t i = 0; i < argc; i++) {
+        if (i)
+            putc(' ', f);
+        if (shell_plain(argv[i])) {
+            fputs(argv[i], f);
+            continue;
+        }
+        putc('\'', f);
+        for (const char *s = argv[i]; *s; s++) {
+            if (*s == '\'')
+                fputs("'\\''", f);
+            else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                putc('?', f); /* never send control characters to a terminal */
+            else
+                putc(*s, f);
+        }
+        putc('\'', f);
+    }
+}
+
+const char *cli_end_text(uint64_t end)
+{
+    static const char *const text[] = {
+#define PYPROF_X_TEXT(name, t) t,
+        PYPROF_END_LIST(PYPROF_X_TEXT)
+#undef PYPROF_X_TEXT
+    };
+    return end < PYPROF_END_COUNT ? text[end] : "unknown";
+}
+
+const char *cli_fmt_end(const profile_process *pr, char *buf, size_t len)
+{
+    if (!pr->has_footer) {
+        snprintf(buf, len, "truncated (no footer: the process was killed or crashed)");
+        return buf;
+    }
+    const pyprof_footer *f = &pr->footer;
+    if (f->end == PYPROF_END_SIGNAL && f->status_known)
+        snprintf(buf, len, "signal %" PRId64 " (%s)", f->status, strsignal((int)f->status));
+    else if (f->status_known)
+        snprintf(buf, len, "%s (status %" PRId64 ")", cli_end_text(f->end), f->status);
+    else
+        snprintf(buf, len, "%s", cli_end_text(f->end));
+    return buf;
+}
+
+const char *cli_drop_name(int reason)
+{
+    static const char *const names[] = {
+#define PYPROF_X_NAME(name, t) #name,
+        PYPROF_DROP_LIST(PYPROF_X_NAME)
+#undef PYPROF_X_NAME
+    };
+    static char lower[PYPROF_DROP_COUNT][32];
+    if (reason < 0 || reason >= PYPROF_DROP_COUNT)
+        return "unknown";
+    if (!lower[reason][0]) {
+        size_t i;
+        for (i = 0; names[reason][i] && i + 1 < sizeof lower[reason]; i++)
+            lower[reason][i] = (char)tolower((unsigned char)names[reason][i]);
+        lower[reason][i] = 0;
+    }
+    return lower[reason];
+}
+
+const char *cli_drop_text(int reason)
+{
+    static const char *const text[] = {
+#define PYPROF_X_TEXT(name, t) t,
+        PYPROF_DROP_LIST(PYPROF_X_TEXT)
+#undef PYPROF_X_TEXT
+    };
+    return reason >= 0 && reason < PYPROF_DROP_COUNT ? text[reason] : "unknown";
+}
+
+int cli_close_stdout(void)
+{
+    /* fflush finds most errors; fclose the ones a file system reports only at close. */
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        cli_error("error writing to standard output: %s", strerror(err ? err : EIO));
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}

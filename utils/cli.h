@@ -1,0 +1,117 @@
+/*
+ * cli: what the `pyprof` subcommands share — the exit codes, one-line error messages,
+ * the filter options every command takes (--pid, --thread, --run, --from, --to), loading
+ * logs into a profile with its warnings printed, JSON string escaping and small number
+ * formatters.  It also declares every command, for main.c's table.
+ */
+#ifndef PYPROF_CLI_H
+#define PYPROF_CLI_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+/* Exit codes (SPEC section 7). */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_BAD_INPUT 1
+#define CLI_EXIT_USAGE 2
+
+/* The commands: each takes its own name as argv[0] and returns an exit code. */
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+extern const char cmd_run_usage[];
+extern const char cmd_info_usage[];
+extern const char cmd_report_usage[];
+
+/* "pyprof: <message>" and a newline on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "pyprof CMD: <message>", then a hint to `pyprof help CMD`, on stderr.  Returns
+ * CLI_EXIT_USAGE so a command can `return cli_usage_error(...)`. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Reports getopt_long's '?' or ':' for `cmd` (opterr must be 0).  Returns
+ * CLI_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* The filter options, as getopt_long `val`s.  Put CLI_FILTER_OPTIONS in a command's long
+ * option table and pass those values to cli_filter_option. */
+enum {
+    CLI_OPT_PID = 0x1000,
+    CLI_OPT_THREAD,
+    CLI_OPT_RUN,
+    CLI_OPT_FROM,
+    CLI_OPT_TO,
+};
+#define CLI_FILTER_OPTIONS                                                              \
+    {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
+        {"thread", required_argument, NULL, CLI_OPT_THREAD},                              \
+        {"run", required_argument, NULL, CLI_OPT_RUN},                                    \
+        {"from", required_argument, NULL, CLI_OPT_FROM},                                  \
+        {"to", required_argument, NULL, CLI_OPT_TO}
+
+/* The usage lines that describe them, for a command's help text. */
+#define CLI_FILTER_HELP                                                                 \
+    "  --pid PID        only the process PID (repeatable)\n"                              \
+    "  --thread TID     only the thread with OS thread id TID (repeatable)\n"             \
+    "  --run ID         only the logs of run ID (repeatable)\n"                           \
+    "  --from SECONDS   only what happened SECONDS or later after each process started\n"  \
+    "  --to SECONDS     only what happened up to SECONDS after each process started\n"
+
+/* Filter values parsed from the command line; owns its lists. */
+typedef struct cli_filter {
+    profile_filter f;
+    uint64_t *pids, *tids;
+    const char **runs;
+} cli_filter;
+
+/* If `opt` is a filter option, records `arg` and returns 1; returns 0 for another option,
+ * or CLI_EXIT_USAGE (after printing why) when `arg` is bad. */
+int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg);
+
+void cli_filter_free(cli_filter *cf);
+
+/* Loads every path into a new profile, printing each warning (truncated logs) on stderr.
+ * Returns CLI_EXIT_OK with *out set, or CLI_EXIT_BAD_INPUT after printing the error. */
+int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
+             profile **out);
+
+/* Writes `s` as a JSON string, quotes included.  Control characters are escaped and bytes
+ * that are not valid UTF-8 become U+FFFD, so the output is always valid JSON. */
+void cli_json_str(FILE *f, const char *s);
+
+/* 100 * part / whole, 0 when whole is 0. */
+double cli_pct(uint64_t part, uint64_t whole);
+
+/* "12.3 MiB" into buf. */
+const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* "10 ms", "500 us", "1.5 s" into buf. */
+const char *cli_fmt_ns(uint64_t ns, char *buf, size_t len);
+
+/* "2024-05-01 12:00:00.123 UTC" into buf. */
+const char *cli_fmt_unix_ns(uint64_t ns, char *buf, size_t len);
+
+/* Writes argv as one line a shell would split back the same way. */
+void cli_print_argv(FILE *f, char *const *argv, size_t argc);
+
+/* How a process's profiling ended, in words: "exit status 0", "signal 15 (Terminated)",
+ * "truncated (no footer)". */
+const char *cli_fmt_end(const profile_process *pr, char *buf, size_t len);
+
+/* The lowercase name of a drop reason ("ring_full") and its description. */
+const char *cli_drop_name(int reason);
+const char *cli_drop_text(int reason);
+/* The text of an enum pyprof_end ("exit", "Py_FinalizeEx"). */
+const char *cli_end_text(uint64_t end);
+
+/* Flushes and closes stdout.  Returns 0, or CLI_EXIT_BAD_INPUT after printing one line
+ * when anything written to it was lost (a full disk, a closed pipe). */
+int cli_close_stdout(void);
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * cmd_info: `pyprof info` — every header and footer field of each log, what it contains,
+ * and an integrity check: complete, truncated (and how much survived) or corrupted.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_info_usage[] =
+    "usage: pyprof info [options] LOG... | DIR...\n"
+    "\n"
+    "Prints each log's metadata — process, run id, start time, host, program and arguments,\n"
+    "Python version, sampling clock and period — its footer — how the process ended, how\n"
+    "many samples were taken, dropped and why, the rate achieved, the CPU time the library\n"
+    "used — and checks its integrity: complete, or cut short (and how much survived), or\n"
+    "corrupted.\n"
+    "\n"
+    "options:\n" CLI_FILTER_HELP
+    "  -h, --help       show this text\n"
+    "\n"
+    "The filters choose the logs (--pid, --run) and, with --thread, --from and --to, which\n"
+    "samples count as kept.  Exit status: 0 ok (a truncated log gets a warning), 1 when a\n"
+    "log is missing, not a pyprof log, too new or corrupted, 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof info pyprof.python3.4242.x1y2z3.lz4\n"
+    "  pyprof info /tmp/pyprof.Ab12Cd\n"
+    "  pyprof info --run 0123456789abcdef logs/\n";
+
+static const char *clock_text(int clock)
+{
+    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
+}
+
+static void print_footer(const profile *p, size_t i)
+{
+    const profile_process *pr = &p->procs[i];
+    const pyprof_footer *f = &pr->footer;
+    char b1[128], b2[64];
+    if (!pr->has_footer) {
+        printf("  ended           unknown: the log has no footer (the process was killed or "
+               "crashed, or is still running)\n");
+        printf("  last record at  %.3f s\n", (double)pr->last_t_us / 1e6);
+        return;
+    }
+    printf("  ended           %s at %s, after %.3f s\n", cli_fmt_end(pr, b1, sizeof b1),
+           cli_fmt_unix_ns(f->end_unix_ns, b2, sizeof b2), (double)f->duration_ns / 1e9);
+    printf("  samples         %" PRIu64 " written, %" PRIu64 " sampling signals handled\n",
+           f->samples, f->signals);
+    uint64_t lost = profile_process_dropped(p, i);
+    printf("  dropped         %" PRIu64 " samples lost", lost);
+    if (lost)
+        printf(" (%.1f%% of %" PRIu64 ")", cli_pct(lost, f->samples + lost),
+               f->samples + lost);
+    putchar('\n');
+    for (int d = 0; d < PYPROF_DROP_COUNT; d++) {
+        if (!f->dropped[d])
+            continue;
+        int not_lost = d == PYPROF_DROP_NOT_READY || d == PYPROF_DROP_NO_PYTHON;
+        printf("    %12" PRIu64 "  %s%s\n", f->dropped[d], cli_drop_text(d),
+               not_lost ? "; nothing to sample, not a loss" : "");
+    }
+    printf("  achieved rate   %.1f Hz %s\n", (double)f->achieved_hz_milli / 1000.0,
+           pr->clock == PYPROF_CLOCK_WALL ? "per thread (wall clock)"
+                                          : "per CPU second (cpu clock)");
+    printf("  library CPU     %.3f ms", (double)f->lib_cpu_ns / 1e6);
+    if (f->duration_ns)
+        printf(" (%.2f%% of the run's wall time)", cli_pct(f->lib_cpu_ns, f->duration_ns));
+    putchar('\n');
+}
+
+static void print_log(const profile *p, size_t i, int filtered)
+{
+    const profile_process *pr = &p->procs[i];
+    char b1[64], b2[64], b3[64];
+    printf("%s%s\n", i ? "\n" : "", pr->path);
+    printf("  format          version %" PRIu64 "\n", pr->format_version);
+    printf("  process         pid %" PRIu64 ", parent %" PRIu64 "\n", pr->pid, pr->ppid);
+    printf("  run id          %s (window %" PRIu64 ")\n", pr->run_id, pr->window);
+    printf("  started         %s\n", cli_fmt_unix_ns(pr->start_unix_ns, b1, sizeof b1));
+    printf("  host            %s\n", pr->host);
+    printf("  executable      %s\n", pr->exe);
+    printf("  command line    ");
+    cli_print_argv(stdout, pr->argv, pr->argc);
+    putchar('\n');
+    printf("  python          %s (0x%08" PRIx64 ")\n", pr->python_version, pr->python_hex);
+    printf("  sampling        %s clock, every %s requested, timer %s\n",
+           clock_text(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
+    printf("  max depth       %" PRIu64 " frames\n", pr->max_depth);
+    printf("  options         memory %s, native %s\n",
+           pr->flags & PYPROF_HDR_MEMORY ? "on" : "off",
+           pr->flags & PYPROF_HDR_NATIVE ? "on" : "off");
+    print_footer(p, i);
+    printf("  contents        %" PRIu64 " threads, %" PRIu64 " code objects, %" PRIu64
+           " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points, %" PRIu64 " marks",
+           pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read,
+           pr->marks_read);
+    if (pr->unknown_read)
+        printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
+    putchar('\n');
+    if (pr->has_rss)
+        printf("  memory          RSS start %s, peak %s, end %s\n",
+               cli_fmt_bytes(pr->rss_start, b1, sizeof b1),
+               cli_fmt_bytes(pr->rss_peak, b2, sizeof b2),
+               cli_fmt_bytes(pr->rss_end, b3, sizeof b3));
+    if (filtered)
+        printf("  kept            %" PRIu64 " samples match the filters\n", pr->samples);
+    if (pr->end_error == 0 && pr->footer.samples != pr->samples_read)
+        printf("  integrity       complete: %" PRIu64 " records, %" PRIu64
+               " bytes decompressed; but the footer counts %" PRIu64 " samples, not %" PRIu64
+               "\n", pr->records, pr->bytes, pr->footer.samples, pr->samples_read);
+    else if (pr->end_error == 0)
+        printf("  integrity       complete: %" PRIu64 " records, %" PRIu64
+               " bytes decompressed\n", pr->records, pr->bytes);
+    else if (pr->end_error == -PYPROF_R_TRUNCATED)
+        printf("  integrity       TRUNCATED after %" PRIu64 " records (%" PRIu64
+               " bytes decompressed); %" PRIu64 " samples survived\n",
+               pr->records, pr->bytes, pr->samples_read);
+    else
+        printf("  integrity       CORRUPTED after %" PRIu64 " records (byte %" PRIu64
+               " decompressed): %s; %" PRIu64 " samples before the damage\n",
+               pr->records, pr->bytes, pyprof_reader_strerror(pr->end_error),
+               pr->samples_read);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        CLI_FILTER_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    cli_filter cf;
+    memset(&cf, 0, sizeof cf);
+    profile *p = NULL;
+    int rc = CLI_EXIT_OK, c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        int fr = cli_filter_option(&cf, "info", c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr) {
+            rc = fr;
+            goto cleanup;
+        }
+        if (c == 'h') {
+            fputs(cmd_info_usage, stdout);
+            goto cleanup;
+        }
+        rc = cli_bad_option("info", c, argv);
+        goto cleanup;
+    }
+    if (optind >= argc) {
+        rc = cli_usage_error("info", "no log given");
+        goto cleanup;
+    }
+    /* A corrupted log is shown up to the damage, and still fails the command. */
+    rc = cli_load(argv + optind, argc - optind, &cf.f, PROFILE_KEEP_CORRUPT, &p);
+    if (rc)
+        goto cleanup;
+    int filtered = cf.f.ntids || cf.f.has_from || cf.f.has_to;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        print_log(p, i, filtered);
+        if (p->procs[i].end_error && p->procs[i].end_error != -PYPROF_R_TRUNCATED)
+            rc = CLI_EXIT_BAD_INPUT;
+    }
+    if (p->nprocs == 0)
+        printf("no log matches the filters\n");
+
+cleanup:
+    profile_free(p);
+    cli_filter_free(&cf);
+    return rc;
+}

@@ -1,0 +1,386 @@
+/*
+ * cmd_report: `pyprof report` — the terminal summary of one or more logs, or the same
+ * numbers as one JSON object (--json) for scripts and tests.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_report_usage[] =
+    "usage: pyprof report [options] LOG... | DIR...\n"
+    "\n"
+    "Summarizes pyprof logs: a header per process, the functions where samples were taken\n"
+    "(self) and the functions on the stack (total), the split by process and by thread,\n"
+    "and the resident memory (RSS) at start, at its peak and at the end.  A directory\n"
+    "stands for every log in it.  Functions are merged across processes.\n"
+    "\n"
+    "options:\n"
+    "  --json           print one JSON object: samples, dropped, duration_s, processes,\n"
+    "                   threads, functions (sorted by self samples, with their lines)\n"
+    "  --top N          show N functions per list (default 20; --json shows all unless\n"
+    "                   --top is given)\n" CLI_FILTER_HELP
+    "  -h, --help       show this text\n"
+    "\n"
+    "A truncated log (its process was killed) is reported up to where it ends, with a\n"
+    "warning.  Exit status: 0 ok, 1 bad input, 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof report /tmp/pyprof.Ab12Cd\n"
+    "  pyprof report --top 50 pyprof.python3.4242.x1y2z3.lz4\n"
+    "  pyprof report --json logs/ | jq '.functions[:5]'\n"
+    "  pyprof report --pid 4242 --from 10 --to 20 logs/\n";
+
+typedef struct report_opts {
+    int json;
+    int top_given;
+    size_t top;
+} report_opts;
+
+static void print_func(const profile_func *f)
+{
+    if (f->file[0])
+        printf("%s (%s:%" PRId64 ")", f->name, f->file, f->line);
+    else
+        fputs(f->name, stdout);
+}
+
+static uint64_t total_dropped(const profile *p)
+{
+    uint64_t d = 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        d += profile_process_dropped(p, i);
+    return d;
+}
+
+static const char *clock_name(int clock)
+{
+    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
+}
+
+/* Threads in report order: by process, busiest first. */
+static const profile *sort_p;
+static int cmp_thread(const void *a, const void *b)
+{
+    const profile_thread *x = &sort_p->threads[*(const uint32_t *)a];
+    const profile_thread *y = &sort_p->threads[*(const uint32_t *)b];
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    if (x->samples != y->samples)
+        return x->samples > y->samples ? -1 : 1;
+    return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static uint32_t *thread_order(const profile *p)
+{
+    uint32_t *o = malloc((p->nthreads ? p->nthreads : 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < p->nthreads; i++)
+        o[i] = (uint32_t)i;
+    sort_p = p;
+    qsort(o, p->nthreads, sizeof *o, cmp_thread);
+    return o;
+}
+
+static void print_process_text(const profile *p, size_t i)
+{
+    const profile_process *pr = &p->procs[i];
+    char b1[64], b2[64], b3[64];
+    printf("\nprocess %" PRIu64 " (parent %" PRIu64 "), run %s", pr->pid, pr->ppid,
+           pr->run_id);
+    if (pr->window)
+        printf(" window %" PRIu64, pr->window);
+    fputs(": ", stdout);
+    cli_print_argv(stdout, pr->argv, pr->argc);
+    printf("\n  log      %s\n", pr->path);
+    printf("  python   %s, %s clock, every %s (%s)", pr->python_version,
+           clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
+    if (pr->has_footer && pr->footer.achieved_hz_milli)
+        printf(", %.1f Hz achieved", (double)pr->footer.achieved_hz_milli / 1000.0);
+    printf("\n  started  %s, ended: %s, after %.2f s\n",
+           cli_fmt_unix_ns(pr->start_unix_ns, b1, sizeof b1), cli_fmt_end(pr, b2, sizeof b2),
+           pr->has_footer ? (double)pr->footer.duration_ns / 1e9 : (double)pr->last_t_us / 1e6);
+    printf("  samples  %" PRIu64 " reported", pr->samples);
+    if (pr->samples != pr->samples_read)
+        printf(" (of %" PRIu64 " in the log)", pr->samples_read);
+    uint64_t dropped = profile_process_dropped(p, i);
+    if (dropped) {
+        printf(", %" PRIu64 " lost:", dropped);
+        const char *sep = " ";
+        for (int d = 0; d < PYPROF_DROP_COUNT; d++) {
+            if (d == PYPROF_DROP_NOT_READY || d == PYPROF_DROP_NO_PYTHON ||
+                !pr->footer.dropped[d])
+                continue;
+            printf("%s%" PRIu64 " %s", sep, pr->footer.dropped[d], cli_drop_text(d));
+            sep = ", ";
+        }
+    }
+    if (pr->has_rss)
+        printf("\n  memory   RSS start %s, peak %s, end %s\n",
+               cli_fmt_bytes(pr->rss_start, b1, sizeof b1),
+               cli_fmt_bytes(pr->rss_peak, b2, sizeof b2),
+               cli_fmt_bytes(pr->rss_end, b3, sizeof b3));
+    else
+        printf("\n  memory   no RSS recorded\n");
+}
+
+static void print_funcs_text(const profile *p, const profile_agg *a, const uint32_t *order,
+                             size_t n, int by_self, size_t top)
+{
+    uint64_t total = p->nsamples;
+    printf("\ntop functions by %s (of %" PRIu64 " samples):\n", by_self ? "self" : "total",
+           total);
+    if (by_self)
+        printf("  %6s %9s %7s %9s  %s\n", "self%", "self", "total%", "total", "function");
+    else
+        printf("  %6s %9s %7s %9s  %s\n", "total%", "total", "self%", "self", "function");
+    for (size_t k = 0; k < n && k < top; k++) {
+        uint32_t f = order[k];
+        uint64_t x = by_self ? a->self[f] : a->total[f];
+        uint64_t y = by_self ? a->total[f] : a->self[f];
+        printf("  %5.1f%% %9" PRIu64 " %6.1f%% %9" PRIu64 "  ", cli_pct(x, total), x,
+               cli_pct(y, total), y);
+        print_func(&p->funcs[f]);
+        putchar('\n');
+    }
+    if (n > top)
+        printf("  ... %zu more (--top N)\n", n - top);
+}
+
+static int print_text(const profile *p, const profile_agg *a, size_t top)
+{
+    uint64_t total = p->nsamples, dropped = total_dropped(p);
+    printf("pyprof report: %zu process%s, %zu thread%s, %" PRIu64 " samples, %.2f s",
+           p->nprocs, p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",
+           total, profile_duration(p));
+    if (dropped)
+        printf(", %" PRIu64 " lost (%.1f%%)", dropped, cli_pct(dropped, total + dropped));
+    putchar('\n');
+    for (size_t i = 0; i < p->nprocs; i++)
+        print_process_text(p, i);
+
+    if (!total) {
+        printf("\nno samples\n");
+        return CLI_EXIT_OK;
+    }
+    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
+    uint32_t *threads = thread_order(p);
+    if (!order || !threads) {
+        free(order);
+        free(threads);
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    size_t n = profile_sort_funcs(p, a, a->self, order);
+    print_funcs_text(p, a, order, n, 1, top);
+    n = profile_sort_funcs(p, a, a->total, order);
+    print_funcs_text(p, a, order, n, 0, top);
+
+    printf("\nby process:\n  %6s %9s %9s  %s\n", "share", "samples", "pid", "command");
+    for (size_t i = 0; i < p->nprocs; i++) {
+        const profile_process *pr = &p->procs[i];
+        printf("  %5.1f%% %9" PRIu64 " %9" PRIu64 "  ", cli_pct(pr->samples, total),
+               pr->samples, pr->pid);
+        cli_print_argv(stdout, pr->argv, pr->argc);
+        putchar('\n');
+    }
+    printf("\nby thread:\n  %6s %9s %9s %9s  %s\n", "share", "samples", "pid", "tid", "name");
+    for (size_t k = 0; k < p->nthreads; k++) {
+        const profile_thread *t = &p->threads[threads[k]];
+        printf("  %5.1f%% %9" PRIu64 " %9" PRIu64 " %9" PRIu64 "  %s\n",
+               cli_pct(t->samples, total), t->samples, p->procs[t->process].pid, t->tid,
+               t->name);
+    }
+    free(order);
+    free(threads);
+    return CLI_EXIT_OK;
+}
+
+static void json_u64_or_null(int known, uint64_t v)
+{
+    if (known)
+        printf("%" PRIu64, v);
+    else
+        fputs("null", stdout);
+}
+
+static void print_process_json(const profile *p, size_t i)
+{
+    const profile_process *pr = &p->procs[i];
+    const pyprof_footer *f = &pr->footer;
+    printf("{\"pid\": %" PRIu64 ", \"ppid\": %" PRIu64 ", \"run_id\": ", pr->pid, pr->ppid);
+    cli_json_str(stdout, pr->run_id);
+    fputs(", \"argv\": [", stdout);
+    for (size_t k = 0; k < pr->argc; k++) {
+        if (k)
+            fputs(", ", stdout);
+        cli_json_str(stdout, pr->argv[k]);
+    }
+    fputs("], \"exe\": ", stdout);
+    cli_json_str(stdout, pr->exe);
+    fputs(", \"host\": ", stdout);
+    cli_json_str(stdout, pr->host);
+    fputs(", \"python\": ", stdout);
+    cli_json_str(stdout, pr->python_version);
+    printf(", \"window\": %" PRIu64 ", \"start_unix_ns\": %" PRIu64
+           ", \"period_ns\": %" PRIu64 ", \"clock\": \"%s\", \"timer\": ",
+           pr->window, pr->start_unix_ns, pr->period_ns, clock_name(pr->clock));
+    cli_json_str(stdout, pr->timer);
+    printf(", \"samples\": %" PRIu64 ", \"samples_in_log\": %" PRIu64
+           ", \"duration_s\": %.6f, \"ended\": ",
+           pr->samples, pr->samples_read, profile_process_duration(p, i));
+    cli_json_str(stdout, pr->has_footer ? cli_end_text(f->end) : "truncated");
+    fputs(", \"exit_status\": ", stdout);
+    if (pr->has_footer && f->status_known && f->end != PYPROF_END_SIGNAL)
+        printf("%" PRId64, f->status);
+    else
+        fputs("null", stdout);
+    fputs(", \"signal\": ", stdout);
+    if (pr->has_footer && f->status_known && f->end == PYPROF_END_SIGNAL)
+        printf("%" PRId64, f->status);
+    else
+        fputs("null", stdout);
+    printf(", \"truncated\": %s, \"dropped\": {", pr->has_footer ? "false" : "true");
+    if (pr->has_footer) {
+        for (int d = 0; d < PYPROF_DROP_COUNT; d++)
+            printf("%s\"%s\": %" PRIu64, d ? ", " : "", cli_drop_name(d), f->dropped[d]);
+    }
+    fputs("}, \"achieved_hz\": ", stdout);
+    if (pr->has_footer)
+        printf("%.3f", (double)f->achieved_hz_milli / 1000.0);
+    else
+        fputs("null", stdout);
+    fputs(", \"rss\": {\"start\": ", stdout);
+    json_u64_or_null(pr->has_rss, pr->rss_start);
+    fputs(", \"peak\": ", stdout);
+    json_u64_or_null(pr->has_rss, pr->rss_peak);
+    fputs(", \"end\": ", stdout);
+    json_u64_or_null(pr->has_rss, pr->rss_end);
+    fputs("}, \"path\": ", stdout);
+    cli_json_str(stdout, pr->path);
+    putchar('}');
+}
+
+static int print_json(const profile *p, const profile_agg *a, const report_opts *o)
+{
+    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
+    uint32_t *threads = thread_order(p);
+    if (!order || !threads) {
+        free(order);
+        free(threads);
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    printf("{\"samples\": %zu, \"dropped\": %" PRIu64 ", \"duration_s\": %.6f,\n"
+           " \"processes\": [",
+           p->nsamples, total_dropped(p), profile_duration(p));
+    for (size_t i = 0; i < p->nprocs; i++) {
+        fputs(i ? ",\n  " : "\n  ", stdout);
+        print_process_json(p, i);
+    }
+    fputs("],\n \"threads\": [", stdout);
+    for (size_t k = 0; k < p->nthreads; k++) {
+        const profile_thread *t = &p->threads[threads[k]];
+        printf("%s{\"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"name\": ",
+               k ? ",\n  " : "\n  ", p->procs[t->process].pid, t->tid);
+        cli_json_str(stdout, t->name);
+        printf(", \"samples\": %" PRIu64 "}", t->samples);
+    }
+    fputs("],\n \"functions\": [", stdout);
+    size_t n = profile_sort_funcs(p, a, a->self, order);
+    if (o->top_given && n > o->top)
+        n = o->top;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t f = order[k];
+        const profile_func *fn = &p->funcs[f];
+        fputs(k ? ",\n  {\"name\": " : "\n  {\"name\": ", stdout);
+        cli_json_str(stdout, fn->name);
+        fputs(", \"file\": ", stdout);
+        cli_json_str(stdout, fn->file);
+        printf(", \"line\": %" PRId64 ", \"self\": %" PRIu64 ", \"total\": %" PRIu64
+               ", \"lines\": [",
+               fn->line, a->self[f], a->total[f]);
+        for (size_t l = a->line_first[f]; l < a->line_first[f + 1]; l++)
+            printf("%s{\"line\": %" PRId32 ", \"self\": %" PRIu64 "}",
+                   l > a->line_first[f] ? ", " : "", a->lines[l].line, a->lines[l].self);
+        fputs("]}", stdout);
+    }
+    fputs("]}\n", stdout);
+    free(order);
+    free(threads);
+    return CLI_EXIT_OK;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"top", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        CLI_FILTER_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    report_opts o = {0, 0, 20};
+    cli_filter cf;
+    memset(&cf, 0, sizeof cf);
+    profile *p = NULL;
+    profile_agg agg;
+    memset(&agg, 0, sizeof agg);
+    int rc = CLI_EXIT_OK, c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        int fr = cli_filter_option(&cf, "report", c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr) {
+            rc = fr;
+            goto cleanup;
+        }
+        switch (c) {
+        case 'j':
+            o.json = 1;
+            break;
+        case 't': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!optarg[0] || *end || v < 1 || v > 1000000) {
+                rc = cli_usage_error("report", "--top: '%s' is not a number from 1 to 1000000",
+                                     optarg);
+                goto cleanup;
+            }
+            o.top = (size_t)v;
+            o.top_given = 1;
+            break;
+        }
+        case 'h':
+            fputs(cmd_report_usage, stdout);
+            goto cleanup;
+        default:
+            rc = cli_bad_option("report", c, argv);
+            goto cleanup;
+        }
+    }
+    if (optind >= argc) {
+        rc = cli_usage_error("report", "no log given");
+        goto cleanup;
+    }
+    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
+    if (rc)
+        goto cleanup;
+    if (profile_aggregate(p, &agg) < 0) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_BAD_INPUT;
+        goto cleanup;
+    }
+    rc = o.json ? print_json(p, &agg, &o) : print_text(p, &agg, o.top);
+
+cleanup:
+    profile_agg_free(&agg);
+    profile_free(p);
+    cli_filter_free(&cf);
+    return rc;
+}
