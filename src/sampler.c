@@ -152,6 +152,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char
     g->tables[1] = g->tables[0] + CODE_TABLE_SLOTS;
     g->abi = *abi;
     g->max_depth = max_depth;
+    g->period_ns = period_ns;
     atomic_store(&g->next_code_id, PYPROF_CODE_FIRST);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

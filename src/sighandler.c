@@ -59,6 +59,8 @@ struct sigaction sighandler_app_trap;
 
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+/* Signals this thread still skips because its last sample cost too much (see below). */
+static __thread uint32_t tls_skip __attribute__((tls_model("initial-exec")));
 /* A CODE record reserved and not yet committed, cancelled if a read fails meanwhile. */
 static __thread rrec_code *tls_pending_code __attribute__((tls_model("initial-exec")));
 
@@ -302,83 +304,111 @@ static uint32_t code_id_of(const pyabi *a, code_slot *tab, int t, uintptr_t code
 
 /* ---- the walk ----------------------------------------------------------------------- */
 
-/* Walks the thread's frames into r->frames.  Returns 0, or -1 when the top of the stack
- * is not a valid frame (the sample is then rejected). */
+/* One step of the walk: the frame's code object and instruction offset, and the next
+ * frame.  Returns 1 for a frame to record, 0 for a shim frame to skip (3.12+: owner >= 3
+ * marks the frames C code pushes when it calls into Python). */
+static inline int read_frame(const pyabi *a, uintptr_t frame, uintptr_t *code,
+                             int32_t *offset, uintptr_t *back)
+{
+    if (a->frame_kind == PYABI_FRAME_INTERP) {
+        *back = safe_ptr(frame + (uintptr_t)a->fr_back);
+        if (a->minor >= 12 && safe_u8(frame + (uintptr_t)a->fr_owner) >= 3)
+            return 0;
+        *code = safe_ptr(frame + (uintptr_t)a->fr_code);
+        uintptr_t instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
+        intptr_t off = (intptr_t)instr - (intptr_t)(*code + (uintptr_t)a->co_code_adaptive);
+        *offset = off < -2 || off > (1 << 28) ? -1 : (int32_t)off;
+    } else {
+        *back = safe_ptr(frame + (uintptr_t)a->fr_back);
+        *code = safe_ptr(frame + (uintptr_t)a->fr_code);
+        int32_t lasti = safe_i32(frame + (uintptr_t)a->fr_lasti);
+        *offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * 2 : lasti;
+    }
+    return 1;
+}
+
+/* Records one frame into *f: validates the code object and gets its id.  Returns 0, or
+ * -1 when `code` is not a code object. */
+static inline int record_frame(const pyabi *a, code_slot *tab, int t, uintptr_t code,
+                               int32_t offset, rframe *f)
+{
+    if (!safe_ptr_ok(code, 8) || safe_ptr(code + 8) != a->code_type)
+        return -1;
+    f->code_id = code_id_of(a, tab, t, code);
+    f->offset = offset;
+    return 0;
+}
+
+/* Walks the thread's frames into r->frames, innermost first.  Stacks deeper than
+ * max_depth keep the innermost max_depth/2 frames and the outermost rest, in two passes:
+ * the first records the inner frames and only counts the others (one pointer read
+ * each, no code lookup), the second goes back to where the inner part ended, skips the
+ * middle and records the outer end.  Returns 0, or -1 when the top of the stack is not
+ * a valid frame or the chain is cyclic or absurdly long (the sample is rejected). */
 static int walk(const pyabi *a, code_slot *tab, int t, uintptr_t frame, rrec_sample *r,
                 unsigned max_depth)
 {
     unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
-    uint64_t seen = 0; /* frames recorded or counted */
-    uintptr_t code_type = a->code_type;
+    uint64_t total = 0;      /* Python frames seen (shims not counted) */
+    uintptr_t resume = 0;    /* the frame at index keep_inner */
     uintptr_t tortoise = frame; /* advances every other step; meeting it means a cycle */
-    for (unsigned steps = 0; frame; steps++) {
-        if (steps >= WALK_LIMIT)
+    unsigned steps = 0;
+    r->unreadable_tail = 0;
+    while (frame) {
+        /* Step k looks at frame k-1; the tortoise is at frame (k-1)/2. */
+        if (++steps > WALK_LIMIT)
             return -1;
-        if (steps && (steps & 1) == 0) {
+        if (steps > 1 && (steps & 1)) {
             tortoise = safe_ptr(tortoise + (uintptr_t)a->fr_back);
             if (tortoise == frame)
                 return -1;
         }
-        uintptr_t code;
+        uintptr_t code, back;
         int32_t offset;
-        if (a->frame_kind == PYABI_FRAME_INTERP) {
-            /* 3.12+: owner >= 3 marks shim frames of C calls into Python; skip them. */
-            uint8_t owner = safe_u8(frame + (uintptr_t)a->fr_owner);
-            uintptr_t back = safe_ptr(frame + (uintptr_t)a->fr_back);
-            if (owner >= 3 && a->minor >= 12) {
-                frame = back;
-                continue;
-            }
-            code = safe_ptr(frame + (uintptr_t)a->fr_code);
-            uintptr_t instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
-            offset = (int32_t)((intptr_t)instr - (intptr_t)(code + (uintptr_t)a->co_code_adaptive));
-            if (offset < -2 || offset > (1 << 28))
-                offset = -1;
+        if (!read_frame(a, frame, &code, &offset, &back)) {
             frame = back;
-        } else {
-            code = safe_ptr(frame + (uintptr_t)a->fr_code);
-            int32_t lasti = safe_i32(frame + (uintptr_t)a->fr_lasti);
-            offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * 2 : lasti;
-            frame = safe_ptr(frame + (uintptr_t)a->fr_back);
+            continue;
         }
-        if (!safe_ptr_ok(code, 8) || safe_ptr(code + 8) != code_type) {
-            if (seen == 0)
+        if (total == keep_inner)
+            resume = frame;
+        if (total < max_depth && record_frame(a, tab, t, code, offset, &r->frames[total]) < 0) {
+            if (total == 0)
                 return -1;
-            r->unreadable_tail = 1;
+            r->unreadable_tail = 1; /* the rest of the chain cannot be trusted */
             break;
         }
-        unsigned slot;
-        if (seen < keep_inner)
-            slot = (unsigned)seen;
-        else
-            slot = keep_inner + (unsigned)((seen - keep_inner) % keep_outer);
-        uint32_t id = code_id_of(a, tab, t, code);
-        r->frames[slot].code_id = id;
-        r->frames[slot].offset = offset;
-        seen++;
+        total++;
+        frame = back;
     }
-    if (seen <= max_depth) {
-        r->nframes = (uint16_t)seen;
+    if (total <= max_depth) {
+        r->nframes = (uint16_t)total;
+        r->keep_inner = (uint16_t)total;
         r->cut = 0;
-        r->keep_inner = (uint16_t)seen;
         return 0;
     }
-    /* The outer part is a circular buffer; rotate it so it runs inner to outer. */
-    unsigned start = (unsigned)((seen - keep_inner) % keep_outer); /* oldest = innermost of the outer part */
-    rframe *outer = r->frames + keep_inner;
-    /* In-place rotation by `start` (three reversals), no extra memory. */
-    for (unsigned lo = 0, hi = start; lo + 1 < hi; lo++, hi--) {
-        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
+    /* Second pass: skip the middle, record the outer end. */
+    uint64_t skip = total - keep_inner - keep_outer, seen = 0;
+    unsigned n = keep_inner;
+    frame = resume;
+    for (unsigned s2 = 0; frame && s2 < steps && n < max_depth; s2++) {
+        uintptr_t code, back;
+        int32_t offset;
+        if (!read_frame(a, frame, &code, &offset, &back)) {
+            frame = back;
+            continue;
+        }
+        if (seen++ >= skip) {
+            if (record_frame(a, tab, t, code, offset, &r->frames[n]) < 0) {
+                r->unreadable_tail = 1;
+                break;
+            }
+            n++;
+        }
+        frame = back;
     }
-    for (unsigned lo = start, hi = keep_outer; lo + 1 < hi; lo++, hi--) {
-        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
-    }
-    for (unsigned lo = 0, hi = keep_outer; lo + 1 < hi; lo++, hi--) {
-        rframe x = outer[lo]; outer[lo] = outer[hi - 1]; outer[hi - 1] = x;
-    }
-    r->nframes = (uint16_t)max_depth;
+    r->nframes = (uint16_t)n;
     r->keep_inner = (uint16_t)keep_inner;
-    r->cut = (uint32_t)(seen - max_depth);
+    r->cut = (uint32_t)skip;
     return 0;
 }
 
@@ -483,14 +513,25 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
     }
     atomic_fetch_add(&g->inflight, 1);
     if (atomic_load(&g->enabled)) {
+        atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         if (tls_busy) {
             drop(PYPROF_DROP_REENTERED);
+        } else if (tls_skip) {
+            tls_skip--;
+            drop(PYPROF_DROP_THROTTLED);
         } else {
             tls_busy = 1;
             uint64_t t0 = now_ns();
-            atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
             take_sample();
-            atomic_fetch_add_explicit(&g->handler_ns, now_ns() - t0, memory_order_relaxed);
+            uint64_t cost = now_ns() - t0;
+            atomic_fetch_add_explicit(&g->handler_ns, cost, memory_order_relaxed);
+            /* The program comes first: the timer counts the handler's own CPU time, so a
+             * sample costing more than the period would leave the thread nothing but
+             * handlers.  Past a quarter of the period, skip signals until the average
+             * cost is back under it. */
+            uint64_t budget = g->period_ns / 4;
+            if (cost > budget)
+                tls_skip = (uint32_t)(cost / budget < 10000 ? cost / budget : 10000);
             tls_busy = 0;
         }
     }

@@ -30,7 +30,7 @@ typedef struct rrec_sample {
     uint32_t tid;
     uint64_t t_ns;           /* monotonic, since sighandler_state.t0_ns */
     uint32_t cut;            /* frames omitted between frames[keep_inner-1] and the rest */
-    uint16_t keep_inner;     /* frames before the cut */
+    uint16_t keep_inner;     /* frames before the cut; the rest run inner to outer */
     uint16_t pad;
     rframe frames[];
 } rrec_sample;
@@ -63,6 +63,7 @@ typedef struct sighandler_state {
     ring samples;              /* rrec_sample */
     ring codes;                /* rrec_code */
     unsigned max_depth;
+    uint64_t period_ns;        /* for the handler's own time budget */
     uint64_t t0_ns;            /* CLOCK_MONOTONIC at start */
     uint64_t perf_cookie;      /* si_perf_data of our perf events */
     int sample_signal;         /* SIGTRAP (perf) or SIGPROF */

@@ -111,7 +111,8 @@ enum pyprof_linetable {
     X(REENTERED, "signal arrived inside the handler")                                     \
     X(CODE_TABLE_FULL, "code table full")                                                 \
     X(SIGNAL_STOLEN, "the program took over the sampling signal")                         \
-    X(WRITE_ERROR, "log write failed")
+    X(WRITE_ERROR, "log write failed")                                                    \
+    X(THROTTLED, "skipped: sampling cost more than a quarter of the period")
 
 enum pyprof_drop {
 #define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,
