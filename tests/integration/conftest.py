@@ -1,0 +1,20 @@
+"""pytest set-up for the integration tests (real interpreters, the real library).
+
+The helpers live in pyprof_testlib.py (pytest puts this directory on sys.path, so the
+test modules import it directly); this file only checks, once per session, that the
+library and the tool under test exist.
+"""
+
+import os
+
+import pytest
+
+import pyprof_testlib as t
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_artifacts():
+    for what, path in (("PYPROF_LIB", t.LIB), ("PYPROF_TOOL", t.TOOL)):
+        if not os.path.isabs(path) or not os.path.isfile(path):
+            pytest.fail("%s=%r: not an existing absolute path (run `make integration`, "
+                        "which builds it)" % (what, path))

@@ -1,0 +1,456 @@
+"""Helpers for the integration tests: the interpreters under test, running a program with
+and without the library, and reading logs through the `pyprof` tool.
+
+Everything here follows the Makefile's contract:
+
+    PYPROF_LIB   absolute path of libpyprof.so
+    PYPROF_TOOL  absolute path of the pyprof tool
+    PYPROF_SAN   "", "address" or "undefined": the library was built with that sanitizer,
+                 so the sanitizer runtime must be preloaded in front of it
+
+Logs are only ever read through the tool (`pyprof report --json`), never parsed here, so
+the tests check what a user sees.
+"""
+
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+WORKLOADS = os.path.join(HERE, "workloads")
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+EMBED_SRC = os.path.join(REPO, "tests", "helpers", "embed_host.c")
+
+LIB = os.environ.get("PYPROF_LIB") or os.path.join(REPO, "build", "libpyprof.so")
+TOOL = os.environ.get("PYPROF_TOOL") or os.path.join(REPO, "build", "pyprof")
+SAN = os.environ.get("PYPROF_SAN", "")
+
+# Generous limits: a run that needs them has hung (a deadlock in the library), and the
+# test says so instead of blocking the suite.
+TIMEOUT = 120
+
+
+def workload(name):
+    """Absolute path of a workload script."""
+    return os.path.join(WORKLOADS, name)
+
+
+def def_line(path, pattern):
+    """1-based number of the first line of `path` that contains `pattern`."""
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            if pattern in text:
+                return n
+    raise AssertionError("%r not found in %s" % (pattern, path))
+
+
+# ---- interpreters ------------------------------------------------------------------------
+
+
+def pyenv_root():
+    root = os.environ.get("PYENV_ROOT")
+    if root:
+        return root
+    try:
+        out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except OSError:
+        pass
+    return os.path.expanduser("~/.pyenv")
+
+
+class Interp(object):
+    """One CPython build under test."""
+
+    def __init__(self, ident, version, path, prefix=None):
+        self.id = ident                  # pytest id: py3.11, py3.11-debian
+        self.version = version           # full version for pyenv builds, X.Y for others
+        self.minor = tuple(int(x) for x in version.split(".")[:2])
+        self.path = path                 # the python executable
+        self.prefix = prefix             # install prefix (for embedding), None if static
+
+    @property
+    def has_qualname(self):
+        """Python 3.11+ reports qualified names (co_qualname)."""
+        return self.minor >= (3, 11)
+
+    def require(self):
+        """Fails (never skips) the test when the interpreter is not installed: every CI
+        machine has all of them."""
+        if not os.access(self.path, os.X_OK):
+            pytest.fail("interpreter %s not installed: %s is missing (every test machine "
+                        "must have it)" % (self.id, self.path))
+        return self
+
+    def qualified(self, qualname):
+        """The name the report must show for a function whose qualified name is
+        `qualname`: the qualified name on 3.11+, the plain name before."""
+        return qualname if self.has_qualname else qualname.rsplit(".", 1)[-1]
+
+    def __repr__(self):
+        return self.id
+
+
+PYENV_VERSIONS = ["2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.11.7",
+                  "3.12.1", "3.13.0"]
+
+
+def _interpreters():
+    root = pyenv_root()
+    out = []
+    for v in PYENV_VERSIONS:
+        prefix = os.path.join(root, "versions", v)
+        out.append(Interp("py" + ".".join(v.split(".")[:2]), v,
+                          os.path.join(prefix, "bin", "python"), prefix))
+    out.append(Interp("py3.11-debian", "3.11", "/usr/bin/python3.11"))
+    return out
+
+
+INTERPRETERS = _interpreters()
+PYENV = [i for i in INTERPRETERS if i.prefix]
+
+
+def by_id(*ids):
+    found = [i for i in INTERPRETERS if i.id in ids]
+    assert len(found) == len(ids), ids
+    return found
+
+
+def params(interps):
+    return [pytest.param(i, id=i.id) for i in interps]
+
+
+# ---- the embedding host --------------------------------------------------------------------
+
+
+_embed_lock = threading.Lock()
+
+
+def _config_out(config, *args):
+    out = subprocess.run([config] + list(args), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    if out.returncode != 0:
+        raise AssertionError("%s %s failed: %s" % (config, " ".join(args), out.stderr))
+    return out.stdout.split()
+
+
+def embed_host(interp):
+    """Path of tests/helpers/embed_host.c built against `interp`'s headers and libpython
+    (cached under the build directory, rebuilt when the source is newer)."""
+    interp.require()
+    xy = "%d.%d" % interp.minor
+    outdir = os.path.join(os.path.dirname(LIB), "embed")
+    out = os.path.join(outdir, "embed_host-" + interp.version)
+    with _embed_lock:
+        if (os.path.exists(out)
+                and os.path.getmtime(out) >= os.path.getmtime(EMBED_SRC)):
+            return out
+        if not os.path.isdir(outdir):
+            os.makedirs(outdir)
+        config = os.path.join(interp.prefix, "bin", "python%s-config" % xy)
+        cflags = _config_out(config, "--cflags")
+        if interp.minor >= (3, 8):
+            ldflags = _config_out(config, "--ldflags", "--embed")
+        else:
+            ldflags = _config_out(config, "--ldflags")
+            if not any(f.startswith("-lpython") for f in ldflags):
+                abiflags = "m" if interp.minor in ((3, 6), (3, 7)) else ""
+                ldflags.append("-lpython%s%s" % (xy, abiflags))
+        libdir = os.path.join(interp.prefix, "lib")
+        tmp = out + ".tmp.%d" % os.getpid()
+        cmd = (["gcc", "-O1", "-g", "-w", "-o", tmp, EMBED_SRC] + cflags
+               + ["-L" + libdir] + ldflags + ["-Wl,-rpath," + libdir])
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             universal_newlines=True)
+        if res.returncode != 0:
+            raise AssertionError("building the embedding host for %s failed:\n$ %s\n%s"
+                                 % (interp.id, " ".join(cmd), res.stdout))
+        os.rename(tmp, out)
+        return out
+
+
+# ---- running programs ----------------------------------------------------------------------
+
+
+def base_env():
+    """The environment every test program gets: the caller's, without anything that
+    would change what runs (a preload, PYPROF_*, PYTHON*, sanitizer options)."""
+    env = {}
+    for k, v in os.environ.items():
+        if (k == "LD_PRELOAD" or k.startswith("PYPROF_") or k.startswith("PYTHON")
+                or k.endswith("SAN_OPTIONS")):
+            continue
+        env[k] = v
+    env["PYTHONDONTWRITEBYTECODE"] = "1"   # keep the checkout clean
+    env["PYTHONHASHSEED"] = "0"            # deterministic output in both runs
+    env["LC_ALL"] = "C.UTF-8"
+    return env
+
+
+def _san_runtime():
+    if not SAN:
+        return None
+    name = {"address": "libasan.so", "undefined": "libubsan.so"}.get(SAN)
+    if name is None:
+        pytest.fail("PYPROF_SAN=%r: expected '', 'address' or 'undefined'" % SAN)
+    path = subprocess.run(["gcc", "-print-file-name=" + name], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout.strip()
+    if not os.path.isabs(path) or not os.path.exists(path):
+        pytest.fail("PYPROF_SAN=%s but gcc does not know %s (got %r)" % (SAN, name, path))
+    return path
+
+
+def preload_env(env):
+    """`env` plus what loads the library: LD_PRELOAD (the sanitizer runtime first when
+    the library was built with one)."""
+    env = dict(env)
+    san = _san_runtime()
+    env["LD_PRELOAD"] = (san + " " + LIB) if san else LIB
+    if SAN == "address":
+        env["ASAN_OPTIONS"] = "detect_leaks=0"   # Python itself leaks at exit
+    elif SAN == "undefined":
+        env["UBSAN_OPTIONS"] = "print_stacktrace=1"
+    return env
+
+
+class Run(object):
+    """The outcome of one program run."""
+
+    def __init__(self, argv, profiled, outdir, pid, rc, stdout, stderr):
+        self.argv = argv
+        self.profiled = profiled
+        self.outdir = outdir
+        self.pid = pid
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def logs(self):
+        """Every file the run left in its output directory (the library must leave
+        nothing but logs there)."""
+        if not self.outdir or not os.path.isdir(self.outdir):
+            return []
+        return sorted(os.path.join(self.outdir, f) for f in os.listdir(self.outdir))
+
+    def describe(self):
+        return ("$ %s\n(profiled=%s, pid %s) exit status %s\n--- stdout ---\n%s\n"
+                "--- stderr ---\n%s\n--- files in %s ---\n%s" % (
+                    " ".join(self.argv), self.profiled, self.pid, self.rc,
+                    _text(self.stdout)[-3000:], _text(self.stderr)[-3000:], self.outdir,
+                    "\n".join(self.logs)))
+
+
+def _text(b):
+    return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
+
+
+class _Pending(object):
+    """A started program; wait() collects it."""
+
+    def __init__(self, argv, env, outdir, profiled, timeout, cwd):
+        self.argv, self.outdir, self.profiled, self.timeout = argv, outdir, profiled, timeout
+        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def wait(self):
+        try:
+            out, err = self.proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            run = Run(self.argv, self.profiled, self.outdir, self.proc.pid, None, out, err)
+            pytest.fail("timed out after %ss (hang?)\n%s" % (self.timeout, run.describe()))
+        return Run(self.argv, self.profiled, self.outdir, self.proc.pid,
+                   self.proc.returncode, out, err)
+
+
+def start(argv, outdir, profile=True, env=None, timeout=TIMEOUT, cwd=None):
+    """Starts `argv`; with `profile`, under the library writing into `outdir`.  `env`
+    adds variables (PYPROF_* among them) to base_env()."""
+    full = base_env()
+    if profile:
+        if outdir and not os.path.isdir(outdir):
+            os.makedirs(outdir)
+        if outdir:
+            full["PYPROF_OUTPUT"] = outdir
+        full = preload_env(full)
+    full.update(env or {})
+    return _Pending([str(a) for a in argv], full, outdir, profile, timeout, cwd)
+
+
+def run(argv, outdir, profile=True, env=None, timeout=TIMEOUT, cwd=None):
+    return start(argv, outdir, profile, env, timeout, cwd).wait()
+
+
+def run_pair(argv, tmp_path, env=None, base_argv=None, base_env=None, timeout=TIMEOUT,
+             cwd=None):
+    """Runs `argv` under the library and (concurrently, to save time) without it.
+    `base_argv`/`base_env` change the unprofiled run (a shorter stress run, say); the
+    baseline never gets LD_PRELOAD.  Returns (profiled, baseline)."""
+    outdir = str(tmp_path / ("logs-%d" % _next_id()))
+    prof = start(argv, outdir, True, env, timeout, cwd)
+    base = start(base_argv or argv, None, False, base_env if base_env is not None else env,
+                 timeout, cwd)
+    b = base.wait()
+    p = prof.wait()
+    return p, b
+
+
+_counter = [0]
+
+
+def _next_id():
+    _counter[0] += 1
+    return _counter[0]
+
+
+def assert_transparent(prof, base, stderr_too=True):
+    """The target's own stdout, stderr and exit status are byte-for-byte the same with
+    and without the library."""
+    msg = "the library changed the target's %s\n=== with the library:\n%s\n=== without:\n%s"
+    assert prof.rc == base.rc, msg % ("exit status", prof.describe(), base.describe())
+    assert prof.stdout == base.stdout, msg % ("stdout", prof.describe(), base.describe())
+    if stderr_too:
+        assert prof.stderr == base.stderr, msg % ("stderr", prof.describe(), base.describe())
+
+
+# ---- the tool ------------------------------------------------------------------------------
+
+
+def tool(*args, **kw):
+    """Runs the pyprof tool; returns the CompletedProcess (text)."""
+    env = base_env()
+    if SAN == "address":
+        env["ASAN_OPTIONS"] = "detect_leaks=1"
+    env.update(kw.pop("env", {}))
+    return subprocess.run([TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, env=env,
+                          timeout=kw.pop("timeout", TIMEOUT), **kw)
+
+
+def report(*paths):
+    """`pyprof report --json PATHS` parsed; fails the test on any error."""
+    res = tool("report", "--json", *paths)
+    assert res.returncode == 0, ("pyprof report --json %s failed (exit %s)\nstderr:\n%s\n"
+                                 "stdout:\n%s" % (" ".join(map(str, paths)), res.returncode,
+                                                  res.stderr, res.stdout[-3000:]))
+    try:
+        return json.loads(res.stdout)
+    except ValueError as e:
+        raise AssertionError("pyprof report --json printed invalid JSON (%s):\n%s"
+                             % (e, res.stdout[:3000]))
+
+
+def dump(rep, functions=25):
+    """A readable excerpt of a report for assertion messages."""
+    r = dict(rep)
+    r["functions"] = rep.get("functions", [])[:functions]
+    return json.dumps(r, indent=1, sort_keys=True)[:12000]
+
+
+class Profile(object):
+    """A profiled run that produced exactly one complete log, with its report."""
+
+    def __init__(self, run, rep):
+        self.run = run
+        self.rep = rep
+        self.proc = rep["processes"][0]
+
+    def functions(self, name=None, file=None):
+        return [f for f in self.rep["functions"]
+                if (name is None or f["name"] == name)
+                and (file is None or same_file(f.get("file"), file))]
+
+    def function(self, name, file=None):
+        """The one report entry for `name` (in `file`); fails if absent or repeated."""
+        found = self.functions(name, file)
+        assert len(found) == 1, ("expected one function %r (file %s) in the report, found "
+                                 "%d\n%s" % (name, file, len(found), self.dump()))
+        return found[0]
+
+    def share(self, f, key="self"):
+        return float(f[key]) / self.proc["samples"]
+
+    def dump(self):
+        return "%s\n%s" % (self.run.describe(), dump(self.rep))
+
+
+def same_file(a, b):
+    if a is None or b is None:
+        return False
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def one_log(prof, ended=None, check_pid=True):
+    """Checks that the run left exactly one complete log (footer present) and returns a
+    Profile.  `ended` is the expected end (a string or a tuple of accepted strings)."""
+    logs = prof.logs
+    assert len(logs) == 1, "expected exactly one log\n%s" % prof.describe()
+    rep = report(logs[0])
+    where = "%s\n%s" % (prof.describe(), dump(rep))
+    assert len(rep.get("processes", [])) == 1, "expected one process\n" + where
+    p = rep["processes"][0]
+    assert p["truncated"] is False, "log has no footer (truncated)\n" + where
+    assert p["ended"] != "truncated", where
+    if check_pid:
+        assert p["pid"] == prof.pid, "log is for pid %s, ran pid %s\n%s" % (
+            p["pid"], prof.pid, where)
+    if ended is not None:
+        accepted = (ended,) if isinstance(ended, str) else tuple(ended)
+        assert p["ended"] in accepted, "ended=%r, expected %s\n%s" % (
+            p["ended"], " or ".join(accepted), where)
+    check_report_shape(rep)
+    return Profile(prof, rep)
+
+
+_ENDS = {"exit", "_exit", "Py_FinalizeEx", "signal", "exec", "toggled off", "error",
+         "unknown", "truncated"}
+
+
+def check_report_shape(rep):
+    """The report --json fields the spec promises, with their types."""
+    where = dump(rep)
+    for k in ("samples", "dropped"):
+        assert isinstance(rep.get(k), int) and rep[k] >= 0, "bad %r\n%s" % (k, where)
+    assert isinstance(rep.get("duration_s"), (int, float)), where
+    for p in rep["processes"]:
+        for k in ("pid", "ppid", "samples"):
+            assert isinstance(p.get(k), int), "process field %r\n%s" % (k, where)
+        assert isinstance(p.get("run_id"), str) and p["run_id"], where
+        assert isinstance(p.get("argv"), list), where
+        assert isinstance(p.get("python"), str), where
+        assert p.get("ended") in _ENDS, "unknown ended %r\n%s" % (p.get("ended"), where)
+        assert p.get("exit_status") is None or isinstance(p["exit_status"], int), where
+        assert isinstance(p.get("truncated"), bool), where
+        # The log counts the samples it rejected, by reason.
+        assert isinstance(p.get("dropped"), dict), "processes[].dropped\n" + where
+        for reason, n in p["dropped"].items():
+            assert isinstance(n, int) and n >= 0, "dropped[%r]=%r\n%s" % (reason, n, where)
+        assert "rss" in p, where
+    for t in rep.get("threads", []):
+        for k in ("pid", "tid", "samples"):
+            assert isinstance(t.get(k), int), "thread field %r\n%s" % (k, where)
+    assert isinstance(rep.get("functions"), list), where
+    selfs = [f["self"] for f in rep["functions"]]
+    assert selfs == sorted(selfs, reverse=True), "functions not sorted by self\n" + where
+    for f in rep["functions"]:
+        assert f["total"] >= f["self"] >= 0, "total < self: %r\n%s" % (f, where)
+
+
+def check_python_version(profile, interp):
+    v = profile.proc["python"]
+    want = "%d.%d" % interp.minor
+    assert v == want or v.startswith(want + "."), ("processes[].python=%r, expected %s.x\n%s"
+                                                   % (v, want, profile.dump()))
+
+
+def stderr_lines(b):
+    return _text(b).splitlines()
+
