@@ -88,9 +88,11 @@ def check_accuracy(interp, argv, tmp_path):
     assert top == [x, y], ("two_lines: top lines %s, expected [%d, %d]\nlines: %s\n%s"
                            % (top, x, y, tl["lines"], p.dump()))
     frac = by_self[0]["self"] / float(by_self[0]["self"] + by_self[1]["self"])
-    assert abs(frac - 2.0 / 3) <= 0.1, ("two_lines: line %d has %.1f%% of the two lines' "
-                                        "samples, expected 66.7%% +- 10\nlines: %s"
-                                        % (x, 100 * frac, tl["lines"]))
+    want = measured["LINE-X"] / (measured["LINE-X"] + measured["LINE-Y"])
+    assert abs(frac - want) <= 0.1, ("two_lines: line %d has %.1f%% of the two lines' "
+                                     "samples, measured %.1f%% +- 10\nlines: %s"
+                                     % (x, 100 * frac, 100 * want, tl["lines"]))
+    # Other lines of two_lines (the clock reads) may hold a few samples, never many.
     assert sum(l["self"] for l in tl["lines"]) == tl["self"], (
         "two_lines: per-line self does not add up to the function's self: %r" % tl)
 
