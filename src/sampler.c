@@ -210,8 +210,12 @@ void sampler_stop(void)
     atomic_store(&g->enabled, 0);
     disarm();
     /* A handler that read `enabled` before we cleared it may still be walking; wait for
-     * it.  Handlers never block, so this ends in microseconds. */
-    while (atomic_load(&g->inflight) > 0) {
+     * it.  Handlers never block, so this ends in microseconds.  Never wait for our own
+     * thread's handler (we may be running nested in it, from a program's signal handler
+     * that calls _exit), and never wait forever: after a second, go on; nothing we do
+     * next frees memory a late handler could touch. */
+    int self = sighandler_inside();
+    for (int i = 0; atomic_load(&g->inflight) > self && i < 20000; i++) {
         struct timespec ts = { 0, 50000 };
         nanosleep(&ts, NULL);
     }

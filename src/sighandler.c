@@ -59,6 +59,8 @@ struct sigaction sighandler_app_trap;
 
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+/* This thread is inside sighandler_on_signal (counted in `inflight`). */
+static __thread int tls_inside __attribute__((tls_model("initial-exec")));
 /* Signals this thread still skips because its last sample cost too much (see below). */
 static __thread uint32_t tls_skip __attribute__((tls_model("initial-exec")));
 /* A CODE record reserved and not yet committed, cancelled if a read fails meanwhile. */
@@ -512,6 +514,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         return;
     }
     atomic_fetch_add(&g->inflight, 1);
+    tls_inside = 1;
     if (atomic_load(&g->enabled)) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         if (tls_busy) {
@@ -535,6 +538,9 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
             tls_busy = 0;
         }
     }
+    tls_inside = 0;
     atomic_fetch_sub(&g->inflight, 1);
     errno = saved_errno;
 }
+
+int sighandler_inside(void) { return tls_inside; }

@@ -86,6 +86,10 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
 /* [sigsafe] The calling thread's kernel thread id, cached. */
 uint32_t sighandler_tid(void);
 
+/* [sigsafe] 1 when the calling thread is inside the handler.  Code that runs nested in
+ * it (a program's own signal handler that calls _exit, say) must not wait for it. */
+int sighandler_inside(void);
+
 /* [not sigsafe] Forgets the cached thread id (in a fork child). */
 void sighandler_reset_tid(void);
 
