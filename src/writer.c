@@ -67,6 +67,10 @@ typedef struct wframe {
     int32_t line;
 } wframe;
 
+typedef struct wthread {
+    uint32_t tid, idx;
+} wthread;
+
 static struct {
     /* configuration */
     pyprof_config cfg;
@@ -112,10 +116,9 @@ static struct {
     size_t stack_index_cap;
     uint32_t next_stack_id;
     /* threads: tid -> idx */
-    uint32_t *thread_tid;
+    wthread *threads;
     size_t threads_n, threads_cap;
     uint32_t next_thread_idx;
-    uint32_t *thread_idx_of; /* parallel to thread_tid */
 } W = { .fd = -1, .statm_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
         .wake = PTHREAD_COND_INITIALIZER };
 
@@ -395,6 +398,23 @@ static int open_log(void)
 
 /* ---- maps --------------------------------------------------------------------------- */
 
+/* Makes room for `need` elements of `elem` bytes in *arr (capacity *cap, doubling from
+ * `first`).  Returns 0, or -1 when memory is short (the array is unchanged). */
+static int grow_array(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : first;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*arr, ncap * elem);
+    if (!n)
+        return -1;
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}
+
 static code_info *code_find(uint32_t id)
 {
     if (!W.codes_cap)
@@ -440,23 +460,12 @@ static code_info *code_insert_slot(uint32_t id)
 static uint32_t thread_idx(uint32_t tid)
 {
     for (size_t i = 0; i < W.threads_n; i++)
-        if (W.thread_tid[i] == tid)
-            return W.thread_idx_of[i];
-    if (W.threads_n == W.threads_cap) {
-        size_t ncap = W.threads_cap ? W.threads_cap * 2 : 16;
-        uint32_t *a = realloc(W.thread_tid, ncap * sizeof *a);
-        if (!a)
-            return 0;
-        W.thread_tid = a;
-        uint32_t *b = realloc(W.thread_idx_of, ncap * sizeof *b);
-        if (!b)
-            return 0;
-        W.thread_idx_of = b;
-        W.threads_cap = ncap;
-    }
+        if (W.threads[i].tid == tid)
+            return W.threads[i].idx;
+    if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads, 16) < 0)
+        return 0;
     uint32_t idx = W.next_thread_idx++;
-    W.thread_tid[W.threads_n] = tid;
-    W.thread_idx_of[W.threads_n++] = idx;
+    W.threads[W.threads_n++] = (wthread){ .tid = tid, .idx = idx };
     uint8_t buf[128];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
@@ -519,24 +528,11 @@ static uint32_t stack_id(const wframe *f, size_t n)
         if (e->hash == h && e->n == n && memcmp(W.arena + e->off, f, n * sizeof *f) == 0)
             return e->id;
     }
-    if (W.stacks_n == W.stacks_cap) {
-        size_t ncap = W.stacks_cap ? W.stacks_cap * 2 : 1024;
-        stack_entry *s = realloc(W.stacks, ncap * sizeof *s);
-        if (!s)
-            return 0;
-        W.stacks = s;
-        W.stacks_cap = ncap;
-    }
-    if (W.arena_len + n > W.arena_cap) {
-        size_t ncap = W.arena_cap ? W.arena_cap * 2 : 65536;
-        while (ncap < W.arena_len + n)
-            ncap *= 2;
-        wframe *a = realloc(W.arena, ncap * sizeof *a);
-        if (!a)
-            return 0;
-        W.arena = a;
-        W.arena_cap = ncap;
-    }
+    if (grow_array((void **)&W.stacks, &W.stacks_cap, W.stacks_n + 1, sizeof *W.stacks,
+                   1024) < 0 ||
+        grow_array((void **)&W.arena, &W.arena_cap, W.arena_len + n, sizeof *W.arena,
+                   65536) < 0)
+        return 0;
     memcpy(W.arena + W.arena_len, f, n * sizeof *f);
     uint32_t id = ++W.next_stack_id;
     W.stacks[W.stacks_n] = (stack_entry){ .hash = h, .off = (uint32_t)W.arena_len,
@@ -930,8 +926,7 @@ void writer_forget_in_child(void)
     free(W.arena);
     free(W.stacks);
     free(W.stack_index);
-    free(W.thread_tid);
-    free(W.thread_idx_of);
+    free(W.threads);
     memset(&W, 0, sizeof W);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t c = PTHREAD_COND_INITIALIZER;
