@@ -126,6 +126,8 @@ demo: deps
 	$(TOOL) report $(BUILD)/demo
 
 bench: deps all
+	@if [ ! -f bench/run.py ]; then \
+	    echo "make bench: the benchmark suite is not written yet (see the bench issue)"; exit 1; fi
 	python3 bench/run.py --lib $(abspath $(LIB)) --tool $(abspath $(TOOL)) --out $(BUILD)/bench.json
 
 install: all
