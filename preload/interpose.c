@@ -50,6 +50,11 @@ EXPORT int _Py_UnixMain(int argc, char **argv);
 EXPORT int Py_RunMain(void);
 EXPORT int Py_FinalizeEx(void);
 EXPORT void Py_Finalize(void);
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]);
+EXPORT int execv(const char *path, char *const argv[]);
+EXPORT int execvp(const char *file, char *const argv[]);
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
 
 #define REAL(name, type)                                                                  \
     static __typeof__(&name) real_##name;                                                 \
@@ -226,3 +231,28 @@ EXPORT void _Exit(int status)
     real__Exit(status);
     __builtin_unreachable();
 }
+
+/* ---- exec --------------------------------------------------------------------------- */
+
+/* The new program replaces us without running destructors: finalize the log first (the
+ * perf event is removed by the kernel at exec).  If the exec fails, this process goes on
+ * unprofiled; the log already ended, marked "exec". */
+#define EXEC_WRAPPER(name, first_type, first, call_args, ...)                              \
+    EXPORT int name(first_type first, __VA_ARGS__)                                         \
+    {                                                                                     \
+        REAL(name, __typeof__(&name));                                                    \
+        if (!real_##name) {                                                               \
+            errno = ENOSYS;                                                               \
+            return -1;                                                                    \
+        }                                                                                 \
+        entry_finish(PYPROF_END_EXEC, 0, 0);                                              \
+        return real_##name call_args;                                                     \
+    }
+
+EXEC_WRAPPER(execve, const char *, path, (path, argv, envp), char *const argv[],
+             char *const envp[])
+EXEC_WRAPPER(execv, const char *, path, (path, argv), char *const argv[])
+EXEC_WRAPPER(execvp, const char *, file, (file, argv), char *const argv[])
+EXEC_WRAPPER(execvpe, const char *, file, (file, argv, envp), char *const argv[],
+             char *const envp[])
+EXEC_WRAPPER(fexecve, int, fd, (fd, argv, envp), char *const argv[], char *const envp[])

@@ -867,8 +867,10 @@ void writer_finish(int end, int status_known, int status)
         pthread_join(W.thread, NULL);
         W.thread_running = 0;
     }
-    if (W.fd < 0 && !W.failed && (interpreter_running() || ring_used(&sighandler_g.samples) ||
-                                  W.samples))
+    /* At exec, a process that has not written a log yet (the child of fork-and-exec, as
+     * subprocess does) leaves none: its Python never ran after the fork. */
+    if (W.fd < 0 && !W.failed && end != PYPROF_END_EXEC &&
+        (interpreter_running() || ring_used(&sighandler_g.samples) || W.samples))
         open_log();
     drain();
     record_rss();

@@ -28,7 +28,8 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
                  char *err, size_t errlen);
 
 /* Drains what is left, writes the footer and closes the log.  The sampler must be
- * stopped first.  Only the first call does anything.  `end` is enum pyprof_end. */
+ * stopped first.  Only the first call does anything.  `end` is enum pyprof_end; with
+ * PYPROF_END_EXEC a log that was not created yet is not created now. */
 void writer_finish(int end, int status_known, int status);
 
 /* In a fork child: drop the parent's file, thread and maps without writing; a new
