@@ -75,6 +75,31 @@ int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigact
     return real_sigaction_fn(sig, act, old);
 }
 
+int interpose_run_program_handler(const struct sigaction *a, int sig, siginfo_t *info,
+                                  void *uc)
+{
+    if (a->sa_flags & SA_SIGINFO) {
+        if (!a->sa_sigaction)
+            return 0;
+        a->sa_sigaction(sig, info, uc);
+        return 1;
+    }
+    if (a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN)
+        return 0;
+    a->sa_handler(sig);
+    return 1;
+}
+
+void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction *act,
+                                struct sigaction *old)
+{
+    struct sigaction prev = *shadow;
+    if (act)
+        *shadow = *act;
+    if (old)
+        *old = prev;
+}
+
 void interpose_init(void)
 {
     struct sigaction probe;
@@ -136,50 +161,24 @@ EXPORT py_status Py_InitializeFromConfig(const void *config)
 
 /* ---- Python's own main: the exit status ---------------------------------------------- */
 
-EXPORT int Py_Main(int argc, void **argv)
-{
-    REAL(Py_Main, int (*)(int, void **));
-    if (!real_Py_Main)
-        abort();
-    entry_note_python_main(1);
-    int rc = real_Py_Main(argc, argv);
-    entry_note_status(rc);
-    return rc;
-}
+/* Python's own main returns the exit status, and while it runs a Py_FinalizeEx is not
+ * an embedder's end of Python. */
+#define MAIN_WRAPPER(name, params, args)                                                  \
+    EXPORT int name params                                                                \
+    {                                                                                     \
+        REAL(name, __typeof__(&name));                                                    \
+        if (!real_##name)                                                                 \
+            abort(); /* unreachable: whoever called this linked against libpython */      \
+        entry_note_python_main(1);                                                        \
+        int rc = real_##name args;                                                        \
+        entry_note_status(rc);                                                            \
+        return rc;                                                                        \
+    }
 
-EXPORT int Py_BytesMain(int argc, char **argv)
-{
-    REAL(Py_BytesMain, int (*)(int, char **));
-    if (!real_Py_BytesMain)
-        abort();
-    entry_note_python_main(1);
-    int rc = real_Py_BytesMain(argc, argv);
-    entry_note_status(rc);
-    return rc;
-}
-
-/* What 3.7's python executable calls instead of Py_Main. */
-EXPORT int _Py_UnixMain(int argc, char **argv)
-{
-    REAL(_Py_UnixMain, int (*)(int, char **));
-    if (!real__Py_UnixMain)
-        abort();
-    entry_note_python_main(1);
-    int rc = real__Py_UnixMain(argc, argv);
-    entry_note_status(rc);
-    return rc;
-}
-
-EXPORT int Py_RunMain(void)
-{
-    REAL(Py_RunMain, int (*)(void));
-    if (!real_Py_RunMain)
-        abort();
-    entry_note_python_main(1);
-    int rc = real_Py_RunMain();
-    entry_note_status(rc);
-    return rc;
-}
+MAIN_WRAPPER(Py_Main, (int argc, void **argv), (argc, argv))
+MAIN_WRAPPER(Py_BytesMain, (int argc, char **argv), (argc, argv))
+MAIN_WRAPPER(_Py_UnixMain, (int argc, char **argv), (argc, argv)) /* 3.7's python */
+MAIN_WRAPPER(Py_RunMain, (void), ())
 
 /* ---- interpreter end ---------------------------------------------------------------- */
 

@@ -18,6 +18,18 @@
 /* [not sigsafe the first time: it resolves with dlsym] The C library's sigaction. */
 int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
+/* [sigsafe] Runs the program's disposition `a` for a signal that is not ours, the way
+ * the kernel would have called it.  Returns 1 when a handler ran, 0 for SIG_DFL and
+ * SIG_IGN (what "default" means is the caller's to decide). */
+int interpose_run_program_handler(const struct sigaction *a, int sig, siginfo_t *info,
+                                  void *uc);
+
+/* [not sigsafe] For a signal whose real disposition stays ours: records the program's
+ * `act` (when not NULL) in `*shadow` and reports the previous one in `old`, as sigaction
+ * would. */
+void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction *act,
+                                struct sigaction *old);
+
 /* Resolves the real symbols that must be known before any wrapper runs concurrently
  * (called from the constructor). */
 void interpose_init(void);

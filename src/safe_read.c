@@ -3,7 +3,8 @@
  *
  * Async-signal-safety: safe_fail and the fault handler use __builtin_longjmp (no libc;
  * it only leaves our own guarded reads, which interrupt nothing unsafe), and, for faults
- * that are not ours, sigaction and raise (both on signal-safety(7)).
+ * that are not ours, the program's own handler (interpose_run_program_handler), or
+ * sigaction and raise (both on signal-safety(7)).
  */
 #include "safe_read.h"
 
@@ -53,17 +54,8 @@ SAFE_NO_SANITIZE static void fault_handler(int sig, siginfo_t *info, void *uc)
     if (safe_guard_tls)
         safe_fail();
     /* Not ours: behave as the program asked. */
-    int i = slot(sig);
-    struct sigaction *a = &app_action[i];
-    if (a->sa_flags & SA_SIGINFO) {
-        if (a->sa_sigaction) {
-            a->sa_sigaction(sig, info, uc);
-            return;
-        }
-    } else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
-        a->sa_handler(sig);
+    if (interpose_run_program_handler(&app_action[slot(sig)], sig, info, uc))
         return;
-    }
     /* Default action (a fault cannot be ignored): reset and return, so the faulting
      * instruction runs again and the kernel applies the default, as without us. */
     struct sigaction dfl;
@@ -95,10 +87,6 @@ int safe_read_app_sigaction(int sig, const struct sigaction *act, struct sigacti
     int i = slot(sig);
     if (i < 0 || !atomic_load(&installed))
         return 0;
-    struct sigaction prev = app_action[i];
-    if (act)
-        app_action[i] = *act;
-    if (old)
-        *old = prev;
+    interpose_shadow_sigaction(&app_action[i], act, old);
     return 1;
 }

@@ -42,10 +42,9 @@ extern __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")))
  * that is what the guard is for, so sanitizers must not instrument them (nor add their
  * no-return hooks, which are not async-signal-safe, to the jump). */
 #define SAFE_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize("undefined")))
-#define SAFE_NO_SANITIZE_DECL SAFE_NO_SANITIZE
 
 /* [sigsafe] Leaves the guarded region through its failure path. */
-SAFE_NO_SANITIZE_DECL __attribute__((noreturn)) void safe_fail(void);
+SAFE_NO_SANITIZE __attribute__((noreturn)) void safe_fail(void);
 
 
 static inline int safe_ptr_ok(uintptr_t p, uintptr_t align)

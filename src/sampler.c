@@ -256,11 +256,7 @@ int sampler_app_sigaction(int sig, const struct sigaction *act, struct sigaction
     if (!handlers_installed)
         return 0;
     if (sig == SIGTRAP) {
-        struct sigaction prev = sighandler_app_trap;
-        if (act)
-            sighandler_app_trap = *act;
-        if (old)
-            *old = prev;
+        interpose_shadow_sigaction(&sighandler_app_trap, act, old);
         return 1;
     }
     if (sig == SIGPROF && sighandler_g.sample_signal == SIGPROF) {

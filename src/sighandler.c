@@ -12,7 +12,7 @@
  *   __builtin_longjmp (safe_fail)    no libc; leaves only our own guarded reads
  *   ring_reserve/commit/cancel       ours: one CAS on a preallocated buffer, never waits
  *   atomic_* on our counters         lock-free on x86_64
- *   sighandler_app_trap handler      the program's own SIGTRAP handler, for traps that
+ *   interpose_run_program_handler   the program's own SIGTRAP handler, for traps that
  *                                    are not ours: called as the kernel would have
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "safe_read.h"
 
 sighandler_state sighandler_g;
@@ -485,23 +486,6 @@ out:
     atomic_fetch_sub(&g->table_users[t], 1);
 }
 
-/* Runs the program's own SIGTRAP disposition for a trap that is not ours. */
-static void chain_trap(int sig, siginfo_t *info, void *uc)
-{
-    struct sigaction *a = &sighandler_app_trap;
-    if (a->sa_flags & SA_SIGINFO) {
-        if (a->sa_sigaction)
-            a->sa_sigaction(sig, info, uc);
-    } else if (a->sa_handler == SIG_IGN) {
-        return;
-    } else if (a->sa_handler != SIG_DFL) {
-        a->sa_handler(sig);
-    }
-    /* SIG_DFL: a breakpoint nobody handles ends the process with a core dump; we keep
-     * the process alive instead of guessing, which only differs for a program that
-     * traps itself without a handler. */
-}
-
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
 {
     int saved_errno = errno;
@@ -509,7 +493,11 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
     if (sig == SIGTRAP &&
         (info->si_code != PYPROF_TRAP_PERF ||
          *(const uint64_t *)((const char *)info + SI_PERF_DATA_OFFSET) != g->perf_cookie)) {
-        chain_trap(sig, info, uc);
+        /* A trap that is not ours goes to the program's own handler.  With SIG_DFL, a
+         * breakpoint nobody handles would end the process with a core dump; we keep it
+         * alive instead, which only differs for a program that traps itself without a
+         * handler. */
+        interpose_run_program_handler(&sighandler_app_trap, sig, info, uc);
         errno = saved_errno;
         return;
     }

@@ -76,7 +76,6 @@ static struct {
     pyprof_config cfg;
     pyabi abi;
     char run_id[64];
-    char timer[64];
     unsigned window;
     char dir[PATH_MAX];       /* directory of the log */
     char path[PATH_MAX];      /* the log, once created */
@@ -392,7 +391,8 @@ static int open_log(void)
     memcpy(W.stage, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
     W.stage_len = PYPROF_MAGIC_LEN;
     put_header();
-    diag_verbose("pyprof: profiling pid %ld into %s (%s)", (long)W.pid, W.path, W.timer);
+    diag_verbose("pyprof: profiling pid %ld into %s (%s)", (long)W.pid, W.path,
+                 sampler_timer_name());
     return 0;
 }
 
@@ -807,7 +807,6 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     W.cfg = *cfg;
     W.abi = *abi;
     snprintf(W.run_id, sizeof W.run_id, "%s", meta->run_id ? meta->run_id : "");
-    snprintf(W.timer, sizeof W.timer, "%s", meta->timer ? meta->timer : "");
     W.window = meta->window;
     W.pid = getpid();
     W.unix_start_ns = clock_ns(CLOCK_REALTIME);

@@ -17,7 +17,6 @@
 /* What the header says about the process. */
 typedef struct writer_meta {
     const char *run_id;
-    const char *timer;  /* sampler_timer_name() */
     unsigned window;    /* toggle window index */
 } writer_meta;
 
