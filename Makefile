@@ -26,7 +26,8 @@ endif
 # The library: entry points, interposed symbols, configuration, and the core it needs.
 LIB_SRCS  := $(wildcard preload/*.c) \
              src/sighandler.c src/sampler.c src/pyabi.c src/ring.c src/writer.c \
-             src/record.c src/linetable.c src/safe_read.c src/diag.c
+             src/record.c src/linetable.c src/safe_read.c src/diag.c \
+             src/pynames.c
 LIB_LIBS  := -llz4 -ldl -lpthread
 # The tool: the subcommands, the reader and the profile model.
 TOOL_SRCS := $(wildcard utils/*.c) src/reader.c src/record.c src/linetable.c \

@@ -38,6 +38,7 @@
 
 #include "diag.h"
 #include "linetable.h"
+#include "pynames.h"
 #include "record.h"
 #include "sampler.h"
 #include "sighandler.h"
@@ -45,6 +46,9 @@
 #define WAKE_IDLE_NS 50000000ull  /* the writer drains every 50 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
 #define RSS_EVERY_NS 20000000ull  /* RSS at most every 20 ms */
+#define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
+#define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
+#define NAMES_MAX 4096               /* threads whose names are read at a time */
 #define STAGE_BYTES (64u << 10)
 #define SAMPLE_RING_HINT (4u << 20) /* sampler.c's sample ring size */   /* uncompressed records per compress call */
 #define STACK_ARENA_MAX (4u << 20) /* frames kept for dedup before a reset */
@@ -69,6 +73,7 @@ typedef struct wframe {
 
 typedef struct wthread {
     uint32_t tid, idx;
+    char name[PYNAMES_NAME_MAX]; /* as last emitted */
 } wthread;
 
 static struct {
@@ -118,6 +123,10 @@ static struct {
     wthread *threads;
     size_t threads_n, threads_cap;
     uint32_t next_thread_idx;
+    /* thread names, as last read from the interpreter */
+    pynames_entry *names;
+    int names_n;
+    uint64_t names_t_ns;
 } W = { .fd = -1, .statm_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
         .wake = PTHREAD_COND_INITIALIZER };
 
@@ -457,6 +466,43 @@ static code_info *code_insert_slot(uint32_t id)
     return &W.codes[i];
 }
 
+static void emit_thread(const wthread *t)
+{
+    uint8_t buf[64 + PYNAMES_NAME_MAX];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    rec_put_uvarint(&o, t->idx);
+    rec_put_uvarint(&o, t->tid);
+    rec_put_cstr(&o, t->name);
+    emit(PYPROF_REC_THREAD, &o);
+}
+
+/* Reads the threads' Python names again; emits a THREAD record for every known thread
+ * whose name changed (the reader keeps the newest). */
+static void refresh_names(void)
+{
+    if (!W.names && !(W.names = malloc(NAMES_MAX * sizeof *W.names)))
+        return;
+    W.names_n = pynames_collect(&W.abi, W.names, NAMES_MAX);
+    W.names_t_ns = mono_ns();
+    for (int i = 0; i < W.names_n; i++)
+        for (size_t j = 0; j < W.threads_n; j++) {
+            wthread *t = &W.threads[j];
+            if (t->tid == W.names[i].tid && strcmp(t->name, W.names[i].name) != 0) {
+                snprintf(t->name, sizeof t->name, "%s", W.names[i].name);
+                emit_thread(t);
+            }
+        }
+}
+
+static const char *name_of(uint32_t tid)
+{
+    for (int i = 0; i < W.names_n; i++)
+        if (W.names[i].tid == tid)
+            return W.names[i].name;
+    return tid == (uint32_t)W.pid ? "MainThread" : "";
+}
+
 static uint32_t thread_idx(uint32_t tid)
 {
     for (size_t i = 0; i < W.threads_n; i++)
@@ -464,16 +510,15 @@ static uint32_t thread_idx(uint32_t tid)
             return W.threads[i].idx;
     if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads, 16) < 0)
         return 0;
-    uint32_t idx = W.next_thread_idx++;
-    W.threads[W.threads_n++] = (wthread){ .tid = tid, .idx = idx };
-    uint8_t buf[128];
-    rec_out o;
-    rec_out_init(&o, buf, sizeof buf);
-    rec_put_uvarint(&o, idx);
-    rec_put_uvarint(&o, tid);
-    rec_put_cstr(&o, tid == (uint32_t)W.pid ? "MainThread" : "");
-    emit(PYPROF_REC_THREAD, &o);
-    return idx;
+    /* A thread seen for the first time: its name may be newer than our last read. */
+    if (!name_of(tid)[0] && mono_ns() - W.names_t_ns >= NAMES_NEW_NS)
+        refresh_names();
+    wthread *t = &W.threads[W.threads_n++];
+    t->tid = tid;
+    t->idx = W.next_thread_idx++;
+    snprintf(t->name, sizeof t->name, "%s", name_of(tid));
+    emit_thread(t);
+    return t->idx;
 }
 
 static uint64_t hash_frames(const wframe *f, size_t n)
@@ -762,6 +807,14 @@ static int interpreter_running(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    /* Started with every signal blocked; the synchronous fault signals must not be,
+     * because pynames reads interpreter memory under the fault guard, and a fault the
+     * kernel finds blocked kills the process instead of running the guard. */
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
     uint64_t wake_ns = WAKE_IDLE_NS;
     pthread_mutex_lock(&W.lock);
     while (!W.stop) {
@@ -790,6 +843,8 @@ static void *writer_main(void *arg)
             record_rss();
         if (atomic_load(&sighandler_g.flip_wanted))
             flip_tables();
+        if (W.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
+            refresh_names();
         if (W.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
             flush_log();
             W.last_flush_ns = now;
@@ -928,6 +983,7 @@ void writer_forget_in_child(void)
     free(W.stacks);
     free(W.stack_index);
     free(W.threads);
+    free(W.names);
     memset(&W, 0, sizeof W);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t c = PTHREAD_COND_INITIALIZER;

@@ -1,0 +1,29 @@
+/*
+ * pynames: the Python names of the process's threads, read from the interpreter's memory
+ * without the GIL and without running any Python code.  Owns the per-version knowledge
+ * of dicts, instance attributes, ints and the glibc thread descriptor that this needs:
+ * threading._active maps each thread's ident to its Thread object, whose `_name` is the
+ * name and whose `_native_id` (3.8+) or ident (through the pthread descriptor) gives the
+ * OS thread id.  Every read is guarded (safe_read.h): memory that changes under us gives
+ * a missing or skipped name, never a fault.  Called by the writer thread.  [not sigsafe]
+ */
+#ifndef PYPROF_PYNAMES_H
+#define PYPROF_PYNAMES_H
+
+#include <stdint.h>
+
+#include "pyabi.h"
+
+#define PYNAMES_NAME_MAX 128 /* bytes kept of a name, NUL included (UTF-8, truncated) */
+
+typedef struct pynames_entry {
+    uint32_t tid;                 /* OS thread id (gettid) */
+    char name[PYNAMES_NAME_MAX];  /* Thread.name, UTF-8 */
+} pynames_entry;
+
+/* [not sigsafe] Fills `out` with up to `cap` (tid, name) pairs of the threads the
+ * threading module knows now (none before `threading` is imported).  Returns the number
+ * filled, 0 when there is nothing readable.  Any thread, GIL not needed. */
+int pynames_collect(const pyabi *a, pynames_entry *out, int cap);
+
+#endif
