@@ -26,6 +26,7 @@
 #include <pyprof/pyprof.h>
 
 #include "config.h"
+#include "control.h"
 #include "diag.h"
 #include "interpose.h"
 #include "pyabi.h"
@@ -46,6 +47,7 @@ static int atfork_registered;
 static pyprof_config cfg;
 static pyabi abi;
 static char rid[64];
+static unsigned window; /* toggle windows started, 0 without PYPROF_SIGNAL */
 
 void entry_note_status(int status)
 {
@@ -62,7 +64,10 @@ static int start_profiling(void);
  * child gets its own log, timer and writer thread unless PYPROF_CHILDREN=0. */
 static void after_fork_child(void)
 {
-    if (!atomic_load(&active))
+    int was_active = atomic_load(&active);
+    if (cfg.signal && cfg.children)
+        control_restart_in_child(); /* a paused child can be toggled too */
+    if (!was_active)
         return;
     sampler_forget_in_child();
     writer_forget_in_child();
@@ -156,7 +161,12 @@ static void try_start(int late)
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv("PYPROF_PROFILED_PARENT", pid, 0);
     }
-    if (start_profiling() == 0 && !atfork_registered) {
+    if (control_install(cfg.signal, err, sizeof err) < 0) {
+        diag_error("%s", err);
+        goto out;
+    }
+    /* With a toggle signal the process starts paused: the first delivery starts. */
+    if ((cfg.signal || start_profiling() == 0) && !atfork_registered) {
         pthread_atfork(NULL, NULL, after_fork_child);
         atfork_registered = 1;
     }
@@ -168,7 +178,7 @@ out:
 static int start_profiling(void)
 {
     char err[1024];
-    writer_meta meta = { .run_id = rid, .window = 0 };
+    writer_meta meta = { .run_id = rid, .window = window };
     if (writer_start(&cfg, &abi, &meta, err, sizeof err) < 0) {
         diag_error("%s", err);
         return -1;
@@ -186,6 +196,20 @@ static int start_profiling(void)
 }
 
 void entry_python_appeared(void) { try_start(1); }
+
+void entry_toggle(void)
+{
+    pthread_mutex_lock(&start_lock);
+    if (atomic_load(&active) && getpid() == owner) {
+        entry_finish(PYPROF_END_TOGGLE, 0, 0);
+    } else {
+        window++;
+        atomic_store(&finished, 0);
+        atomic_store(&status_known, 0);
+        start_profiling();
+    }
+    pthread_mutex_unlock(&start_lock);
+}
 
 void entry_finish(int end, int known, int status)
 {

@@ -16,6 +16,10 @@ void entry_python_appeared(void);
 /* Stops sampling and finalizes the log (first call only).  `end` is enum pyprof_end. */
 void entry_finish(int end, int status_known, int status);
 
+/* From the control thread, at each delivery of PYPROF_SIGNAL: stops profiling
+ * (finalizing the window's log) or starts a new window.  [not sigsafe] */
+void entry_toggle(void);
+
 /* The exit status the program is heading for, when a hook learns it (Py_RunMain's
  * return value, exit()'s argument). */
 void entry_note_status(int status);

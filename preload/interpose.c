@@ -16,6 +16,7 @@
 
 #include <pyprof/format.h>
 
+#include "control.h"
 #include "entry.h"
 #include "pyabi.h"
 #include "safe_read.h"
@@ -110,7 +111,8 @@ void interpose_init(void)
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (safe_read_app_sigaction(sig, act, old) || sampler_app_sigaction(sig, act, old))
+    if (safe_read_app_sigaction(sig, act, old) || sampler_app_sigaction(sig, act, old) ||
+        control_app_sigaction(sig, act, old))
         return 0;
     return interpose_real_sigaction(sig, act, old);
 }

@@ -46,6 +46,7 @@ static timer_t posix_timer;
 static int have_posix_timer;
 static const char *timer_name = "none";
 static int handlers_installed;
+static _Atomic int armed;          /* timers armed, not yet disarmed */
 static struct sigaction app_prof; /* SIGPROF's disposition before ours */
 static void *memory;               /* rings + code tables, one mapping */
 static size_t memory_len;
@@ -133,18 +134,43 @@ static int arm_posix_timer(uint64_t period_ns)
     return 0;
 }
 
+/* The code-table generations and the counters a footer reports, for a new start. */
+static void reset_counters(void)
+{
+    sighandler_state *g = &sighandler_g;
+    atomic_store(&g->active_table, 0);
+    atomic_store(&g->table_users[0], 0);
+    atomic_store(&g->table_users[1], 0);
+    atomic_store(&g->table_fill[0], 0);
+    atomic_store(&g->table_fill[1], 0);
+    atomic_store(&g->flip_wanted, 0);
+    atomic_store(&g->signals, 0);
+    atomic_store(&g->handler_ns, 0);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        atomic_store(&g->drops[i], 0);
+}
+
 int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char *err,
                   size_t errlen)
 {
     sighandler_state *g = &sighandler_g;
     size_t tables = 2 * (size_t)CODE_TABLE_SLOTS * sizeof(code_slot);
-    memory_len = SAMPLE_RING_BYTES + CODE_RING_BYTES + tables;
-    memory = mmap(NULL, memory_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) {
-        memory = NULL;
-        snprintf(err, errlen, "pyprof: cannot allocate %zu bytes; not profiling", memory_len);
-        return -1;
+    if (memory) {
+        /* A new toggle window: the last one's stop quiesced every handler, so the memory
+         * is ours to clear and use again. */
+        memset(memory, 0, memory_len);
+    } else {
+        memory_len = SAMPLE_RING_BYTES + CODE_RING_BYTES + tables;
+        memory = mmap(NULL, memory_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+        if (memory == MAP_FAILED) {
+            memory = NULL;
+            snprintf(err, errlen, "pyprof: cannot allocate %zu bytes; not profiling",
+                     memory_len);
+            return -1;
+        }
     }
+    reset_counters();
     uint8_t *m = memory;
     ring_init(&g->samples, m, SAMPLE_RING_BYTES);
     ring_init(&g->codes, m + SAMPLE_RING_BYTES, CODE_RING_BYTES);
@@ -178,12 +204,15 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char
     atomic_store(&g->enabled, 1);
     if (arm_perf(period_ns) == 0) {
         g->sample_signal = SIGTRAP;
+        atomic_store(&armed, 1);
         return 0;
     }
     if (g->sample_signal == SIGPROF || install_handler(SIGPROF, &app_prof) == 0) {
         g->sample_signal = SIGPROF;
-        if (arm_posix_timer(period_ns) == 0)
+        if (arm_posix_timer(period_ns) == 0) {
+            atomic_store(&armed, 1);
             return 0;
+        }
     }
     atomic_store(&g->enabled, 0);
     snprintf(err, errlen, "pyprof: cannot start a sampling timer: %s; not profiling",
@@ -208,7 +237,10 @@ void sampler_stop(void)
 {
     sighandler_state *g = &sighandler_g;
     atomic_store(&g->enabled, 0);
-    disarm();
+    /* Two threads may stop at once (the writer finishing for a terminating signal while
+     * the program exits): only one closes the descriptors. */
+    if (atomic_exchange(&armed, 0))
+        disarm();
     /* A handler that read `enabled` before we cleared it may still be walking; wait for
      * it.  Handlers never block, so this ends in microseconds.  Never wait for our own
      * thread's handler (we may be running nested in it, from a program's signal handler
@@ -231,6 +263,7 @@ void sampler_forget_in_child(void)
         close(perf_fds[i]);
     n_perf_fds = 0;
     have_posix_timer = 0;
+    atomic_store(&armed, 0);
     /* Only the forking thread exists here, and it is not in a handler (fork is not
      * called from one), so no handler runs: the parent's unwritten records and code ids
      * go with the mapping, and a new start maps fresh memory. */
@@ -238,16 +271,7 @@ void sampler_forget_in_child(void)
         munmap(memory, memory_len);
     memory = NULL;
     atomic_store(&g->inflight, 0);
-    atomic_store(&g->active_table, 0);
-    atomic_store(&g->table_users[0], 0);
-    atomic_store(&g->table_users[1], 0);
-    atomic_store(&g->table_fill[0], 0);
-    atomic_store(&g->table_fill[1], 0);
-    atomic_store(&g->flip_wanted, 0);
-    atomic_store(&g->signals, 0);
-    atomic_store(&g->handler_ns, 0);
-    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
-        atomic_store(&g->drops[i], 0);
+    reset_counters();
     sighandler_reset_tid();
 }
 

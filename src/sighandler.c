@@ -14,6 +14,10 @@
  *   atomic_* on our counters         lock-free on x86_64
  *   interpose_run_program_handler   the program's own SIGTRAP handler, for traps that
  *                                    are not ours: called as the kernel would have
+ *   sem_post                         on signal-safety(7) (wakes the control thread)
+ *   writer_request_end/_end_done     ours: atomic flags and sem_post, nothing else
+ *   nanosleep, pthread_sigmask,      on signal-safety(7): the terminating-signal handler
+ *   raise, sigaction (the real one)  waits for the log, then takes the default action
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
  * region per sample: a fault or an implausible pointer abandons the sample (counted as
@@ -41,9 +45,15 @@
 
 #include "interpose.h"
 #include "safe_read.h"
+#include "writer.h"
 
 sighandler_state sighandler_g;
 struct sigaction sighandler_app_trap;
+sem_t sighandler_control_sem;
+struct sigaction sighandler_app_toggle;
+
+/* How long a terminating signal waits for the log to be finished, at most. */
+#define TERMINATE_WAIT_MS 3000
 
 /* Longest name and file name copied, in characters; line tables in bytes. */
 #define NAME_MAX_CHARS 200u
@@ -532,3 +542,39 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
 }
 
 int sighandler_inside(void) { return tls_inside; }
+
+/* ---- the control signals ------------------------------------------------------------ */
+
+void sighandler_on_toggle(int sig, siginfo_t *info, void *uc)
+{
+    int saved_errno = errno;
+    sem_post(&sighandler_control_sem);
+    /* A program that also handles the toggle signal still gets it. */
+    interpose_run_program_handler(&sighandler_app_toggle, sig, info, uc);
+    errno = saved_errno;
+}
+
+void sighandler_on_terminate(int sig, siginfo_t *info, void *uc)
+{
+    (void)info;
+    (void)uc;
+    int saved_errno = errno;
+    if (writer_request_end(PYPROF_END_SIGNAL, sig)) {
+        for (int i = 0; i < TERMINATE_WAIT_MS && !writer_end_done(); i++) {
+            struct timespec ms = { 0, 1000000 };
+            nanosleep(&ms, NULL);
+        }
+    }
+    /* Then what the default action would have done: end the process by this signal. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    interpose_real_sigaction(sig, &dfl, NULL);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, sig);
+    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+    raise(sig);
+    errno = saved_errno;
+}

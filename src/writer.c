@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <lz4frame.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,10 +98,11 @@ static struct {
     /* thread */
     pthread_t thread;
     int thread_running;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    int stop;
-    _Atomic int finished;
+    sem_t wake;               /* posted to wake the thread early (sem_post is sigsafe) */
+    _Atomic int stop;
+    _Atomic int finished;     /* the footer was written (or is being written) */
+    _Atomic int end_requested, end_done; /* writer_request_end */
+    int end_req_kind, end_req_status;
     uint64_t writer_cpu_ns;
     /* state */
     int64_t last_t_us;
@@ -127,8 +129,7 @@ static struct {
     pynames_entry *names;
     int names_n;
     uint64_t names_t_ns;
-} W = { .fd = -1, .statm_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
-        .wake = PTHREAD_COND_INITIALIZER };
+} W = { .fd = -1, .statm_fd = -1 };
 
 const char *writer_path(void) { return W.path; }
 
@@ -804,6 +805,9 @@ static int interpreter_running(void)
     return a->is_initialized && a->is_initialized();
 }
 
+static void finish_log(int end, int status_known, int status);
+static void forget_all(void);
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -816,19 +820,25 @@ static void *writer_main(void *arg)
     sigaddset(&faults, SIGBUS);
     pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
     uint64_t wake_ns = WAKE_IDLE_NS;
-    pthread_mutex_lock(&W.lock);
-    while (!W.stop) {
+    while (!atomic_load(&W.stop)) {
         struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
+        clock_gettime(CLOCK_MONOTONIC, &dl);
         dl.tv_nsec += (long)wake_ns;
         if (dl.tv_nsec >= 1000000000L) {
             dl.tv_sec++;
             dl.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&W.wake, &W.lock, &dl);
-        if (W.stop)
+        sem_clockwait(&W.wake, CLOCK_MONOTONIC, &dl);
+        if (atomic_load(&W.stop))
             break;
-        pthread_mutex_unlock(&W.lock);
+        if (atomic_load(&W.end_requested)) {
+            /* A terminating signal: the process ends when its handler returns. */
+            sampler_stop();
+            W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            finish_log(W.end_req_kind, 1, W.end_req_status);
+            atomic_store(&W.end_done, 1);
+            return NULL;
+        }
         if (W.fd < 0 && !W.failed &&
             (interpreter_running() || ring_used(&sighandler_g.samples)))
             open_log();
@@ -849,9 +859,7 @@ static void *writer_main(void *arg)
             flush_log();
             W.last_flush_ns = now;
         }
-        pthread_mutex_lock(&W.lock);
     }
-    pthread_mutex_unlock(&W.lock);
     W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     return NULL;
 }
@@ -859,6 +867,9 @@ static void *writer_main(void *arg)
 int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta,
                  char *err, size_t errlen)
 {
+    /* A new toggle window after a finished one: nothing of the last log is kept. */
+    forget_all();
+    sem_init(&W.wake, 0, 0);
     W.cfg = *cfg;
     W.abi = *abi;
     snprintf(W.run_id, sizeof W.run_id, "%s", meta->run_id ? meta->run_id : "");
@@ -909,18 +920,12 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     return 0;
 }
 
-void writer_finish(int end, int status_known, int status)
+/* Writes what is left, the footer, and closes the log: once, by the writer thread (for a
+ * terminating signal) or by writer_finish once that thread has stopped. */
+static void finish_log(int end, int status_known, int status)
 {
-    if (atomic_exchange(&W.finished, 1) || W.pid != getpid())
+    if (atomic_exchange(&W.finished, 1))
         return;
-    if (W.thread_running) {
-        pthread_mutex_lock(&W.lock);
-        W.stop = 1;
-        pthread_cond_signal(&W.wake);
-        pthread_mutex_unlock(&W.lock);
-        pthread_join(W.thread, NULL);
-        W.thread_running = 0;
-    }
     /* At exec, a process that has not written a log yet (the child of fork-and-exec, as
      * subprocess does) leaves none: its Python never ran after the fork. */
     if (W.fd < 0 && !W.failed && end != PYPROF_END_EXEC &&
@@ -963,11 +968,35 @@ void writer_finish(int end, int status_known, int status)
     }
 }
 
-void writer_forget_in_child(void)
+void writer_finish(int end, int status_known, int status)
 {
-    /* The writer thread does not exist here, and its lock may have been held at the
-     * fork: start from a clean state, without touching the parent's file beyond closing
-     * our copy of its descriptor. */
+    if (W.pid != getpid())
+        return;
+    if (W.thread_running) {
+        atomic_store(&W.stop, 1);
+        sem_post(&W.wake);
+        pthread_join(W.thread, NULL);
+        W.thread_running = 0;
+    }
+    finish_log(end, status_known, status);
+}
+
+int writer_request_end(int end, int status)
+{
+    if (!W.thread_running || W.pid != getpid() || atomic_load(&W.finished) ||
+        atomic_exchange(&W.end_requested, 1))
+        return 0;
+    W.end_req_kind = end;
+    W.end_req_status = status;
+    sem_post(&W.wake);
+    return 1;
+}
+
+int writer_end_done(void) { return atomic_load(&W.end_done); }
+
+/* Frees every map and buffer and returns W to its initial state. */
+static void forget_all(void)
+{
     if (W.fd >= 0)
         close(W.fd);
     if (W.statm_fd >= 0)
@@ -985,10 +1014,13 @@ void writer_forget_in_child(void)
     free(W.threads);
     free(W.names);
     memset(&W, 0, sizeof W);
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-    W.lock = m;
-    W.wake = c;
     W.fd = -1;
     W.statm_fd = -1;
+}
+
+void writer_forget_in_child(void)
+{
+    /* The writer thread does not exist here: start from a clean state, without touching
+     * the parent's file beyond closing our copy of its descriptor. */
+    forget_all();
 }

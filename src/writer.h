@@ -25,11 +25,21 @@ typedef struct writer_meta {
  * starts the writer thread.  Returns 0, or -1 with a line in `err`. */
 int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta,
                  char *err, size_t errlen);
+/* (After writer_finish, writer_start begins a new log: a new toggle window.) */
 
 /* Drains what is left, writes the footer and closes the log.  The sampler must be
  * stopped first.  Only the first call does anything.  `end` is enum pyprof_end; with
  * PYPROF_END_EXEC a log that was not created yet is not created now. */
 void writer_finish(int end, int status_known, int status);
+
+/* [sigsafe] For a terminating signal's handler: asks the writer thread to stop the
+ * sampler and finish the log with `end` (status `status`, the signal number), and returns
+ * at once.  Returns 1 when the request was taken, 0 when there is nothing to finish
+ * (paused, already finished, not this process's writer). */
+int writer_request_end(int end, int status);
+
+/* [sigsafe] 1 once a requested end has been written. */
+int writer_end_done(void);
 
 /* In a fork child: drop the parent's file, thread and maps without writing; a new
  * writer_start may follow. */
