@@ -11,6 +11,14 @@
  * event at exec, so an exec'd program never sees our signal.  Threads that exist before
  * start (an embedding host starting Python late) get an event each, from /proc/self/task.
  *
+ * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period:
+ * our own sampler thread wakes on an absolute CLOCK_MONOTONIC deadline and reads each
+ * thread's stack from its thread state (sighandler_sample_threads), the way an outside
+ * profiler reads another process, but in-process and with guarded reads.  No signal
+ * reaches the program's threads, so a sleeping or blocked thread is never woken or
+ * interrupted: its sleep is exactly as long as without the library (Python 2.7's
+ * time.sleep would end early on any signal).
+ *
  * Fallback.  When perf_event_open is refused (seccomp, perf_event_paranoid, an old
  * kernel), a timer_create(CLOCK_PROCESS_CPUTIME_ID) timer raises SIGPROF; the kernel
  * delivers a process-directed signal to a thread that is running, so CPU-heavy threads
@@ -21,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +56,10 @@ static int have_posix_timer;
 static const char *timer_name = "none";
 static int handlers_installed;
 static _Atomic int armed;          /* timers armed, not yet disarmed */
+static pthread_t wall_thread;
+static int wall_running;
+static _Atomic int wall_stop;
+static uint64_t wall_period_ns;
 static struct sigaction app_prof; /* SIGPROF's disposition before ours */
 static void *memory;               /* rings + code tables, one mapping */
 static size_t memory_len;
@@ -134,6 +147,79 @@ static int arm_posix_timer(uint64_t period_ns)
     return 0;
 }
 
+/* Where glibc's thread descriptor (pthread_self()) keeps the kernel thread id: the one
+ * offset in its first 2 KB holding this thread's tid.  0 when not exactly one does. */
+static int find_pthread_tid_offset(void)
+{
+    const char *self = (const char *)pthread_self();
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int found = 0;
+    for (int off = 0; off + (int)sizeof(pid_t) <= 2048; off += (int)sizeof(pid_t)) {
+        pid_t v;
+        memcpy(&v, self + off, sizeof v);
+        if (v == tid) {
+            if (found)
+                return 0;
+            found = off;
+        }
+    }
+    return found;
+}
+
+static uint64_t mono_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *wall_main(void *arg)
+{
+    (void)arg;
+    /* Started with every signal blocked but the faults the read guard turns into jumps
+     * (a blocked fault signal would kill the process instead). */
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    uint64_t next = mono_now_ns() + wall_period_ns;
+    while (!atomic_load(&wall_stop)) {
+        struct timespec dl = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL) == EINTR)
+            ;
+        if (atomic_load(&wall_stop))
+            break;
+        uint64_t t0 = mono_now_ns();
+        if (atomic_load(&sighandler_g.enabled))
+            sighandler_sample_threads();
+        uint64_t now = mono_now_ns();
+        atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
+        next += wall_period_ns;
+        if (next < now) /* late by more than a period: skip, do not burst */
+            next = now + wall_period_ns - (now - next) % wall_period_ns;
+    }
+    return NULL;
+}
+
+static int start_wall_thread(uint64_t period_ns)
+{
+    wall_period_ns = period_ns;
+    atomic_store(&wall_stop, 0);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&wall_thread, NULL, wall_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    wall_running = 1;
+    timer_name = "wall-thread";
+    return 0;
+}
+
 /* The code-table generations and the counters a footer reports, for a new start. */
 static void reset_counters(void)
 {
@@ -150,8 +236,8 @@ static void reset_counters(void)
         atomic_store(&g->drops[i], 0);
 }
 
-int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char *err,
-                  size_t errlen)
+int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int clock,
+                  char *err, size_t errlen)
 {
     sighandler_state *g = &sighandler_g;
     size_t tables = 2 * (size_t)CODE_TABLE_SLOTS * sizeof(code_slot);
@@ -202,6 +288,18 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char
         handlers_installed = 1;
     }
     atomic_store(&g->enabled, 1);
+    if (clock == PYPROF_CLOCK_WALL) {
+        if (abi->ts_native_tid < 0)
+            atomic_store(&g->pthread_tid_offset, find_pthread_tid_offset());
+        if (start_wall_thread(period_ns) == 0) {
+            atomic_store(&armed, 1);
+            return 0;
+        }
+        atomic_store(&g->enabled, 0);
+        snprintf(err, errlen, "pyprof: cannot start the wall-clock sampler thread: %s; "
+                 "not profiling", strerror(errno));
+        return -1;
+    }
     if (arm_perf(period_ns) == 0) {
         g->sample_signal = SIGTRAP;
         atomic_store(&armed, 1);
@@ -222,6 +320,11 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char
 
 static void disarm(void)
 {
+    if (wall_running) {
+        atomic_store(&wall_stop, 1);
+        pthread_join(wall_thread, NULL);
+        wall_running = 0;
+    }
     for (int i = 0; i < n_perf_fds; i++) {
         ioctl(perf_fds[i], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
         close(perf_fds[i]);
@@ -263,6 +366,7 @@ void sampler_forget_in_child(void)
         close(perf_fds[i]);
     n_perf_fds = 0;
     have_posix_timer = 0;
+    wall_running = 0; /* the wall thread was the parent's */
     atomic_store(&armed, 0);
     /* Only the forking thread exists here, and it is not in a handler (fork is not
      * called from one), so no handler runs: the parent's unwritten records and code ids

@@ -16,9 +16,10 @@
 #include "pyabi.h"
 
 /* [not sigsafe] Allocates the rings and tables, installs the handlers and arms the timer
- * for every thread of the process.  Returns 0, or -1 with a line in `err`. */
-int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, char *err,
-                  size_t errlen);
+ * for every thread of the process (clock PYPROF_CLOCK_CPU), or starts the wall-clock
+ * sampler thread (PYPROF_CLOCK_WALL).  Returns 0, or -1 with a line in `err`. */
+int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int clock,
+                  char *err, size_t errlen);
 
 /* [not sigsafe] Disarms the timer and waits until no handler is at work.  Idempotent. */
 void sampler_stop(void);
@@ -28,7 +29,7 @@ void sampler_stop(void);
  * sampler_start. */
 void sampler_forget_in_child(void);
 
-/* How samples are triggered ("perf-task-clock", "posix-cpu-timer"). */
+/* How samples are triggered ("perf-task-clock", "posix-cpu-timer", "wall-thread"). */
 const char *sampler_timer_name(void);
 
 /* [not sigsafe] Interposed sigaction for SIGTRAP/SIGPROF.  Returns 1 when handled (the

@@ -426,12 +426,12 @@ static int walk(const pyabi *a, code_slot *tab, int t, uintptr_t frame, rrec_sam
 }
 
 /* Takes one sample of the calling thread. */
-static void take_sample(void)
+/* Takes a code-table generation for a sample: the writer does not clear a table while
+ * a sample is counted in it.  Returns the table's index, for table_leave. */
+static int table_enter(void)
 {
     sighandler_state *g = &sighandler_g;
-    const pyabi *a = &g->abi;
-    /* Read after a possible longjmp, so volatile (C11 7.13.2.1). */
-    volatile int t = atomic_load(&g->active_table);
+    int t = atomic_load(&g->active_table);
     atomic_fetch_add(&g->table_users[t], 1);
     /* The writer may have flipped between our load and our increment; then use the table
      * it flipped to, which it will not clear while we are counted in. */
@@ -440,6 +440,18 @@ static void take_sample(void)
         t ^= 1;
         atomic_fetch_add(&g->table_users[t], 1);
     }
+    return t;
+}
+
+static void table_leave(int t) { atomic_fetch_sub(&sighandler_g.table_users[t], 1); }
+
+/* One sample of one thread's Python stack: of the calling thread when `given_ts` is 0
+ * (the signal handler), else of the thread state `given_ts`, OS thread `tid` (the wall
+ * clock sampler reading another thread).  Table generation `t` is held by the caller. */
+static void sample_thread(int t, uintptr_t given_ts, uint32_t tid)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
     code_slot *tab = g->tables[t];
 
     /* Assigned between the setjmp and a possible longjmp, so volatile (C11 7.13.2.1). */
@@ -454,46 +466,108 @@ static void take_sample(void)
         if (r)
             ring_cancel(&g->samples, (void *)r);
         drop(PYPROF_DROP_UNREADABLE);
-        goto out;
+        return;
     }
-    if (!interpreter_ready(a)) {
+    if (!given_ts && !interpreter_ready(a)) {
         SAFE_GUARD_END();
         drop(PYPROF_DROP_NOT_READY);
-        goto out;
+        return;
     }
-    uintptr_t ts = this_tstate(a);
+    uintptr_t ts = given_ts ? given_ts : this_tstate(a);
     uintptr_t frame = ts ? top_frame(a, ts) : 0;
     if (!frame) {
         SAFE_GUARD_END();
-        drop(PYPROF_DROP_NO_PYTHON);
-        goto out;
+        if (!given_ts) /* another thread outside Python is simply not sampled */
+            drop(PYPROF_DROP_NO_PYTHON);
+        return;
     }
     r = ring_reserve(&g->samples, sizeof(rrec_sample) + g->max_depth * sizeof(rframe));
     if (!r) {
         SAFE_GUARD_END();
         drop(PYPROF_DROP_RING_FULL);
-        goto out;
+        return;
     }
     r->unreadable_tail = 0;
     if (walk(a, tab, t, frame, (rrec_sample *)r, g->max_depth) < 0) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
         drop(PYPROF_DROP_UNREADABLE);
-        goto out;
+        return;
     }
     SAFE_GUARD_END();
     if (r->nframes == 0 && !r->unreadable_tail) {
         /* Only shim frames: C code entering or leaving Python, no Python frame yet. */
         ring_cancel(&g->samples, (void *)r);
-        drop(PYPROF_DROP_NO_PYTHON);
-        goto out;
+        if (!given_ts)
+            drop(PYPROF_DROP_NO_PYTHON);
+        return;
     }
     r->kind = RREC_SAMPLE;
-    r->tid = sighandler_tid();
+    r->tid = given_ts ? tid : sighandler_tid();
     r->t_ns = now_ns() - g->t0_ns;
     ring_commit(&g->samples, (void *)r);
-out:
-    atomic_fetch_sub(&g->table_users[t], 1);
+}
+
+static void take_sample(void)
+{
+    int t = table_enter();
+    sample_thread(t, 0, 0);
+    table_leave(t);
+}
+
+/* The OS thread id of thread state `ts`, inside a guarded region; 0 when unknown. */
+static uint32_t tstate_tid(const pyabi *a, uintptr_t ts)
+{
+    if (a->ts_native_tid >= 0)
+        return safe_u32(ts + (uintptr_t)a->ts_native_tid);
+    int off = atomic_load_explicit(&sighandler_g.pthread_tid_offset, memory_order_relaxed);
+    if (off <= 0)
+        return 0;
+    /* Before 3.11 only the pthread_t is kept: glibc's thread descriptor holds the tid. */
+    uintptr_t pt = safe_ptr(ts + (uintptr_t)a->ts_thread_id);
+    return safe_u32(pt + (uintptr_t)off);
+}
+
+void sighandler_sample_threads(void)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
+    enum { MAX_THREADS = 4096 };
+    uintptr_t ts_of[MAX_THREADS];
+    uint32_t tid_of[MAX_THREADS];
+    volatile unsigned n = 0;
+    safe_jmpbuf jb;
+    if (!SAFE_GUARD_BEGIN(jb)) {
+        /* The list changed under us: sample the threads found so far. */
+        drop(PYPROF_DROP_UNREADABLE);
+        goto sample;
+    }
+    if (!interpreter_ready(a)) {
+        SAFE_GUARD_END();
+        drop(PYPROF_DROP_NOT_READY);
+        return;
+    }
+    /* The main interpreter (3.7+; the newest on 2.7/3.6, which have no pointer to it). */
+    uintptr_t interp = a->runtime ? safe_ptr(a->runtime + (uintptr_t)a->rt_interp_head + 8)
+                                  : (uintptr_t)a->interp_head();
+    uintptr_t ts = interp ? safe_ptr(interp + (uintptr_t)a->is_tstate_head) : 0;
+    for (unsigned guard = 0; ts && n < MAX_THREADS && guard < 100000; guard++) {
+        uint32_t tid = tstate_tid(a, ts);
+        if (tid) {
+            ts_of[n] = ts;
+            tid_of[n] = tid;
+            n++;
+        }
+        ts = safe_ptr(ts + (uintptr_t)a->ts_next);
+    }
+    SAFE_GUARD_END();
+sample:;
+    int t = table_enter();
+    for (unsigned i = 0; i < n; i++) {
+        atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
+        sample_thread(t, ts_of[i], tid_of[i]);
+    }
+    table_leave(t);
 }
 
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc)

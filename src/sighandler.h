@@ -77,12 +77,18 @@ typedef struct sighandler_state {
     _Atomic uint64_t drops[PYPROF_DROP_COUNT];
     _Atomic uint64_t signals;
     _Atomic uint64_t handler_ns; /* time spent inside the handler */
+    _Atomic int pthread_tid_offset; /* where glibc's thread descriptor keeps the tid, or 0 */
 } sighandler_state;
 
 extern sighandler_state sighandler_g;
 
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
+
+/* [sigsafe] Wall-clock mode, from the sampler's own thread: one sample of every thread
+ * of the main interpreter that is running Python code, read from its thread state
+ * (guarded reads; no signal reaches the program's threads). */
+void sighandler_sample_threads(void);
 
 /* [sigsafe] The calling thread's kernel thread id, cached. */
 uint32_t sighandler_tid(void);
