@@ -1,0 +1,106 @@
+"""Whole-daemon sampling modes: per-thread CPU shares in cpu mode, every thread every
+period in wall mode, and profiling windows toggled from outside with PYPROF_SIGNAL."""
+
+import os
+import signal
+import time
+
+import pytest
+
+import pyprof_testlib as t
+
+FOUR = t.workload("four_threads.py")
+SLEEPER = t.workload("sleeper.py")
+TOGGLED = t.workload("toggled.py")
+VERSIONS = t.by_id("py2.7", "py3.8", "py3.11", "py3.11-debian", "py3.12", "py3.13")
+
+
+@pytest.mark.parametrize("interp", t.params(VERSIONS))
+def test_four_thread_cpu_shares(interp, tmp_path):
+    """Four threads doing 1:2:3:4 units of work: each thread's share of the samples is
+    within 5 points of its share of the CPU time the threads really used."""
+    interp.require()
+    truth = tmp_path / "truth"
+    prof = t.run([interp.path, FOUR, str(truth)], str(tmp_path / "logs"),
+                 env={"PYPROF_PERIOD": "2ms", "UNIT": "1500000"})
+    assert prof.rc == 0 and prof.stdout == b"done\n", prof.describe()
+    p = t.one_log(prof, ended="exit")
+    cpu = {}
+    with open(str(truth)) as f:
+        for line in f:
+            name, tid, ns = line.split()
+            cpu[int(tid)] = (name, int(ns))
+    assert len(cpu) == 4, cpu
+    samples = dict((th["tid"], th["samples"]) for th in p.rep["threads"])
+    total_samples = sum(samples.get(tid, 0) for tid in cpu)
+    total_cpu = float(sum(ns for _, ns in cpu.values()))
+    rows = []
+    for tid, (name, ns) in sorted(cpu.items(), key=lambda kv: kv[1][0]):
+        got = 100.0 * samples.get(tid, 0) / total_samples
+        want = 100.0 * ns / total_cpu
+        rows.append("%s tid %d: %.1f%% of samples, %.1f%% of CPU" % (name, tid, got, want))
+    where = "\n".join(rows) + "\n" + p.dump()
+    assert total_samples > 300, where
+    print("\n".join(rows))
+    for tid, (name, ns) in cpu.items():
+        got = 100.0 * samples.get(tid, 0) / total_samples
+        want = 100.0 * ns / total_cpu
+        assert abs(got - want) <= 5.0, where
+
+
+@pytest.mark.parametrize("interp", t.params(VERSIONS))
+def test_wall_mode_samples_a_sleeping_thread(interp, tmp_path):
+    """PYPROF_CLOCK=wall: a thread that only sleeps for 2 s has 2 s / 10 ms = 200 samples
+    in nap(), within 10 %; its sleep is not cut short (no signal reaches it)."""
+    interp.require()
+    prof, base = t.run_pair([interp.path, SLEEPER], tmp_path,
+                            env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "10ms",
+                                 "SLEEP": "2.0"})
+    assert prof.rc == 0 and prof.stderr == b"", prof.describe()
+    slept = float(prof.stdout.split()[1])
+    assert 2.0 <= slept < 2.2, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    nap = p.function("nap")
+    expected = 2.0 / 0.010
+    assert abs(nap["self"] - expected) <= 0.1 * expected, (
+        "nap() has %d samples, expected %d +- 10%%\n%s" % (nap["self"], expected, p.dump()))
+    # The main thread, waiting in join(), is sampled just as often.
+    main = [th for th in p.rep["threads"] if th["tid"] == prof.pid]
+    assert main and abs(main[0]["samples"] - expected) <= 0.1 * expected, p.dump()
+    assert t.def_line(SLEEPER, "def nap") == nap["line"], p.dump()
+
+
+def _wait_for(path, timeout=30.0):
+    end = time.time() + timeout
+    while not os.path.exists(path):
+        assert time.time() < end, "%s never appeared" % path
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.11-debian",
+                                                      "py3.13")))
+def test_two_toggles_make_one_window_log(interp, tmp_path):
+    """PYPROF_SIGNAL=USR2: the process starts paused; the first USR2 starts a window, the
+    second ends it with a complete log ("toggled off") that holds phase_one() only; the
+    process then runs on and exits unprofiled, unharmed."""
+    interp.require()
+    go, stop, ready = (str(tmp_path / n) for n in ("go", "stop", "ready"))
+    pending = t.start([interp.path, TOGGLED, go, stop, ready], str(tmp_path / "logs"),
+                      env={"PYPROF_SIGNAL": "USR2"})
+    pid = pending.proc.pid
+    _wait_for(ready)
+    time.sleep(0.2)
+    assert not os.listdir(str(tmp_path / "logs")), "a log before the first toggle"
+    os.kill(pid, signal.SIGUSR2)
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGUSR2)
+    time.sleep(0.3)
+    open(go, "w").close()
+    time.sleep(0.5)
+    open(stop, "w").close()
+    prof = pending.wait()
+    assert prof.rc == 0 and prof.stdout == b"done\n" and prof.stderr == b"", prof.describe()
+    p = t.one_log(prof, ended="toggled off")
+    assert 60 <= p.proc["samples"] <= 130, p.dump()
+    names = set(f["name"] for f in p.rep["functions"])
+    assert "phase_one" in names and "phase_two" not in names, p.dump()
