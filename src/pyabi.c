@@ -164,9 +164,22 @@ static void *local_libpython(void)
     return python_handle;
 }
 
+/* Is `p` in this library (one of our own interposed wrappers)? */
+static int is_ours(void *p)
+{
+    Dl_info mine, theirs;
+    if (!dladdr((void *)is_ours, &mine) || !dladdr(p, &theirs))
+        return 0;
+    return mine.dli_fbase == theirs.dli_fbase;
+}
+
 void *pyabi_dlsym_python(const char *name)
 {
     void *p = dlsym(RTLD_DEFAULT, name);
+    /* The global scope finds our own wrapper first for the symbols we interpose
+     * (Py_InitializeEx...); the interpreter's is then in the RTLD_LOCAL copy. */
+    if (p && is_ours(p))
+        p = NULL;
     if (!p) {
         void *h = local_libpython();
         if (h)

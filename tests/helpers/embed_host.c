@@ -11,6 +11,11 @@
  * 120 when finalization failed; sys.exit(n) exits with n from inside the run call, as in
  * python.
  *
+ * Built with -DEMBED_PLUGIN -shared, the same code is a plugin instead: main becomes the
+ * exported `embed_plugin_main`, which tests/helpers/plugin_host.c (a program that does not
+ * link libpython) opens with dlopen(RTLD_LOCAL) after start, as application servers
+ * such as uwsgi load their Python plugin.
+ *
  * The tests compile it once per interpreter with that version's python-config (see
  * embed_host() in tests/integration/pyprof_testlib.py), so it builds against every
  * version from 2.7 to 3.13.
@@ -19,7 +24,12 @@
 
 #include <stdio.h>
 
+#ifdef EMBED_PLUGIN
+__attribute__((visibility("default"))) int embed_plugin_main(int argc, char **argv);
+int embed_plugin_main(int argc, char **argv)
+#else
 int main(int argc, char **argv)
+#endif
 {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCRIPT [ARGS...]\n", argv[0]);

@@ -24,6 +24,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 WORKLOADS = os.path.join(HERE, "workloads")
 FIXTURES = os.path.join(REPO, "tests", "fixtures")
 EMBED_SRC = os.path.join(REPO, "tests", "helpers", "embed_host.c")
+PLUGIN_HOST_SRC = os.path.join(REPO, "tests", "helpers", "plugin_host.c")
 
 LIB = os.environ.get("PYPROF_LIB") or os.path.join(REPO, "build", "libpyprof.so")
 TOOL = os.environ.get("PYPROF_TOOL") or os.path.join(REPO, "build", "pyprof")
@@ -140,16 +141,16 @@ def _config_out(config, *args):
     return out.stdout.split()
 
 
-def embed_host(interp):
-    """Path of tests/helpers/embed_host.c built against `interp`'s headers and libpython
-    (cached under the build directory, rebuilt when the source is newer)."""
+def _build_embedding(interp, name, extra_flags, srcs):
+    """Builds `srcs` against `interp`'s headers and libpython as build/embed/NAME-VERSION
+    (cached; rebuilt when a source is newer).  Returns its path."""
     interp.require()
     xy = "%d.%d" % interp.minor
     outdir = os.path.join(os.path.dirname(LIB), "embed")
-    out = os.path.join(outdir, "embed_host-" + interp.version)
+    out = os.path.join(outdir, "%s-%s" % (name, interp.version))
     with _embed_lock:
         if (os.path.exists(out)
-                and os.path.getmtime(out) >= os.path.getmtime(EMBED_SRC)):
+                and all(os.path.getmtime(out) >= os.path.getmtime(s) for s in srcs)):
             return out
         if not os.path.isdir(outdir):
             os.makedirs(outdir)
@@ -164,15 +165,38 @@ def embed_host(interp):
                 ldflags.append("-lpython%s%s" % (xy, abiflags))
         libdir = os.path.join(interp.prefix, "lib")
         tmp = out + ".tmp.%d" % os.getpid()
-        cmd = (["gcc", "-O1", "-g", "-w", "-o", tmp, EMBED_SRC] + cflags
+        cmd = (["gcc", "-O1", "-g", "-w", "-o", tmp] + extra_flags + srcs + cflags
                + ["-L" + libdir] + ldflags + ["-Wl,-rpath," + libdir])
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              universal_newlines=True)
         if res.returncode != 0:
-            raise AssertionError("building the embedding host for %s failed:\n$ %s\n%s"
-                                 % (interp.id, " ".join(cmd), res.stdout))
+            raise AssertionError("building %s for %s failed:\n$ %s\n%s"
+                                 % (name, interp.id, " ".join(cmd), res.stdout))
         os.rename(tmp, out)
         return out
+
+
+def embed_host(interp):
+    """Path of tests/helpers/embed_host.c built against `interp`'s headers and libpython."""
+    return _build_embedding(interp, "embed_host", [], [EMBED_SRC])
+
+
+def plugin_host(interp):
+    """[host, plugin]: tests/helpers/plugin_host.c (no libpython) and embed_host.c built
+    as a plugin against `interp`'s libpython, which the host dlopens RTLD_LOCAL."""
+    plugin = _build_embedding(interp, "embed_plugin.so",
+                              ["-DEMBED_PLUGIN", "-shared", "-fPIC"], [EMBED_SRC])
+    host = os.path.join(os.path.dirname(LIB), "embed", "plugin_host")
+    with _embed_lock:
+        if not (os.path.exists(host)
+                and os.path.getmtime(host) >= os.path.getmtime(PLUGIN_HOST_SRC)):
+            tmp = host + ".tmp.%d" % os.getpid()
+            res = subprocess.run(["gcc", "-O1", "-g", "-o", tmp, PLUGIN_HOST_SRC, "-ldl"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 universal_newlines=True)
+            assert res.returncode == 0, res.stdout
+            os.rename(tmp, host)
+    return [host, plugin]
 
 
 # ---- running programs ----------------------------------------------------------------------

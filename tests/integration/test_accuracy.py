@@ -33,7 +33,8 @@ def check_accuracy(interp, argv, tmp_path):
                             base_env={"WORKLOAD_RESULT": str(tmp_path / "base.json")})
     t.assert_transparent(prof, base)
     assert prof.rc == 0, prof.describe()
-    p = t.one_log(prof, ended=("exit", "Py_FinalizeEx") if "embed" in argv[0] else "exit")
+    embedded = "embed" in argv[0] or "plugin" in argv[0]
+    p = t.one_log(prof, ended=("exit", "Py_FinalizeEx") if embedded else "exit")
     t.check_python_version(p, interp)
     with open(result) as f:
         measured = json.load(f)
@@ -107,3 +108,12 @@ def test_accuracy(interp, tmp_path):
 def test_accuracy_embedded(interp, tmp_path):
     """The same in a C program that embeds the interpreter (Py_InitializeEx)."""
     check_accuracy(interp, [t.embed_host(interp), ACC], tmp_path)
+
+
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.11", "py3.12",
+                                                      "py3.13")))
+def test_accuracy_plugin_loaded_late(interp, tmp_path):
+    """The same in an application-server-like host that does not link libpython: it
+    dlopens a plugin linked against libpython with RTLD_LOCAL after start (as uwsgi
+    does), so no interpreter symbol is global.  pyprof finds it from the init hook."""
+    check_accuracy(interp, t.plugin_host(interp) + [ACC], tmp_path)
