@@ -60,11 +60,13 @@ static pthread_t wall_thread;
 static int wall_running;
 static _Atomic int wall_stop;
 static uint64_t wall_period_ns;
+static _Atomic uint64_t wall_passes;
 static struct sigaction app_prof; /* SIGPROF's disposition before ours */
 static void *memory;               /* rings + code tables, one mapping */
 static size_t memory_len;
 
 const char *sampler_timer_name(void) { return timer_name; }
+uint64_t sampler_wall_passes(void) { return atomic_load(&wall_passes); }
 
 static int install_handler(int sig, struct sigaction *old)
 {
@@ -191,8 +193,10 @@ static void *wall_main(void *arg)
         if (atomic_load(&wall_stop))
             break;
         uint64_t t0 = mono_now_ns();
-        if (atomic_load(&sighandler_g.enabled))
+        if (atomic_load(&sighandler_g.enabled)) {
             sighandler_sample_threads();
+            atomic_fetch_add_explicit(&wall_passes, 1, memory_order_relaxed);
+        }
         uint64_t now = mono_now_ns();
         atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
         next += wall_period_ns;
@@ -206,6 +210,7 @@ static int start_wall_thread(uint64_t period_ns)
 {
     wall_period_ns = period_ns;
     atomic_store(&wall_stop, 0);
+    atomic_store(&wall_passes, 0);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

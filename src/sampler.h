@@ -32,6 +32,9 @@ void sampler_forget_in_child(void);
 /* How samples are triggered ("perf-task-clock", "posix-cpu-timer", "wall-thread"). */
 const char *sampler_timer_name(void);
 
+/* Passes the wall-clock sampler made over the threads since start (0 in cpu mode). */
+uint64_t sampler_wall_passes(void);
+
 /* [not sigsafe] Interposed sigaction for SIGTRAP/SIGPROF.  Returns 1 when handled (the
  * program's disposition recorded, ours left in place), 0 when the caller passes it on.
  * A program that takes SIGPROF while it is our timer's signal ends sampling, counted as

@@ -951,7 +951,14 @@ static void finish_log(int end, int status_known, int status)
         rec_put_uvarint(&o, (uint64_t)end);
         rec_put_u8(&o, (uint8_t)(status_known != 0));
         rec_put_svarint(&o, status);
-        rec_put_uvarint(&o, cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
+        /* The rate achieved: samples per CPU second (cpu clock); sampling passes over
+         * all threads per second (wall clock). */
+        uint64_t wall = mono_ns() - g->t0_ns;
+        uint64_t hz_milli =
+            W.cfg.clock == PYPROF_CLOCK_WALL
+                ? (wall ? (uint64_t)((double)sampler_wall_passes() * 1e12 / (double)wall) : 0)
+                : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
+        rec_put_uvarint(&o, hz_milli);
         rec_put_uvarint(&o, atomic_load(&g->handler_ns) + W.writer_cpu_ns);
         emit(PYPROF_REC_FOOTER, &o);
         compress_stage();

@@ -68,6 +68,7 @@ def test_wall_mode_samples_a_sleeping_thread(interp, tmp_path):
     main = [th for th in p.rep["threads"] if th["tid"] == prof.pid]
     assert main and abs(main[0]["samples"] - expected) <= 0.1 * expected, p.dump()
     assert t.def_line(SLEEPER, "def nap") == nap["line"], p.dump()
+    assert 90 <= p.proc["achieved_hz"] <= 101, p.dump()
 
 
 def _wait_for(path, timeout=30.0):
