@@ -50,6 +50,7 @@
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
 #define NAMES_MAX 4096               /* threads whose names are read at a time */
+#define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
 #define STAGE_BYTES (64u << 10)
 #define SAMPLE_RING_HINT (4u << 20) /* sampler.c's sample ring size */   /* uncompressed records per compress call */
 #define STACK_ARENA_MAX (4u << 20) /* frames kept for dedup before a reset */
@@ -509,6 +510,10 @@ static uint32_t thread_idx(uint32_t tid)
     for (size_t i = 0; i < W.threads_n; i++)
         if (W.threads[i].tid == tid)
             return W.threads[i].idx;
+    /* A daemon that churns through threads for weeks: forget them all now and then (a
+     * thread seen again is announced again, as after a table flip). */
+    if (W.threads_n >= THREADS_MAX)
+        W.threads_n = 0;
     if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads, 16) < 0)
         return 0;
     /* A thread seen for the first time: its name may be newer than our last read. */
