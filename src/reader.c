@@ -681,6 +681,32 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f)
     f->status = rec_get_svarint(in);
     f->achieved_hz_milli = rec_get_uvarint(in);
     f->lib_cpu_ns = rec_get_uvarint(in);
+    if (in->bad || in->p >= in->end)
+        return; /* a footer without the optional cost section */
+    /* Read from a copy: a section this reader cannot parse is skipped, never an error. */
+    rec_in c = *in;
+    f->handler_ns = rec_get_uvarint(&c);
+    f->writer_ns = rec_get_uvarint(&c);
+    uint64_t ntime = rec_get_uvarint(&c);
+    if (c.bad || ntime > PYPROF_COST_MAX)
+        return;
+    for (uint64_t t = 0; t < ntime; t++)
+        f->cost_time_bound[t] = rec_get_uvarint(&c);
+    uint64_t ndepth = rec_get_uvarint(&c);
+    if (c.bad || ndepth > PYPROF_COST_MAX)
+        return;
+    for (uint64_t d = 0; d < ndepth && !c.bad; d++) {
+        f->cost_depth_bound[d] = rec_get_uvarint(&c);
+        for (uint64_t t = 0; t < ntime; t++)
+            f->cost[d][t] = rec_get_uvarint(&c);
+    }
+    if (c.bad) {
+        f->handler_ns = f->writer_ns = 0;
+        return;
+    }
+    f->cost_ntime = (uint32_t)ntime;
+    f->cost_ndepth = (uint32_t)ndepth;
+    f->has_cost = 1;
 }
 
 /* Adds a dt field to the running time. */

@@ -237,6 +237,9 @@ static void reset_counters(void)
     atomic_store(&g->flip_wanted, 0);
     atomic_store(&g->signals, 0);
     atomic_store(&g->handler_ns, 0);
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            atomic_store(&g->cost[d][t], 0);
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         atomic_store(&g->drops[i], 0);
 }

@@ -445,10 +445,24 @@ static int table_enter(void)
 
 static void table_leave(int t) { atomic_fetch_sub(&sighandler_g.table_users[t], 1); }
 
+/* Counts one sample of `depth` frames that cost `ns` in the cost histogram. */
+static void account_cost(uint32_t depth, uint64_t ns)
+{
+    static const uint32_t depth_bounds[PYPROF_COST_NDEPTH] = PYPROF_COST_DEPTH_BOUNDS;
+    static const uint32_t time_bounds[PYPROF_COST_NTIME] = PYPROF_COST_TIME_BOUNDS_NS;
+    int d = 0, t = 0;
+    while (d < PYPROF_COST_NDEPTH - 1 && depth > depth_bounds[d])
+        d++;
+    while (t < PYPROF_COST_NTIME - 1 && ns > time_bounds[t])
+        t++;
+    atomic_fetch_add_explicit(&sighandler_g.cost[d][t], 1, memory_order_relaxed);
+}
+
 /* One sample of one thread's Python stack: of the calling thread when `given_ts` is 0
  * (the signal handler), else of the thread state `given_ts`, OS thread `tid` (the wall
- * clock sampler reading another thread).  Table generation `t` is held by the caller. */
-static void sample_thread(int t, uintptr_t given_ts, uint32_t tid)
+ * clock sampler reading another thread).  Table generation `t` is held by the caller.
+ * Returns the stack's depth (frames, cut ones included), 0 when no sample was taken. */
+static uint32_t sample_thread(int t, uintptr_t given_ts, uint32_t tid)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -466,12 +480,12 @@ static void sample_thread(int t, uintptr_t given_ts, uint32_t tid)
         if (r)
             ring_cancel(&g->samples, (void *)r);
         drop(PYPROF_DROP_UNREADABLE);
-        return;
+        return 0;
     }
     if (!given_ts && !interpreter_ready(a)) {
         SAFE_GUARD_END();
         drop(PYPROF_DROP_NOT_READY);
-        return;
+        return 0;
     }
     uintptr_t ts = given_ts ? given_ts : this_tstate(a);
     uintptr_t frame = ts ? top_frame(a, ts) : 0;
@@ -479,20 +493,20 @@ static void sample_thread(int t, uintptr_t given_ts, uint32_t tid)
         SAFE_GUARD_END();
         if (!given_ts) /* another thread outside Python is simply not sampled */
             drop(PYPROF_DROP_NO_PYTHON);
-        return;
+        return 0;
     }
     r = ring_reserve(&g->samples, sizeof(rrec_sample) + g->max_depth * sizeof(rframe));
     if (!r) {
         SAFE_GUARD_END();
         drop(PYPROF_DROP_RING_FULL);
-        return;
+        return 0;
     }
     r->unreadable_tail = 0;
     if (walk(a, tab, t, frame, (rrec_sample *)r, g->max_depth) < 0) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
         drop(PYPROF_DROP_UNREADABLE);
-        return;
+        return 0;
     }
     SAFE_GUARD_END();
     if (r->nframes == 0 && !r->unreadable_tail) {
@@ -500,19 +514,23 @@ static void sample_thread(int t, uintptr_t given_ts, uint32_t tid)
         ring_cancel(&g->samples, (void *)r);
         if (!given_ts)
             drop(PYPROF_DROP_NO_PYTHON);
-        return;
+        return 0;
     }
     r->kind = RREC_SAMPLE;
     r->tid = given_ts ? tid : sighandler_tid();
     r->t_ns = now_ns() - g->t0_ns;
+    uint32_t depth = (uint32_t)r->nframes + r->cut;
     ring_commit(&g->samples, (void *)r);
+    return depth;
 }
 
-static void take_sample(void)
+/* The signal handler's sample of its own thread; returns its depth (0: none taken). */
+static uint32_t take_sample(void)
 {
     int t = table_enter();
-    sample_thread(t, 0, 0);
+    uint32_t depth = sample_thread(t, 0, 0);
     table_leave(t);
+    return depth;
 }
 
 /* The OS thread id of thread state `ts`, inside a guarded region; 0 when unknown. */
@@ -565,7 +583,10 @@ sample:;
     int t = table_enter();
     for (unsigned i = 0; i < n; i++) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
-        sample_thread(t, ts_of[i], tid_of[i]);
+        uint64_t t0 = now_ns();
+        uint32_t depth = sample_thread(t, ts_of[i], tid_of[i]);
+        if (depth)
+            account_cost(depth, now_ns() - t0);
     }
     table_leave(t);
 }
@@ -597,8 +618,10 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         } else {
             tls_busy = 1;
             uint64_t t0 = now_ns();
-            take_sample();
+            uint32_t depth = take_sample();
             uint64_t cost = now_ns() - t0;
+            if (depth)
+                account_cost(depth, cost);
             atomic_fetch_add_explicit(&g->handler_ns, cost, memory_order_relaxed);
             /* The program comes first: the timer counts the handler's own CPU time, so a
              * sample costing more than the period would leave the thread nothing but

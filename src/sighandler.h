@@ -77,6 +77,8 @@ typedef struct sighandler_state {
     _Atomic uint64_t drops[PYPROF_DROP_COUNT];
     _Atomic uint64_t signals;
     _Atomic uint64_t handler_ns; /* time spent inside the handler */
+    /* Samples by stack depth and handler time (PYPROF_COST_* buckets). */
+    _Atomic uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME];
     _Atomic int pthread_tid_offset; /* where glibc's thread descriptor keeps the tid, or 0 */
 } sighandler_state;
 

@@ -940,7 +940,7 @@ static void finish_log(int end, int status_known, int status)
     record_rss();
     if (W.fd >= 0) {
         sighandler_state *g = &sighandler_g;
-        uint8_t buf[512];
+        uint8_t buf[2048];
         rec_out o;
         rec_out_init(&o, buf, sizeof buf);
         uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
@@ -965,6 +965,19 @@ static void finish_log(int end, int status_known, int status)
                 : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
         rec_put_uvarint(&o, hz_milli);
         rec_put_uvarint(&o, atomic_load(&g->handler_ns) + W.writer_cpu_ns);
+        rec_put_uvarint(&o, atomic_load(&g->handler_ns));
+        rec_put_uvarint(&o, W.writer_cpu_ns);
+        static const uint32_t time_bounds[] = PYPROF_COST_TIME_BOUNDS_NS;
+        static const uint32_t depth_bounds[] = PYPROF_COST_DEPTH_BOUNDS;
+        rec_put_uvarint(&o, PYPROF_COST_NTIME);
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            rec_put_uvarint(&o, time_bounds[t]);
+        rec_put_uvarint(&o, PYPROF_COST_NDEPTH);
+        for (int d = 0; d < PYPROF_COST_NDEPTH; d++) {
+            rec_put_uvarint(&o, depth_bounds[d]);
+            for (int t = 0; t < PYPROF_COST_NTIME; t++)
+                rec_put_uvarint(&o, atomic_load(&g->cost[d][t]));
+        }
         emit(PYPROF_REC_FOOTER, &o);
         compress_stage();
         size_t n = LZ4F_compressEnd(W.cctx, W.out, W.out_cap, NULL);

@@ -387,3 +387,28 @@ int cli_close_stdout(void)
     }
     return CLI_EXIT_OK;
 }
+
+uint64_t cli_cost_samples(const pyprof_footer *f, uint32_t d)
+{
+    uint64_t n = 0;
+    for (uint32_t t = 0; t < f->cost_ntime; t++)
+        n += f->cost[d][t];
+    return n;
+}
+
+double cli_cost_quantile_ns(const pyprof_footer *f, uint32_t d, double q)
+{
+    uint64_t n = cli_cost_samples(f, d);
+    if (!n)
+        return 0;
+    double want = q * (double)n, seen = 0, lo = 0;
+    for (uint32_t t = 0; t < f->cost_ntime; t++) {
+        double hi = f->cost_time_bound[t] ? (double)f->cost_time_bound[t] : 2 * lo;
+        double c = (double)f->cost[d][t];
+        if (c > 0 && seen + c >= want)
+            return lo + (hi - lo) * (want - seen) / c;
+        seen += c;
+        lo = hi;
+    }
+    return lo;
+}

@@ -88,6 +88,12 @@ void cli_json_str(FILE *f, const char *s);
 /* 100 * part / whole, 0 when whole is 0. */
 double cli_pct(uint64_t part, uint64_t whole);
 
+/* From a footer's cost histogram: samples in depth bucket `d`, and the handler time (ns)
+ * below which a fraction `q` of them fall, interpolated within its time bucket (an
+ * unbounded last bucket counts as twice its lower bound).  0 when the bucket is empty. */
+uint64_t cli_cost_samples(const pyprof_footer *f, uint32_t d);
+double cli_cost_quantile_ns(const pyprof_footer *f, uint32_t d, double q);
+
 /* "12.3 MiB" into buf. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 

@@ -70,6 +70,28 @@ static void print_footer(const profile *p, size_t i)
     if (f->duration_ns)
         printf(" (%.2f%% of the run's wall time)", cli_pct(f->lib_cpu_ns, f->duration_ns));
     putchar('\n');
+    if (!f->has_cost)
+        return;
+    printf("  handler time    %.3f ms, %.2f us per sample; writer %.3f ms, %.2f us per "
+           "sample\n", (double)f->handler_ns / 1e6,
+           f->samples ? (double)f->handler_ns / 1e3 / (double)f->samples : 0.0,
+           (double)f->writer_ns / 1e6,
+           f->samples ? (double)f->writer_ns / 1e3 / (double)f->samples : 0.0);
+    printf("    %-14s %10s %10s %10s\n", "stack depth", "samples", "median", "p90");
+    uint64_t lo = 0;
+    for (uint32_t d = 0; d < f->cost_ndepth; d++) {
+        uint64_t n = cli_cost_samples(f, d), hi = f->cost_depth_bound[d];
+        char range[32];
+        if (hi)
+            snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, lo + 1, hi);
+        else
+            snprintf(range, sizeof range, "> %" PRIu64, lo);
+        lo = hi;
+        if (!n)
+            continue;
+        printf("    %-14s %10" PRIu64 " %8.2f us %7.2f us\n", range, n,
+               cli_cost_quantile_ns(f, d, 0.5) / 1e3, cli_cost_quantile_ns(f, d, 0.9) / 1e3);
+    }
 }
 
 static void print_log(const profile *p, size_t i, int filtered)

@@ -207,6 +207,27 @@ static void json_u64_or_null(int known, uint64_t v)
         fputs("null", stdout);
 }
 
+/* The footer's cost section: handler and writer time, and per stack-depth bucket the
+ * samples and the median and p90 handler time; null for a log without it. */
+static void print_cost_json(const profile_process *pr)
+{
+    const pyprof_footer *f = &pr->footer;
+    if (!pr->has_footer || !f->has_cost) {
+        fputs("null", stdout);
+        return;
+    }
+    printf("{\"handler_ns\": %" PRIu64 ", \"writer_ns\": %" PRIu64 ", \"by_depth\": [",
+           f->handler_ns, f->writer_ns);
+    for (uint32_t d = 0; d < f->cost_ndepth; d++) {
+        printf("%s{\"max_depth\": ", d ? ", " : "");
+        json_u64_or_null(f->cost_depth_bound[d] != 0, f->cost_depth_bound[d]);
+        printf(", \"samples\": %" PRIu64 ", \"median_ns\": %.0f, \"p90_ns\": %.0f}",
+               cli_cost_samples(f, d), cli_cost_quantile_ns(f, d, 0.5),
+               cli_cost_quantile_ns(f, d, 0.9));
+    }
+    fputs("]}", stdout);
+}
+
 static void print_process_json(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -253,6 +274,10 @@ static void print_process_json(const profile *p, size_t i)
         printf("%.3f", (double)f->achieved_hz_milli / 1000.0);
     else
         fputs("null", stdout);
+    fputs(", \"library_cpu_ns\": ", stdout);
+    json_u64_or_null(pr->has_footer, f->lib_cpu_ns);
+    fputs(", \"cost\": ", stdout);
+    print_cost_json(pr);
     fputs(", \"rss\": {\"start\": ", stdout);
     json_u64_or_null(pr->has_rss, pr->rss_start);
     fputs(", \"peak\": ", stdout);

@@ -73,9 +73,24 @@ enum pyprof_record_type {
      * uvarint end (enum pyprof_end); u8 status_known; svarint status (exit status, or
      * signal number for PYPROF_END_SIGNAL); uvarint achieved_hz_milli (samples per CPU
      * second in cpu mode, per wall second and thread in wall mode, x1000);
-     * uvarint lib_cpu_ns (CPU time the library spent in its handler and writer) */
+     * uvarint lib_cpu_ns (CPU time the library spent in its handler and writer);
+     * then, optional (absent in logs of older writers; a reader checks for more bytes):
+     * uvarint handler_ns (time inside the sampling handler, or the wall sampler's reads);
+     * uvarint writer_ns (the writer thread's CPU time); the cost histogram:
+     * uvarint ntime, ntime x uvarint time bound (ns, 0 = no bound); uvarint ndepth,
+     * ndepth x (uvarint depth bound (frames, 0 = no bound), ntime x uvarint count):
+     * samples taken at a stack depth up to that bound (and above the previous one) whose
+     * handler time was up to that time bound (and above the previous one). */
     PYPROF_REC_FOOTER = 15,
 };
+
+/* The cost histogram's buckets (see PYPROF_REC_FOOTER), as the writer uses them.  The
+ * log carries the bounds, so a reader never needs these. */
+#define PYPROF_COST_TIME_BOUNDS_NS                                                         \
+    { 250, 500, 750, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 16000, 32000, 64000, 0 }
+#define PYPROF_COST_NTIME 14
+#define PYPROF_COST_DEPTH_BOUNDS { 10, 25, 50, 100, 250, 500, 0 }
+#define PYPROF_COST_NDEPTH 7
 
 /* Code ids below PYPROF_CODE_FIRST are markers, not code objects. */
 enum pyprof_code_marker {

@@ -87,11 +87,20 @@ typedef struct pyprof_mark_rec {
     pyprof_str text;
 } pyprof_mark_rec;
 
+#define PYPROF_COST_MAX 16 /* cost-histogram buckets a reader keeps, per dimension */
+
 typedef struct pyprof_footer {
     uint64_t end_unix_ns, duration_ns, samples, signals, end, achieved_hz_milli, lib_cpu_ns;
     uint64_t dropped[PYPROF_DROP_COUNT]; /* by enum pyprof_drop */
     int64_t status;
     uint8_t status_known;
+    /* The optional cost section (0 in logs of older writers). */
+    uint8_t has_cost;
+    uint64_t handler_ns, writer_ns;
+    uint32_t cost_ntime, cost_ndepth;
+    uint64_t cost_time_bound[PYPROF_COST_MAX];  /* ns; 0 = no bound */
+    uint64_t cost_depth_bound[PYPROF_COST_MAX]; /* frames; 0 = no bound */
+    uint64_t cost[PYPROF_COST_MAX][PYPROF_COST_MAX]; /* [depth][time] sample counts */
 } pyprof_footer;
 
 typedef struct pyprof_record {

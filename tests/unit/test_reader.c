@@ -189,6 +189,15 @@ static void lb_footer(logbuf *b)
     rec_put_svarint(&o, 15);
     rec_put_uvarint(&o, 99500);
     rec_put_uvarint(&o, 1234567);
+    rec_put_uvarint(&o, 1000); /* handler_ns */
+    rec_put_uvarint(&o, 234567); /* writer_ns */
+    rec_put_uvarint(&o, 2);    /* ntime: <= 500 ns, unbounded */
+    rec_put_uvarint(&o, 500);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 1);    /* ndepth: one unbounded bucket */
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 2);
+    rec_put_uvarint(&o, 1);
     rec_put_uvarint(&o, 77); /* a field appended by a later writer: ignored */
     lb_rec(b, PYPROF_REC_FOOTER, &o);
 }
@@ -378,6 +387,15 @@ static void check_full_log(pyprof_reader *r)
     assert_int_equal(f->status, 15);
     assert_int_equal(f->achieved_hz_milli, 99500);
     assert_int_equal(f->lib_cpu_ns, 1234567);
+    assert_int_equal(f->has_cost, 1);
+    assert_int_equal(f->handler_ns, 1000);
+    assert_int_equal(f->writer_ns, 234567);
+    assert_int_equal(f->cost_ntime, 2);
+    assert_int_equal(f->cost_ndepth, 1);
+    assert_int_equal(f->cost_time_bound[0], 500);
+    assert_int_equal(f->cost_depth_bound[0], 0);
+    assert_int_equal(f->cost[0][0], 2);
+    assert_int_equal(f->cost[0][1], 1);
 
     /* A clean end, and it stays one. */
     assert_int_equal(pyprof_reader_next(r, &rec), 0);
