@@ -841,7 +841,6 @@ static void *writer_main(void *arg)
             sampler_stop();
             W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
             finish_log(W.end_req_kind, 1, W.end_req_status);
-            atomic_store(&W.end_done, 1);
             return NULL;
         }
         if (W.fd < 0 && !W.failed &&
@@ -991,6 +990,8 @@ static void finish_log(int end, int status_known, int status)
         close(W.statm_fd);
         W.statm_fd = -1;
     }
+    /* Whoever finished it, the log is complete: a terminating signal may go on. */
+    atomic_store(&W.end_done, 1);
 }
 
 void writer_finish(int end, int status_known, int status)

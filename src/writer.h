@@ -38,7 +38,7 @@ void writer_finish(int end, int status_known, int status);
  * (paused, already finished, not this process's writer). */
 int writer_request_end(int end, int status);
 
-/* [sigsafe] 1 once a requested end has been written. */
+/* [sigsafe] 1 once the log is finished (by a requested end or any other). */
 int writer_end_done(void);
 
 /* In a fork child: drop the parent's file, thread and maps without writing; a new
