@@ -98,7 +98,9 @@ def test_real_log_cut(tmp_path):
         where = ("log cut to %d of %d bytes, %d samples before the cut\n%s"
                  % (size, len(data), n, t.dump(rep)))
         assert p["truncated"] is True and p["ended"] == "truncated", where
-        assert 0 < p["samples"] < n, where
         assert p["pid"] == prof.pid, where
-        if name == "end":
-            assert p["samples"] >= 0.8 * n, where
+        if name == "half":
+            assert 0 < p["samples"] < n, where
+        else:
+            # The last block may hold only the footer: then every sample survives.
+            assert 0.8 * n <= p["samples"] <= n, where
