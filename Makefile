@@ -5,6 +5,9 @@
 #   make test       install dependencies, build, run every test (what .ci/run calls)
 #   make asan       the same tests against an AddressSanitizer build (build/asan/)
 #   make ubsan      the same tests against an UndefinedBehaviorSanitizer build (build/ubsan/)
+#   make test-transparency  CPython's own tests of signals, threads, subprocesses, os, time,
+#                   select and sockets, plain and under LD_PRELOAD at 1 kHz: same outcomes
+#                   (part of make test)
 #   make bench      benchmarks (section 9 of the spec), table + build/bench.json
 #   make install PREFIX=/usr/local
 
@@ -32,7 +35,7 @@ LIB_LIBS  := -llz4 -ldl -lpthread
 # The tool: the subcommands, the reader and the profile model.
 TOOL_SRCS := $(wildcard utils/*.c) src/reader.c src/record.c src/linetable.c \
              src/profile.c preload/config.c
-TOOL_LIBS := -llz4 -lm
+TOOL_LIBS := -llz4 -lm -lz
 # Pure modules the unit tests link against.
 UNIT_SRCS := src/record.c src/linetable.c src/ring.c src/reader.c preload/config.c
 UNIT_LIBS := -lcmocka -llz4 -lpthread -lm
@@ -45,7 +48,7 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo test unit integration fuzz-replay asan ubsan bench install clean \
-        check-exports test-core
+        check-exports test-core consumers test-transparency
 
 all: $(LIB) $(TOOL)
 
@@ -60,6 +63,9 @@ $(BUILD)/tool/%.o: %.c
 $(LIB): $(LIB_OBJS) preload/exports.map
 	$(CC) -shared $(CFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
 	    -Wl,-z,nodelete -o $@ $(LIB_OBJS) $(LIB_LIBS)
+
+# The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
+$(BUILD)/tool/utils/cmd_html.o: utils/html/viewer.html
 
 $(TOOL): $(TOOL_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)
@@ -76,7 +82,9 @@ $(BUILD)/unit/%: tests/unit/%.c $(UNIT_SRCS)
 # ---- dependencies -------------------------------------------------------------------
 # Debian packages the build and the tests need.  Installed with apt-get when missing and
 # running as root; otherwise the exact command is printed and make stops.
-DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config
+DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
+            zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
+            libpython3.11-testsuite
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -90,6 +98,26 @@ deps:
 	    fi; \
 	fi
 
+# The consumers the export tests open files with that Debian does not package:
+# speedscope's file-format schema, from the npm package.  npm comes with the nodejs
+# package of NodeSource (which conflicts with Debian's npm) or from Debian's npm.
+CONSUMERS ?= build/consumers
+SPEEDSCOPE_VERSION := 1.25.0
+SPEEDSCOPE_SCHEMA := $(CONSUMERS)/node_modules/speedscope/dist/release/file-format-schema.json
+consumers: $(SPEEDSCOPE_SCHEMA)
+$(SPEEDSCOPE_SCHEMA):
+	@if ! command -v npm >/dev/null; then \
+	    if [ "$$(id -u)" = 0 ]; then \
+	        echo "installing: nodejs npm"; \
+	        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null || exit 1; \
+	    else \
+	        echo "npm is missing; run: sudo apt-get install -y nodejs npm"; exit 1; \
+	    fi; \
+	fi
+	@mkdir -p $(CONSUMERS)
+	npm install --silent --no-audit --no-fund --prefix $(CONSUMERS) speedscope@$(SPEEDSCOPE_VERSION)
+	@test -f $@ || { echo "speedscope $(SPEEDSCOPE_VERSION) has no $@"; exit 1; }
+
 # ---- tests --------------------------------------------------------------------------
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -97,8 +125,9 @@ unit: $(UNIT_TESTS)
 check-exports: $(LIB)
 	@tests/check_exports.sh $(LIB)
 
-integration: all
+integration: all consumers
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
+	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) \
 	    $(PYTEST) -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
 fuzz-replay: $(BUILD)/fuzz_replay
@@ -107,6 +136,14 @@ fuzz-replay: $(BUILD)/fuzz_replay
 $(BUILD)/fuzz_replay: tests/fuzz/fuzz_reader.c tests/fuzz/replay_main.c src/reader.c src/record.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ -llz4
+
+# Debian's libpython3.11-testsuite for /usr/bin/python3.11, run plain and preloaded; every
+# test case must have the same outcome (tests/transparency/run.py says how flaky ones are
+# re-run).  Outputs and logs stay in $(BUILD)/transparency.
+test-transparency: all
+	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
+	    /usr/bin/python3 tests/transparency/run.py --workdir $(BUILD)/transparency \
+	    $(TRANSPARENCY_ARGS)
 
 test-core: all unit check-exports fuzz-replay integration
 

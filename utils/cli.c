@@ -165,9 +165,9 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
     return CLI_EXIT_OK;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s)
+size_t cli_utf8_len(const char *str)
 {
+    const unsigned char *s = (const unsigned char *)str;
     unsigned c = s[0];
     if (c < 0x80)
         return 1;
@@ -198,6 +198,30 @@ static size_t utf8_len(const unsigned char *s)
     return n;
 }
 
+char *cli_utf8_dup(const char *s)
+{
+    size_t len = 0;
+    for (const char *c = s; *c;) {
+        size_t k = cli_utf8_len(c);
+        len += k ? k : 3;
+        c += k ? k : 1;
+    }
+    char *out = malloc(len + 1), *o = out;
+    if (!out)
+        return NULL;
+    while (*s) {
+        size_t k = cli_utf8_len(s);
+        if (k)
+            memcpy(o, s, k);
+        else
+            memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
+        o += k ? k : 3;
+        s += k ? k : 1;
+    }
+    *o = 0;
+    return out;
+}
+
 void cli_json_str(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -224,7 +248,7 @@ void cli_json_str(FILE *f, const char *str)
             }
             s++;
         } else {
-            size_t n = utf8_len(s);
+            size_t n = cli_utf8_len((const char *)s);
             if (n) {
                 fwrite(s, 1, n, f);
                 s += n;

@@ -23,9 +23,15 @@
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_html(int argc, char **argv);
 extern const char cmd_run_usage[];
 extern const char cmd_info_usage[];
 extern const char cmd_report_usage[];
+extern const char cmd_tree_usage[];
+extern const char cmd_export_usage[];
+extern const char cmd_html_usage[];
 
 /* "pyprof: <message>" and a newline on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -80,6 +86,15 @@ void cli_filter_free(cli_filter *cf);
  * Returns CLI_EXIT_OK with *out set, or CLI_EXIT_BAD_INPUT after printing the error. */
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
              profile **out);
+
+/* Length of the valid UTF-8 sequence that starts at `s` (1 to 4 bytes; 1 for an ASCII
+ * byte), or 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
+ * code points above U+10FFFF included).  Stops at a NUL. */
+size_t cli_utf8_len(const char *s);
+
+/* A malloc'ed copy of `s` in which every byte that is not part of valid UTF-8 became
+ * U+FFFD, for formats whose strings must be UTF-8; NULL when out of memory. */
+char *cli_utf8_dup(const char *s);
 
 /* Writes `s` as a JSON string, quotes included.  Control characters are escaped and bytes
  * that are not valid UTF-8 become U+FFFD, so the output is always valid JSON. */

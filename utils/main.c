@@ -23,6 +23,11 @@ static const command commands[] = {
      cmd_run_usage},
     {"report", cmd_report, "top functions, processes, threads and memory (--json)",
      cmd_report_usage},
+    {"tree", cmd_tree, "the call tree with total and self shares", cmd_tree_usage},
+    {"export", cmd_export, "write folded, pstats, callgrind, speedscope, pprof or chrome",
+     cmd_export_usage},
+    {"html", cmd_html, "a self-contained HTML page: flame graph, timeline, memory",
+     cmd_html_usage},
     {"info", cmd_info, "metadata of logs and an integrity check", cmd_info_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -1,0 +1,325 @@
+"""`pyprof html`: the page is opened in headless Chromium (Debian's `chromium`, driven over
+the DevTools protocol by cdp_browser.py) and checked the way a person would use it:
+
+* it loads with no console error, uncaught exception or dialog, and asks for nothing
+  over the network;
+* the flame graph, the timeline and the RSS chart have drawn pixels;
+* a real click on a timeline sample lists that sample's stack, outermost first, and
+  colours the shared base in the other samples; a click on a flame graph frame zooms to
+  it; the search highlights matches; a drag zooms the timeline; the process selector
+  limits the timeline to that process's threads;
+* names that are markup (a function named <img src=x onerror=alert(1)>, a file named
+  </script><script>alert(2)</script><!--evil.py, a thread named <b>worker</b>&amp;) are
+  shown as text, and no element or script comes from them;
+* bad input gets one line and exit status 1, a usage error exit status 2.
+
+The one-million-sample render time is measured by html_million.py (a script, not a timed
+test: SPEC section 9); docs/HTML.md has the figure.
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+import cdp_browser
+import pyprof_testlib as t
+
+NAMES = t.workload("html_names.py")
+EVIL_NAME = "<img src=x onerror=alert(1)>"
+EVIL_FILE = "</script><script>alert(2)</script><!--evil.py"
+THREAD_NAME = "<b>worker</b>&amp;"
+
+
+def embedded_json(html):
+    """The page's data, parsed, and its raw text."""
+    m = re.search(r'<script id="pyprof-data" type="application/json">(.*?)</script>', html,
+                  re.S)
+    assert m, "no data element in the page"
+    return json.loads(m.group(1)), m.group(1)
+
+
+@pytest.fixture(scope="module")
+def names_page(tmp_path_factory):
+    """A two-process profile of html_names.py (3.11: qualified names) and its page."""
+    tmp = tmp_path_factory.mktemp("html")
+    interp = t.by_id("py3.11")[0].require()
+    prof = t.run([interp.path, NAMES], str(tmp / "logs"),
+                 env={"PYPROF_PERIOD": "1ms", "BURN_SECONDS": "1.0"})
+    assert prof.rc == 0 and len(prof.logs) == 2, prof.describe()
+    page = str(tmp / "names.html")
+    res = t.tool("html", str(tmp / "logs"), "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    return {"dir": str(tmp / "logs"), "page": page, "run": prof}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not cdp_browser.find_chromium():
+        pytest.fail("chromium is not installed (Debian package `chromium`; `make deps` "
+                    "installs it)")
+    with cdp_browser.Browser(1400, 1000) as b:
+        yield b
+
+
+@pytest.fixture
+def opened(browser, names_page):
+    """The names page, freshly loaded, with the browser's logs emptied."""
+    del browser.console_errors[:]
+    del browser.dialogs[:]
+    del browser.requests[:]
+    browser.open(names_page["page"])
+    return browser
+
+
+def drawn_pixels(b, canvas_id, rgb=None):
+    """How many pixels of a canvas are drawn (not transparent), or of colour rgb."""
+    cond = ("d[i + 3] > 0" if rgb is None else
+            "d[i] === %d && d[i + 1] === %d && d[i + 2] === %d" % tuple(rgb))
+    return b.evaluate("""(() => {
+        const c = document.getElementById(%s);
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (%s) n++;
+        return n;
+    })()""" % (json.dumps(canvas_id), cond))
+
+
+def texts(b, selector):
+    return b.evaluate("Array.from(document.querySelectorAll(%s), (e) => e.textContent)"
+                      % json.dumps(selector))
+
+
+def thread_index(b, name, pid=None):
+    ts = [x for x in b.evaluate("pyprofViewer.threads()")
+          if x["name"] == name and pid in (None, x["pid"])]
+    assert ts, "no thread %r in %s" % (name, b.evaluate("pyprofViewer.threads()"))
+    return ts[0]["index"]
+
+
+def check_clean(b):
+    assert not b.console_errors, "console errors: %s" % b.console_errors
+    assert not b.dialogs, "a dialog opened (script ran from data?): %s" % b.dialogs
+    others = [u for u in b.requests if not u.startswith("file://")]
+    assert not others, "the page asked the network for %s" % others
+
+
+# ---- the file ---------------------------------------------------------------------------
+
+
+def test_page_is_self_contained_and_escaped(names_page):
+    html = open(names_page["page"], encoding="utf-8").read()
+    data, raw = embedded_json(html)
+    # The data element is whole: no name closed it early or opened a comment.
+    for bad in ("<", ">", "&"):
+        assert bad not in raw, "raw %r inside the embedded JSON" % bad
+    assert EVIL_NAME not in html and "alert(2)</script>" not in html
+    names = [f[0] for f in data["funcs"]]
+    files = [f[1] for f in data["funcs"]]
+    assert EVIL_NAME in names, names
+    assert EVIL_FILE in files, files
+    assert THREAD_NAME in [th["name"] for th in data["threads"]]
+    assert len(data["procs"]) == 2
+    # Nothing to fetch: no URL in an attribute, and a policy that forbids fetching.
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html, re.I)
+    assert "default-src 'none'" in html
+    # The samples add up to what report counts.
+    rep = t.report(names_page["dir"])
+    assert data["samples"] == rep["samples"]
+    assert sum(th["samples"] for th in data["threads"]) == rep["samples"]
+    assert sum(sum(th["runs"][3::4]) for th in data["threads"]) == rep["samples"]
+
+
+# ---- in the browser ---------------------------------------------------------------------
+
+
+def test_loads_and_draws(opened):
+    b = opened
+    check_clean(b)
+    assert drawn_pixels(b, "flame") > 5000
+    assert drawn_pixels(b, "timeline", (0x4a, 0x78, 0xb5)) > 100, "no sample column drawn"
+    assert drawn_pixels(b, "rss") > 1000
+    # Two processes: the selector offers both, with the markup thread name as text.
+    options = texts(b, "#proc option")
+    assert len(options) == 3, options
+    assert any(THREAD_NAME in o for o in texts(b, "#thread option"))
+    assert b.evaluate("document.title").startswith("pyprof: ")
+
+
+def test_click_sample_shows_stack(opened):
+    b = opened
+    main = thread_index(b, "MainThread", opened_pid(b))
+    col = b.evaluate("pyprofViewer.findColumn(%d, %s)" % (main, json.dumps(EVIL_NAME)))
+    assert col, "no drawn sample of the main thread in the evil function"
+    b.click(col["x"], col["y"])
+    b.wait_for("pyprofViewer.selection()")
+    shown = texts(b, "#stack li .fn")
+    # The stack the page says it drew there, and the one the workload has.
+    assert shown == col["stack"], (shown, col["stack"])
+    assert shown == ["<module>", "main", "outer", "middle", EVIL_NAME], shown
+    locs = texts(b, "#stack li .loc")
+    assert locs[-1].startswith(EVIL_FILE + ":"), locs
+    info = b.evaluate("document.getElementById('stack-info').textContent")
+    assert "MainThread" in info and "depth 5" in info, info
+    # The base other samples share with it is drawn (in orange), in the worker too.
+    assert drawn_pixels(b, "timeline", (0xe0, 0x70, 0x1a)) > 50
+    worker = thread_index(b, THREAD_NAME, opened_pid(b))
+    other = b.evaluate("pyprofViewer.findColumn(%d, 'spin')" % worker)
+    assert other and other["stack"][:1] == ["Thread._bootstrap"], other
+    check_clean(b)
+
+
+def opened_pid(b):
+    """The parent process (the one with the longer run) of the names page."""
+    ts = b.evaluate("pyprofViewer.threads()")
+    by_pid = {}
+    for x in ts:
+        by_pid[x["pid"]] = by_pid.get(x["pid"], 0) + x["samples"]
+    return max(by_pid, key=by_pid.get)
+
+
+def test_markup_names_are_text(opened):
+    b = opened
+    main = thread_index(b, "MainThread", opened_pid(b))
+    col = b.evaluate("pyprofViewer.findColumn(%d, %s)" % (main, json.dumps(EVIL_NAME)))
+    b.click(col["x"], col["y"])
+    b.wait_for("pyprofViewer.selection()")
+    assert EVIL_NAME in texts(b, "#stack li .fn")
+    # As text: escaped in the serialized DOM, and no element made of it.
+    html = b.evaluate("document.body.innerHTML")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert b.evaluate("document.querySelectorAll('img, b').length") == 0
+    assert b.evaluate("document.scripts.length") == 2
+    # Hover the flame graph frame: the tooltip shows the name as text too.
+    r = b.evaluate("pyprofViewer.flameRect(%s)" % json.dumps(EVIL_NAME))
+    assert r, "the evil function is not in the flame graph"
+    b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": r["x"], "y": r["y"]})
+    b.wait_for("document.getElementById('tip').style.display === 'block'")
+    assert EVIL_NAME in b.evaluate("document.getElementById('tip').textContent")
+    assert b.evaluate("document.querySelectorAll('img, b').length") == 0
+    check_clean(b)
+
+
+def test_flame_click_zooms(opened):
+    b = opened
+    r = b.evaluate("pyprofViewer.flameRect('middle')")
+    assert r
+    b.click(r["x"], r["y"])
+    b.wait_for("pyprofViewer.flameFocus() === 'middle'")
+    # Zoomed: the frame now spans the whole width.
+    r2 = b.evaluate("pyprofViewer.flameRect('middle')")
+    assert r2["w"] > r["w"], (r, r2)
+    b.click(*center(b, "#fg-reset"))
+    b.wait_for("pyprofViewer.flameFocus() === null")
+    check_clean(b)
+
+
+def center(b, selector):
+    r = b.evaluate("(() => { const r = document.querySelector(%s).getBoundingClientRect();"
+                   " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+                   % json.dumps(selector))
+    return r[0], r[1]
+
+
+def test_search_highlights(opened, names_page):
+    b = opened
+    rep = t.report(names_page["dir"])
+    expected = 100.0 * sum(f["total"] for f in rep["functions"]
+                           if f["name"] == "middle") / rep["samples"]
+    assert drawn_pixels(b, "flame", (0xd4, 0x54, 0xd4)) == 0
+    b.click(*center(b, "#search"))
+    b.type_text("middle")
+    b.wait_for("document.getElementById('match').textContent.startsWith('matches')")
+    share = float(re.search(r"([\d.]+)%",
+                            b.evaluate("document.getElementById('match').textContent")).group(1))
+    assert 0 < share and abs(share - expected) < 0.1, (share, expected)
+    assert drawn_pixels(b, "flame", (0xd4, 0x54, 0xd4)) > 100
+    assert drawn_pixels(b, "timeline", (0xc4, 0x3a, 0xc4)) > 10
+    check_clean(b)
+
+
+def test_drag_zooms_timeline_and_selectors(opened):
+    b = opened
+    total = b.evaluate("document.getElementById('fg-scope').textContent")
+    tl = b.evaluate("(() => { const r = document.getElementById('timeline')"
+                    ".getBoundingClientRect(); return [r.left, r.top, r.width]; })()")
+    x0, y = tl[0] + 190 + 100, tl[1] + 40
+    b.drag(x0, y, x0 + 200, y)
+    b.wait_for("document.getElementById('tl-range').textContent !== ''")
+    assert b.evaluate("document.getElementById('fg-scope').textContent") != total
+    b.click(*center(b, "#tl-reset"))
+    b.wait_for("document.getElementById('tl-range').textContent === ''")
+    # One process: only its threads in the timeline.
+    pid = opened_pid(b)
+    b.evaluate("(() => { const s = document.getElementById('proc');"
+               " s.selectedIndex = 1 + [...s.options].slice(1).findIndex("
+               "(o) => o.textContent.startsWith('pid %d ')); "
+               "s.dispatchEvent(new Event('change')); })()" % pid)
+    rows = b.evaluate("pyprofViewer.rows()")
+    threads = {x["index"]: x for x in b.evaluate("pyprofViewer.threads()")}
+    assert rows and all(threads[i]["pid"] == pid for i in rows), (rows, threads)
+    assert len(rows) < len(threads)
+    check_clean(b)
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+
+def one_line_error(args, code=1):
+    res = t.tool("html", *args)
+    lines = res.stderr.splitlines()
+    assert res.returncode == code, (args, res.returncode, res.stderr)
+    assert len(lines) == 1 and lines[0].strip(), (args, res.stderr)
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", ["not_a_log.txt", "empty.lz4", "not_pyprof.lz4",
+                                  "newer_version.lz4", "corrupted.lz4"])
+def test_bad_input(name, tmp_path):
+    out = tmp_path / "out.html"
+    one_line_error([os.path.join(t.FIXTURES, name), "-o", str(out)])
+    assert not out.exists(), "a page was written for bad input"
+
+
+def test_missing_and_usage(tmp_path, names_page):
+    out = tmp_path / "out.html"
+    one_line_error([str(tmp_path / "missing.lz4"), "-o", str(out)])
+    assert not out.exists()
+    assert t.tool("html", names_page["dir"]).returncode == 2            # no -o
+    assert t.tool("html", "-o", str(out)).returncode == 2               # no log
+    assert t.tool("html", "--bogus", names_page["dir"], "-o", str(out)).returncode == 2
+    line = one_line_error([names_page["dir"], "-o", str(tmp_path / "no" / "dir.html")])
+    assert "dir.html" in line
+
+
+def test_write_error(names_page):
+    """A full disk: one line, exit 1, and the device named is left alone (only a regular
+    file cut short is removed)."""
+    import stat
+    if not stat.S_ISCHR(os.stat("/dev/full").st_mode):
+        pytest.fail("/dev/full is not the full device on this machine")
+    line = one_line_error([names_page["dir"], "-o", "/dev/full"])
+    assert "/dev/full" in line
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_truncated_log_still_makes_a_page(tmp_path):
+    res = t.tool("html", os.path.join(t.FIXTURES, "truncated.lz4"), "-o",
+                 str(tmp_path / "t.html"))
+    assert res.returncode == 0, res.stderr
+    assert "truncat" in res.stderr.lower()
+    data, _ = embedded_json((tmp_path / "t.html").read_text(encoding="utf-8"))
+    assert any("truncat" in w for w in data["warnings"])
+
+
+def test_filters(names_page, tmp_path):
+    rep = t.report(names_page["dir"])
+    pid = max(rep["processes"], key=lambda p: p["samples"])["pid"]
+    out = tmp_path / "one.html"
+    res = t.tool("html", "--pid", pid, "--to", "0.5", names_page["dir"], "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    data, _ = embedded_json(out.read_text(encoding="utf-8"))
+    assert [p["pid"] for p in data["procs"]] == [pid]
+    assert 0 < data["samples"] < max(p["samples"] for p in rep["processes"])
+    assert data["t_max_us"] <= 0.5e6 + data["procs"][0]["period_us"]

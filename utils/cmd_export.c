@@ -1,0 +1,261 @@
+/*
+ * cmd_export: `pyprof export` — writes one or more logs in a format another tool reads:
+ * folded stacks, pstats, callgrind, speedscope, pprof or Chrome's trace events.  This
+ * file owns the command line, the table of formats, the output file (written only once
+ * the logs loaded, removed again when writing it failed) and the helpers the writers
+ * share; each format lives in utils/export_FORMAT.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "export.h"
+
+const char cmd_export_usage[] =
+    "usage: pyprof export -f FORMAT [options] LOG... | DIR... [-o FILE]\n"
+    "\n"
+    "Writes the samples of pyprof logs in a format that other tools open.  A directory\n"
+    "stands for every log in it; several logs are merged.\n"
+    "\n"
+    "formats:\n"
+    "  folded      Brendan Gregg's collapsed stacks, one line per distinct stack:\n"
+    "              'outer;...;inner COUNT', each frame 'NAME (FILE:LINE)' with the\n"
+    "              function's first line (with --lines, the line running in that frame);\n"
+    "              ';' in a name becomes ':' and control characters '?'.  The counts add up\n"
+    "              to the samples.  For flamegraph.pl, inferno, speedscope.\n"
+    "  pstats      the marshal file of Python's profile/cProfile modules, for\n"
+    "              'python3 -m pstats FILE', snakeviz, gprof2dot, pyprof2calltree: self\n"
+    "              (tottime) and cumulative (cumtime) time are the samples times the\n"
+    "              period; the call counts are sample counts (ncalls 'A/B': frames on the\n"
+    "              stacks, every recursion level, / samples with the function on the\n"
+    "              stack); callers are the functions right below on the stacks.\n"
+    "  callgrind   for kcachegrind and callgrind_annotate: events Samples and Time_us,\n"
+    "              self cost per source line, inclusive cost per call site.\n"
+    "  speedscope  speedscope's JSON file: one sampled profile per process and thread,\n"
+    "              samples in time order with their weights in microseconds.\n"
+    "  pprof       gzipped protobuf for 'go tool pprof' and Pyroscope: values samples/count\n"
+    "              and cpu/nanoseconds (wall/nanoseconds for wall-clock logs), one location\n"
+    "              per function and line, labels pid, tid and thread (its name).\n"
+    "  chrome      trace-event JSON for Perfetto and chrome://tracing: per thread, a\n"
+    "              complete ('X') event per frame for each run of consecutive samples\n"
+    "              that keep it on the stack, with process and thread names.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FORMAT  one of the formats above (required)\n"
+    "  -o, --output FILE    write to FILE (default, or '-': standard output; pstats and\n"
+    "                       pprof are binary and need -o FILE when that is a terminal)\n"
+    "  --lines              folded: name frames by the line they were running\n" CLI_FILTER_HELP
+    "  -h, --help           show this text\n"
+    "\n"
+    "Times are the samples' CPU time (the period each stands for; wall time for logs\n"
+    "taken with PYPROF_CLOCK=wall).  A truncated log is exported up to where it ends,\n"
+    "with a warning.  Exit status: 0 ok, 1 bad input or an output that could not be\n"
+    "written, 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof export -f folded logs/ | flamegraph.pl > flame.svg\n"
+    "  pyprof export -f pstats logs/ -o app.pstats && python3 -m pstats app.pstats\n"
+    "  pyprof export -f callgrind logs/ -o callgrind.out.app && kcachegrind callgrind.out.app\n"
+    "  pyprof export -f speedscope --pid 4242 logs/ -o app.speedscope.json\n"
+    "  pyprof export -f pprof logs/ -o app.pb.gz && go tool pprof -top app.pb.gz\n"
+    "  pyprof export -f chrome --from 10 --to 12 logs/ -o trace.json\n";
+
+typedef struct export_format {
+    const char *name;
+    int (*write)(FILE *out, const profile *p, const export_opts *o);
+    int binary;
+} export_format;
+
+static const export_format formats[] = {
+    {"folded", export_folded, 0},       {"pstats", export_pstats, 1},
+    {"callgrind", export_callgrind, 0}, {"speedscope", export_speedscope, 0},
+    {"pprof", export_pprof, 1},         {"chrome", export_chrome, 0},
+};
+#define NFORMATS (sizeof formats / sizeof formats[0])
+
+static const export_format *find_format(const char *name)
+{
+    for (size_t i = 0; i < NFORMATS; i++)
+        if (!strcmp(formats[i].name, name))
+            return &formats[i];
+    return NULL;
+}
+
+int export_oom(void)
+{
+    cli_error("out of memory");
+    return -1;
+}
+
+uint64_t export_sample_us(const profile *p, const profile_sample *s)
+{
+    if (s->cpu_us)
+        return s->cpu_us;
+    return p->procs[s->process].period_ns / 1000;
+}
+
+static int cmp_sample_order(const void *a, const void *b, void *arg)
+{
+    const profile *p = arg;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const profile_sample *x = &p->samples[i], *y = &p->samples[j];
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->t_us != y->t_us)
+        return x->t_us < y->t_us ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+uint32_t *export_samples_by_thread(const profile *p)
+{
+    uint32_t *o = malloc((p->nsamples ? p->nsamples : 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < p->nsamples; i++)
+        o[i] = (uint32_t)i;
+    qsort_r(o, p->nsamples, sizeof *o, cmp_sample_order, (void *)p);
+    return o;
+}
+
+int export_stack_costs(const profile *p, uint64_t **count, uint64_t **us)
+{
+    size_t n = p->nstacks ? p->nstacks : 1;
+    *count = calloc(n, sizeof **count);
+    *us = calloc(n, sizeof **us);
+    if (!*count || !*us) {
+        free(*count);
+        free(*us);
+        *count = *us = NULL;
+        return -1;
+    }
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const profile_sample *s = &p->samples[i];
+        (*count)[s->stack]++;
+        (*us)[s->stack] += export_sample_us(p, s);
+    }
+    return 0;
+}
+
+/* Writes the profile to `path` ("-": stdout).  Returns an exit code; a file that could
+ * not be completed is removed, so no half-written export is left behind. */
+static int write_output(const export_format *fmt, const profile *p, const export_opts *o,
+                        const char *path)
+{
+    int to_stdout = !strcmp(path, "-");
+    FILE *out = to_stdout ? stdout : fopen(path, "wb");
+    if (!out) {
+        cli_error("cannot write %s: %s", path, strerror(errno));
+        return CLI_EXIT_BAD_INPUT;
+    }
+    /* Only a regular file is ours to remove again: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = !to_stdout && fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode);
+    int failed = fmt->write(out, p, o) < 0;
+    if (to_stdout)
+        return failed ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK; /* main checks stdout */
+    int err = 0;
+    if (!failed && (fflush(out) != 0 || ferror(out)))
+        err = errno ? errno : EIO;
+    if (fclose(out) != 0 && !failed && !err)
+        err = errno ? errno : EIO;
+    if (err)
+        cli_error("error writing %s: %s", path, strerror(err));
+    if (failed || err) {
+        if (regular)
+            unlink(path);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int format_names_error(const char *what)
+{
+    return cli_usage_error("export",
+                           "%s (formats: folded, pstats, callgrind, speedscope, "
+                           "pprof, chrome)",
+                           what);
+}
+
+typedef struct export_args {
+    const export_format *fmt;
+    const char *output;
+    export_opts o;
+} export_args;
+
+/* Parses the options into `a` and `cf`.  Returns -1 to go on, or an exit code. */
+static int parse_args(int argc, char **argv, export_args *a, cli_filter *cf)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"lines", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        CLI_FILTER_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    char msg[256];
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+        int fr = cli_filter_option(cf, "export", c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr)
+            return fr;
+        switch (c) {
+        case 'f':
+            a->fmt = find_format(optarg);
+            if (!a->fmt) {
+                snprintf(msg, sizeof msg, "unknown format '%.100s'", optarg);
+                return format_names_error(msg);
+            }
+            break;
+        case 'o':
+            a->output = optarg;
+            break;
+        case 'l':
+            a->o.lines = 1;
+            break;
+        case 'h':
+            fputs(cmd_export_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_bad_option("export", c, argv);
+        }
+    }
+    if (!a->fmt)
+        return format_names_error("no format given: -f FORMAT");
+    if (optind >= argc)
+        return cli_usage_error("export", "no log given");
+    if (!a->output[0])
+        return cli_usage_error("export", "-o: empty file name");
+    if (a->fmt->binary && !strcmp(a->output, "-") && isatty(STDOUT_FILENO))
+        return cli_usage_error("export", "%s is binary: give -o FILE, or redirect the output",
+                               a->fmt->name);
+    return -1;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    export_args a = {NULL, "-", {0}};
+    cli_filter cf;
+    memset(&cf, 0, sizeof cf);
+    profile *p = NULL;
+    int rc = parse_args(argc, argv, &a, &cf);
+    if (rc >= 0)
+        goto cleanup;
+    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
+    if (rc)
+        goto cleanup;
+    if (!p->nsamples) /* still a valid file, though pstats.Stats refuses an empty one */
+        cli_error("warning: no samples to export (the logs or the filters hold none)");
+    rc = write_output(a.fmt, p, &a.o, a.output);
+
+cleanup:
+    profile_free(p);
+    cli_filter_free(&cf);
+    return rc;
+}

@@ -1,0 +1,664 @@
+/*
+ * cmd_html: `pyprof html` — one self-contained page (no network) with a flame graph, a
+ * timeline of samples per thread, RSS over time and process/thread selectors.
+ *
+ * The page is the template utils/html/viewer.html, embedded into the binary at build time
+ * (the .incbin below), with the profile spliced in as one JSON document in a
+ * <script type="application/json"> element.  The work that grows with the number of
+ * samples is done here, so the page stays fast on millions of them (docs/HTML.md):
+ *
+ *   - stacks become paths in a tree of functions (a node is a (parent, function) pair,
+ *     numbered so that a parent comes before its children); the flame graph, the depth of
+ *     a sample and the base two samples share are all walks over that tree in the page;
+ *   - each distinct stack is written once (its leaf node and the line of each frame);
+ *   - each thread's samples, sorted by time, become runs: consecutive samples with the
+ *     same stack, each less than RUN_GAP_PERIODS sampling periods after the previous one,
+ *     are one run (start, length, stack, count).  An idle thread sampled in wall-clock
+ *     mode is a handful of runs however long it sleeps.
+ *
+ * Every string from the logs (function names, files, thread names, argv) is data: it is
+ * written with cli_json_str, and then every '<', '>' and '&' of the JSON text is written
+ * as a \u escape, so no name can close the script element or open a comment; the page
+ * puts names in the document with textContent or canvas text only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pyprof/pyprof.h>
+
+#include "cli.h"
+
+/* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
+ * makes this object depend on the file; the path is relative to the top of the source
+ * tree, where make runs the compiler. */
+__asm__(".section .rodata\n"
+        ".globl pyprof_viewer_html\n"
+        ".hidden pyprof_viewer_html\n"
+        "pyprof_viewer_html:\n"
+        ".incbin \"utils/html/viewer.html\"\n"
+        ".globl pyprof_viewer_html_end\n"
+        ".hidden pyprof_viewer_html_end\n"
+        "pyprof_viewer_html_end:\n"
+        ".byte 0\n"
+        ".previous\n");
+extern const char pyprof_viewer_html[];
+extern const char pyprof_viewer_html_end[];
+
+/* Where the data goes in the template. */
+#define DATA_MARKER "/*PYPROF_DATA*/"
+
+/* Samples of one thread with the same stack are one run while each follows the previous
+ * one by less than this many periods; a longer gap (the thread was idle, or not sampled)
+ * starts a new run, so the timeline shows it. */
+#define RUN_GAP_PERIODS 3
+
+const char cmd_html_usage[] =
+    "usage: pyprof html [options] LOG... | DIR... -o FILE.html\n"
+    "\n"
+    "Writes one self-contained HTML page (no network access needed) that shows the\n"
+    "profile: a flame graph (click a frame to zoom, search to highlight), a timeline per\n"
+    "thread where each sample is a column as high as its stack is deep (click one to see\n"
+    "its stack and, in every other sample, the base of the stack they share), the\n"
+    "resident memory (RSS) over time, and process and thread selectors.  A directory\n"
+    "stands for every log in it.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE\n"
+    "                   write the page to FILE (required; '-' for stdout)\n"
+    "  --title TEXT     the page's title (default: the first process's command line)\n"
+    CLI_FILTER_HELP
+    "  -h, --help       show this text\n"
+    "\n"
+    "Exit status: 0 ok, 1 bad input (or the page could not be written), 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof html /tmp/pyprof.Ab12Cd -o profile.html\n"
+    "  pyprof html --pid 4242 --from 10 --to 20 logs/ -o window.html\n";
+
+/* ---- the tree of functions ---------------------------------------------------------- */
+
+/* Node 0 is the root (no function); node i > 0 is the frame func[i] called from
+ * parent[i] < i.  Children are found through an open-addressing hash table. */
+typedef struct ftree {
+    uint32_t *parent, *func;
+    size_t n, cap;
+    uint32_t *slots; /* node ids; 0 is empty (the root is nobody's child) */
+    size_t nslots;
+} ftree;
+
+static uint32_t ftree_hash(uint32_t parent, uint32_t func)
+{
+    uint64_t h = ((uint64_t)parent << 32 | func) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32);
+}
+
+static int ftree_init(ftree *t)
+{
+    memset(t, 0, sizeof *t);
+    t->cap = 1024;
+    t->nslots = 2048;
+    t->parent = malloc(t->cap * sizeof *t->parent);
+    t->func = malloc(t->cap * sizeof *t->func);
+    t->slots = calloc(t->nslots, sizeof *t->slots);
+    if (!t->parent || !t->func || !t->slots)
+        return -1;
+    t->parent[0] = UINT32_MAX;
+    t->func[0] = UINT32_MAX;
+    t->n = 1;
+    return 0;
+}
+
+static void ftree_free(ftree *t)
+{
+    free(t->parent);
+    free(t->func);
+    free(t->slots);
+}
+
+static int ftree_rehash(ftree *t)
+{
+    size_t nslots = t->nslots * 2;
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t id = 1; id < t->n; id++) {
+        size_t i = ftree_hash(t->parent[id], t->func[id]) & (nslots - 1);
+        while (slots[i])
+            i = (i + 1) & (nslots - 1);
+        slots[i] = id;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return 0;
+}
+
+/* The child of `parent` for `func`, made if new.  Returns its id, or 0 when out of
+ * memory (or past 2^32 nodes). */
+static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t func)
+{
+    size_t i = ftree_hash(parent, func) & (t->nslots - 1);
+    for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
+        uint32_t id = t->slots[i];
+        if (t->parent[id] == parent && t->func[id] == func)
+            return id;
+    }
+    if (t->n >= UINT32_MAX)
+        return 0;
+    if (t->n == t->cap) {
+        size_t cap = t->cap * 2;
+        uint32_t *p = realloc(t->parent, cap * sizeof *p);
+        if (!p)
+            return 0;
+        t->parent = p;
+        uint32_t *f = realloc(t->func, cap * sizeof *f);
+        if (!f)
+            return 0;
+        t->func = f;
+        t->cap = cap;
+    }
+    uint32_t id = (uint32_t)t->n++;
+    t->parent[id] = parent;
+    t->func[id] = func;
+    t->slots[i] = id;
+    if (t->n * 2 > t->nslots && ftree_rehash(t) < 0)
+        return 0;
+    return id;
+}
+
+/* ---- what the page gets --------------------------------------------------------------- */
+
+typedef struct page {
+    const profile *p;
+    ftree tree;
+    uint32_t *func_out;  /* profile func -> index in "funcs", UINT32_MAX: unused */
+    uint32_t *func_list; /* index in "funcs" -> profile func */
+    size_t nfuncs;
+    uint32_t *stack_out;  /* profile stack -> index in "stacks", UINT32_MAX: unused */
+    uint32_t *stack_list; /* index in "stacks" -> profile stack */
+    uint32_t *stack_leaf; /* index in "stacks" -> its leaf node */
+    size_t nstacks;
+    uint32_t *thread_out; /* profile thread -> index in "threads", UINT32_MAX: no samples */
+    uint32_t *order;      /* sample indexes by (thread, time) */
+    size_t *thread_first; /* order[thread_first[t] .. thread_first[t + 1]) */
+    int64_t *proc_offset_us; /* process start, from the earliest process's start */
+    uint64_t t0_unix_ns;
+    int64_t t_min_us, t_max_us;
+} page;
+
+static void page_free(page *g)
+{
+    ftree_free(&g->tree);
+    free(g->func_out);
+    free(g->func_list);
+    free(g->stack_out);
+    free(g->stack_list);
+    free(g->stack_leaf);
+    free(g->thread_out);
+    free(g->order);
+    free(g->thread_first);
+    free(g->proc_offset_us);
+}
+
+static int64_t period_us(const profile_process *pr)
+{
+    int64_t us = (int64_t)(pr->period_ns / 1000);
+    return us > 0 ? us : 1;
+}
+
+static int64_t sample_time(const page *g, const profile_sample *s)
+{
+    return g->proc_offset_us[s->process] + s->t_us;
+}
+
+/* Sorts the samples of each thread by time (they are nearly sorted: each log is written
+ * in time order per writer pass), keeping the log's order for equal times. */
+static const page *sort_page;
+static int cmp_sample(const void *a, const void *b)
+{
+    const page *g = sort_page;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t tx = sample_time(g, &g->p->samples[x]), ty = sample_time(g, &g->p->samples[y]);
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Numbers the stacks and functions that kept samples use, builds the tree of functions
+ * and the per-thread sample order.  Returns 0, or -1 when out of memory. */
+static int page_build(page *g, const profile *p)
+{
+    memset(g, 0, sizeof *g);
+    g->p = p;
+    if (ftree_init(&g->tree) < 0)
+        return -1;
+    size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
+    size_t nt = p->nthreads, nsa = p->nsamples ? p->nsamples : 1;
+    g->func_out = malloc(nf * sizeof *g->func_out);
+    g->func_list = malloc(nf * sizeof *g->func_list);
+    g->stack_out = malloc(ns * sizeof *g->stack_out);
+    g->stack_list = malloc(ns * sizeof *g->stack_list);
+    g->stack_leaf = malloc(ns * sizeof *g->stack_leaf);
+    g->thread_out = malloc((nt ? nt : 1) * sizeof *g->thread_out);
+    g->order = malloc(nsa * sizeof *g->order);
+    g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
+    g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
+    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->stack_leaf ||
+        !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us)
+        return -1;
+    memset(g->func_out, 0xff, nf * sizeof *g->func_out);
+    memset(g->stack_out, 0xff, ns * sizeof *g->stack_out);
+
+    /* One time axis for every process: microseconds since the earliest start. */
+    g->t0_unix_ns = p->nprocs ? p->procs[0].start_unix_ns : 0;
+    for (size_t i = 1; i < p->nprocs; i++)
+        if (p->procs[i].start_unix_ns < g->t0_unix_ns)
+            g->t0_unix_ns = p->procs[i].start_unix_ns;
+    for (size_t i = 0; i < p->nprocs; i++)
+        g->proc_offset_us[i] = (int64_t)((p->procs[i].start_unix_ns - g->t0_unix_ns) / 1000);
+
+    /* Samples grouped by thread (a counting sort), then by time within each thread. */
+    for (size_t i = 0; i < p->nsamples; i++)
+        g->thread_first[p->samples[i].thread + 1]++;
+    for (size_t t = 0; t < nt; t++)
+        g->thread_first[t + 1] += g->thread_first[t];
+    size_t *fill = malloc((nt ? nt : 1) * sizeof *fill);
+    if (!fill)
+        return -1;
+    memcpy(fill, g->thread_first, nt * sizeof *fill);
+    for (size_t i = 0; i < p->nsamples; i++)
+        g->order[fill[p->samples[i].thread]++] = (uint32_t)i;
+    free(fill);
+    sort_page = g;
+    for (size_t t = 0; t < nt; t++) {
+        uint32_t *o = g->order + g->thread_first[t];
+        size_t n = g->thread_first[t + 1] - g->thread_first[t];
+        size_t k = 1;
+        while (k < n && sample_time(g, &p->samples[o[k - 1]]) <=
+                            sample_time(g, &p->samples[o[k]]))
+            k++;
+        if (k < n)
+            qsort(o, n, sizeof *o, cmp_sample);
+    }
+
+    /* Stacks and functions in the order the samples first use them. */
+    size_t nth = 0;
+    g->t_min_us = INT64_MAX;
+    g->t_max_us = INT64_MIN;
+    for (size_t t = 0; t < nt; t++) {
+        g->thread_out[t] = g->thread_first[t + 1] > g->thread_first[t] ? (uint32_t)nth++
+                                                                       : UINT32_MAX;
+        for (size_t k = g->thread_first[t]; k < g->thread_first[t + 1]; k++) {
+            const profile_sample *s = &p->samples[g->order[k]];
+            int64_t ts = sample_time(g, s);
+            if (ts < g->t_min_us)
+                g->t_min_us = ts;
+            if (ts + period_us(&p->procs[s->process]) > g->t_max_us)
+                g->t_max_us = ts + period_us(&p->procs[s->process]);
+            if (g->stack_out[s->stack] != UINT32_MAX)
+                continue;
+            const profile_stack *st = &p->stacks[s->stack];
+            uint32_t node = 0;
+            for (uint32_t d = 0; d < st->nframes; d++) {
+                uint32_t f = p->frames[st->first + d].func;
+                if (g->func_out[f] == UINT32_MAX) {
+                    g->func_list[g->nfuncs] = f;
+                    g->func_out[f] = (uint32_t)g->nfuncs++;
+                }
+                node = ftree_child(&g->tree, node, g->func_out[f]);
+                if (!node)
+                    return -1;
+            }
+            g->stack_list[g->nstacks] = s->stack;
+            g->stack_leaf[g->nstacks] = node;
+            g->stack_out[s->stack] = (uint32_t)g->nstacks++;
+        }
+    }
+    for (size_t i = 0; i < p->nrss; i++) {
+        int64_t ts = g->proc_offset_us[p->rss[i].process] + p->rss[i].t_us;
+        if (ts < g->t_min_us)
+            g->t_min_us = ts;
+        if (ts > g->t_max_us)
+            g->t_max_us = ts;
+    }
+    if (g->t_min_us > g->t_max_us) { /* nothing timed at all */
+        g->t_min_us = 0;
+        g->t_max_us = 1;
+    }
+    return 0;
+}
+
+/* ---- the JSON document ------------------------------------------------------------- */
+
+static const char *clock_name(int clock)
+{
+    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
+}
+
+static void write_argv_line(FILE *f, const profile_process *pr)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (m) {
+        cli_print_argv(m, pr->argv, pr->argc);
+        if (fclose(m) == 0 && line) {
+            cli_json_str(f, line);
+            free(line);
+            return;
+        }
+        free(line);
+    }
+    cli_json_str(f, "");
+}
+
+static void write_procs(FILE *f, const page *g)
+{
+    const profile *p = g->p;
+    fputs(",\n\"procs\":[", f);
+    for (size_t i = 0; i < p->nprocs; i++) {
+        const profile_process *pr = &p->procs[i];
+        char buf[256];
+        fprintf(f, "%s{\"pid\":%" PRIu64 ",\"ppid\":%" PRIu64 ",\"run\":", i ? ",\n" : "",
+                pr->pid, pr->ppid);
+        cli_json_str(f, pr->run_id);
+        fputs(",\"cmd\":", f);
+        write_argv_line(f, pr);
+        fputs(",\"python\":", f);
+        cli_json_str(f, pr->python_version);
+        fputs(",\"log\":", f);
+        cli_json_str(f, pr->path);
+        fputs(",\"ended\":", f);
+        cli_json_str(f, cli_fmt_end(pr, buf, sizeof buf));
+        fprintf(f,
+                ",\"clock\":\"%s\",\"period_us\":%" PRId64 ",\"start_us\":%" PRId64
+                ",\"duration_s\":%.6f,\"samples\":%" PRIu64 ",\"dropped\":%" PRIu64
+                ",\"rss\":[",
+                clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
+                profile_process_duration(p, i), pr->samples, profile_process_dropped(p, i));
+        /* RSS points as (microseconds since the previous point, KiB). */
+        int64_t prev = 0;
+        const char *sep = "";
+        for (size_t r = 0; r < p->nrss; r++) {
+            if (p->rss[r].process != i)
+                continue;
+            int64_t ts = g->proc_offset_us[i] + p->rss[r].t_us;
+            fprintf(f, "%s%" PRId64 ",%" PRIu64, sep, ts - prev, p->rss[r].bytes / 1024);
+            prev = ts;
+            sep = ",";
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+}
+
+/* Each thread's runs: (start - end of the previous run, end - start, stack, samples), the
+ * times in microseconds on the common axis, a run's end being its last sample's time. */
+static void write_threads(FILE *f, const page *g)
+{
+    const profile *p = g->p;
+    fputs(",\n\"threads\":[", f);
+    const char *tsep = "";
+    for (size_t t = 0; t < p->nthreads; t++) {
+        if (g->thread_out[t] == UINT32_MAX)
+            continue;
+        const profile_thread *th = &p->threads[t];
+        fprintf(f, "%s{\"p\":%" PRIu32 ",\"tid\":%" PRIu64 ",\"name\":", tsep, th->process,
+                th->tid);
+        tsep = ",\n";
+        cli_json_str(f, th->name);
+        fprintf(f, ",\"samples\":%" PRIu64 ",\"runs\":[", th->samples);
+        int64_t gap = RUN_GAP_PERIODS * period_us(&p->procs[th->process]);
+        int64_t prev_end = 0, start = 0, last = 0;
+        uint32_t stack = 0;
+        uint64_t count = 0;
+        const char *sep = "";
+        for (size_t k = g->thread_first[t]; k <= g->thread_first[t + 1]; k++) {
+            int64_t ts = 0;
+            uint32_t st = 0;
+            if (k < g->thread_first[t + 1]) {
+                const profile_sample *s = &p->samples[g->order[k]];
+                ts = sample_time(g, s);
+                st = g->stack_out[s->stack];
+                if (count && st == stack && ts - last < gap) {
+                    last = ts;
+                    count++;
+                    continue;
+                }
+            }
+            if (count) {
+                fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRIu64, sep,
+                        start - prev_end, last - start, stack, count);
+                sep = ",";
+                prev_end = last;
+            }
+            start = last = ts;
+            stack = st;
+            count = 1;
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+}
+
+static void write_funcs_nodes_stacks(FILE *f, const page *g)
+{
+    const profile *p = g->p;
+    fputs(",\n\"funcs\":[", f);
+    for (size_t i = 0; i < g->nfuncs; i++) {
+        const profile_func *fn = &p->funcs[g->func_list[i]];
+        fputs(i ? ",\n[" : "\n[", f);
+        cli_json_str(f, fn->name);
+        fputc(',', f);
+        cli_json_str(f, fn->file);
+        fprintf(f, ",%" PRId64 "]", fn->line);
+    }
+    /* Nodes 1.. as (parent, function); node 0, the root, is implicit. */
+    fputs("],\n\"nodes\":[", f);
+    for (size_t i = 1; i < g->tree.n; i++)
+        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.parent[i],
+                g->tree.func[i]);
+    /* Stacks as (leaf node, the line of each frame outermost first; -1: unknown). */
+    fputs("],\n\"stacks\":[", f);
+    for (size_t i = 0; i < g->nstacks; i++) {
+        const profile_stack *st = &p->stacks[g->stack_list[i]];
+        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->stack_leaf[i]);
+        for (uint32_t d = 0; d < st->nframes; d++)
+            fprintf(f, ",%" PRId32, p->frames[st->first + d].line);
+        fputc(']', f);
+    }
+    fputc(']', f);
+}
+
+static void write_json(FILE *f, const page *g, const char *title)
+{
+    const profile *p = g->p;
+    fputs("{\"format\":1,\"tool\":", f);
+    cli_json_str(f, "pyprof " PYPROF_VERSION_STRING);
+    fputs(",\"title\":", f);
+    cli_json_str(f, title);
+    fprintf(f,
+            ",\"t0_unix_ns\":%" PRIu64 ",\"t_min_us\":%" PRId64 ",\"t_max_us\":%" PRId64
+            ",\"samples\":%zu,\n\"warnings\":[",
+            g->t0_unix_ns, g->t_min_us, g->t_max_us, p->nsamples);
+    for (size_t i = 0; i < p->nwarnings; i++) {
+        if (i)
+            fputc(',', f);
+        cli_json_str(f, p->warnings[i]);
+    }
+    fputc(']', f);
+    write_procs(f, g);
+    write_threads(f, g);
+    write_funcs_nodes_stacks(f, g);
+    fputs("}", f);
+}
+
+/* Writes JSON text into the page: '<', '>' and '&' only occur inside strings there, and
+ * as \u escapes they cannot end the script element ("</script>"), open a comment ("<!--")
+ * or be read as markup, while JSON.parse gives the same string back. */
+static void write_escaped_json(FILE *out, const char *s, size_t len)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *esc = s[i] == '<' ? "\\u003c" : s[i] == '>' ? "\\u003e"
+                                                  : s[i] == '&' ? "\\u0026" : NULL;
+        if (!esc)
+            continue;
+        fwrite(s + from, 1, i - from, out);
+        fputs(esc, out);
+        from = i + 1;
+    }
+    fwrite(s + from, 1, len - from, out);
+}
+
+static int write_page(const page *g, const char *title, const char *path)
+{
+    const char *tpl = pyprof_viewer_html;
+    size_t tpl_len = (size_t)(pyprof_viewer_html_end - pyprof_viewer_html);
+    const char *mark = memmem(tpl, tpl_len, DATA_MARKER, strlen(DATA_MARKER));
+    if (!mark) {
+        cli_error("html: the embedded page template has no data marker (a build problem)");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *m = open_memstream(&json, &json_len);
+    if (!m) {
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    write_json(m, g, title);
+    if (ferror(m) | fclose(m)) {
+        free(json);
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+
+    int to_stdout = !strcmp(path, "-");
+    FILE *out = to_stdout ? stdout : fopen(path, "w");
+    if (!out) {
+        cli_error("%s: cannot create: %s", path, strerror(errno));
+        free(json);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    /* A page cut short is removed, but only a regular file: never a device or a pipe the
+     * user named (-o /dev/stdout). */
+    struct stat st;
+    int regular = !to_stdout && fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode);
+    fwrite(tpl, 1, (size_t)(mark - tpl), out);
+    write_escaped_json(out, json, json_len);
+    const char *rest = mark + strlen(DATA_MARKER);
+    fwrite(rest, 1, (size_t)(tpl + tpl_len - rest), out);
+    free(json);
+    if (to_stdout)
+        return CLI_EXIT_OK; /* main checks that stdout got everything */
+    int bad = ferror(out), err = errno;
+    if (fclose(out) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        cli_error("%s: cannot write: %s", path, strerror(err ? err : EIO));
+        if (regular)
+            unlink(path);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}
+
+static char *default_title(const profile *p)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (!m)
+        return NULL;
+    fputs("pyprof: ", m);
+    if (p->nprocs)
+        cli_print_argv(m, p->procs[0].argv, p->procs[0].argc);
+    if (p->nprocs > 1)
+        fprintf(m, " (+%zu processes)", p->nprocs - 1);
+    if (fclose(m)) {
+        free(line);
+        return NULL;
+    }
+    return line;
+}
+
+int cmd_html(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"title", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        CLI_FILTER_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    cli_filter cf;
+    memset(&cf, 0, sizeof cf);
+    profile *p = NULL;
+    page g;
+    memset(&g, 0, sizeof g);
+    const char *output = NULL, *title = NULL;
+    char *made_title = NULL;
+    int rc = CLI_EXIT_OK, c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        int fr = cli_filter_option(&cf, "html", c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr) {
+            rc = fr;
+            goto cleanup;
+        }
+        switch (c) {
+        case 'o':
+            output = optarg;
+            break;
+        case 'T':
+            title = optarg;
+            break;
+        case 'h':
+            fputs(cmd_html_usage, stdout);
+            goto cleanup;
+        default:
+            rc = cli_bad_option("html", c, argv);
+            goto cleanup;
+        }
+    }
+    if (optind >= argc) {
+        rc = cli_usage_error("html", "no log given");
+        goto cleanup;
+    }
+    if (!output || !output[0]) {
+        rc = cli_usage_error("html", "no output file given (-o FILE.html)");
+        goto cleanup;
+    }
+    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
+    if (rc)
+        goto cleanup;
+    if (!title) {
+        title = made_title = default_title(p);
+        if (!title)
+            title = "pyprof";
+    }
+    if (page_build(&g, p) < 0) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_BAD_INPUT;
+        goto cleanup;
+    }
+    rc = write_page(&g, title, output);
+
+cleanup:
+    page_free(&g);
+    free(made_title);
+    profile_free(p);
+    cli_filter_free(&cf);
+    return rc;
+}

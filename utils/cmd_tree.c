@@ -1,0 +1,296 @@
+/*
+ * cmd_tree: `pyprof tree` — the call tree of one or more logs, every process and thread
+ * merged into one tree (the filters split it), with each node's total and self share of
+ * the samples, pruned below --min percent and cut at --depth; as indented text or as one
+ * nested JSON object (--json).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "cli.h"
+
+const char cmd_tree_usage[] =
+    "usage: pyprof tree [options] LOG... | DIR...\n"
+    "\n"
+    "Prints the call tree: each line is a function called from the line above it, with\n"
+    "its total share (samples taken while it was on the stack) and self share (samples\n"
+    "taken in it), in percent of all samples and in samples.  Children are sorted by\n"
+    "total.  Every process and thread is merged into one tree, so threads that start in\n"
+    "the same function share its branch; use --pid and --thread to see one of them.  A\n"
+    "recursive call is a deeper node, so no share is counted twice.\n"
+    "\n"
+    "options:\n"
+    "  --min PERCENT    hide the calls below PERCENT of all samples (default 1; 0 shows\n"
+    "                   every call)\n"
+    "  --depth N        show N levels of calls at most; a line ending in '...' has\n"
+    "                   callees below the cut\n"
+    "  --json           print the tree as one JSON object: samples, min_percent, depth,\n"
+    "                   roots (each node: name, file, line, total, self, "
+    "children)\n" CLI_FILTER_HELP "  -h, --help       show this text\n"
+    "\n"
+    "A truncated log is shown up to where it ends, with a warning.  Exit status: 0 ok,\n"
+    "1 bad input, 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof tree /tmp/pyprof.Ab12Cd\n"
+    "  pyprof tree --min 5 --depth 8 pyprof.python3.4242.x1y2z3.lz4\n"
+    "  pyprof tree --thread 4243 --min 0 logs/\n"
+    "  pyprof tree --json logs/ | jq '.roots[0].children[:3]'\n";
+
+typedef struct tree_opts {
+    double min_pct;
+    uint32_t depth; /* 0: no limit */
+    int json;
+} tree_opts;
+
+typedef struct tree_out {
+    const profile *p;
+    const calltree *t;
+    const tree_opts *o;
+    uint64_t min_samples; /* a node is shown when its total reaches this */
+    int oom;
+} tree_out;
+
+/* The function's name and where it starts, control characters shown as '?' so that no
+ * name from the profiled program can move the terminal's cursor. */
+static void print_func_plain(const profile_func *f)
+{
+    for (const unsigned char *s = (const unsigned char *)f->name; *s; s++)
+        putchar(*s < 0x20 || *s == 0x7f ? '?' : *s);
+    if (!f->file[0])
+        return;
+    fputs(" (", stdout);
+    for (const unsigned char *s = (const unsigned char *)f->file; *s; s++)
+        putchar(*s < 0x20 || *s == 0x7f ? '?' : *s);
+    printf(":%" PRId64 ")", f->line);
+}
+
+static int node_shown(const tree_out *w, uint32_t n)
+{
+    return w->t->nodes[n].total >= w->min_samples && w->t->nodes[n].total > 0;
+}
+
+/* Whether node `n` has a child above --min that --depth hides. */
+static int cut_below(const tree_out *w, uint32_t n)
+{
+    const calltree_node *node = &w->t->nodes[n];
+    if (!w->o->depth || node->depth < w->o->depth)
+        return 0;
+    for (uint32_t c = node->first_child; c != CALLTREE_NONE; c = w->t->nodes[c].next_sibling)
+        if (node_shown(w, c))
+            return 1;
+    return 0;
+}
+
+/* The shown children of `n` in order; sets *count.  NULL with w->oom on failure. */
+static uint32_t *shown_children(tree_out *w, uint32_t n, size_t *count)
+{
+    *count = 0;
+    if (w->o->depth && w->t->nodes[n].depth >= w->o->depth)
+        return NULL;
+    uint32_t *kids;
+    size_t nk = calltree_children(w->t, w->p, n, &kids);
+    if (nk == (size_t)-1) {
+        w->oom = 1;
+        return NULL;
+    }
+    while (*count < nk && node_shown(w, kids[*count]))
+        (*count)++; /* sorted by total, so the shown ones come first */
+    return kids;
+}
+
+static void print_text_node(tree_out *w, uint32_t n, char *prefix, size_t plen, int last)
+{
+    const calltree_node *node = &w->t->nodes[n];
+    uint64_t all = w->p->nsamples;
+    printf("  %5.1f%% %9" PRIu64 " %6.1f%% %9" PRIu64 "  %s", cli_pct(node->total, all),
+           node->total, cli_pct(node->self, all), node->self, prefix);
+    /* Outermost frames stand at the margin; below them each level adds a guide. */
+    if (node->depth > 1)
+        fputs(last ? "`- " : "|- ", stdout);
+    print_func_plain(&w->p->funcs[node->func]);
+    if (cut_below(w, n))
+        fputs(" ...", stdout);
+    putchar('\n');
+
+    size_t nk;
+    uint32_t *kids = shown_children(w, n, &nk);
+    if (node->depth > 1) {
+        memcpy(prefix + plen, last ? "   " : "|  ", 4);
+        plen += 3;
+    }
+    for (size_t k = 0; k < nk && !w->oom; k++)
+        print_text_node(w, kids[k], prefix, plen, k + 1 == nk);
+    prefix[plen - (node->depth > 1 ? 3 : 0)] = 0;
+    free(kids);
+}
+
+static void print_json_node(tree_out *w, uint32_t n)
+{
+    const calltree_node *node = &w->t->nodes[n];
+    const profile_func *f = &w->p->funcs[node->func];
+    fputs("{\"name\": ", stdout);
+    cli_json_str(stdout, f->name);
+    fputs(", \"file\": ", stdout);
+    cli_json_str(stdout, f->file);
+    printf(", \"line\": %" PRId64 ", \"total\": %" PRIu64 ", \"self\": %" PRIu64
+           ", \"children\": [",
+           f->line, node->total, node->self);
+    size_t nk;
+    uint32_t *kids = shown_children(w, n, &nk);
+    for (size_t k = 0; k < nk && !w->oom; k++) {
+        if (k)
+            fputs(", ", stdout);
+        print_json_node(w, kids[k]);
+    }
+    fputs("]}", stdout);
+    free(kids);
+}
+
+static size_t max_stack_depth(const profile *p)
+{
+    size_t d = 0;
+    for (size_t s = 0; s < p->nstacks; s++)
+        if (p->stacks[s].nframes > d)
+            d = p->stacks[s].nframes;
+    return d;
+}
+
+static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
+{
+    tree_out w = {p, t, o, 0, 0};
+    /* The threshold in samples, rounded up: a node at exactly --min percent is shown. */
+    w.min_samples = (uint64_t)ceil(o->min_pct * (double)p->nsamples / 100.0 - 1e-9);
+    size_t nk;
+    uint32_t *roots = shown_children(&w, CALLTREE_ROOT, &nk);
+    if (o->json) {
+        printf("{\"samples\": %zu, \"min_percent\": %g, \"depth\": ", p->nsamples, o->min_pct);
+        if (o->depth)
+            printf("%" PRIu32, o->depth);
+        else
+            fputs("null", stdout);
+        fputs(", \"roots\": [", stdout);
+        for (size_t k = 0; k < nk && !w.oom; k++) {
+            fputs(k ? ",\n  " : "\n  ", stdout);
+            print_json_node(&w, roots[k]);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        printf("pyprof tree: %zu process%s, %zu thread%s, %zu samples, merged", p->nprocs,
+               p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",
+               p->nsamples);
+        if (o->min_pct > 0)
+            printf("; calls under %g%% hidden", o->min_pct);
+        if (o->depth)
+            printf("; %" PRIu32 " levels shown", o->depth);
+        putchar('\n');
+        printf("  %6s %9s %7s %9s  %s\n", "total%", "total", "self%", "self", "function");
+        /* Guides take three bytes per level below the outermost. */
+        char *prefix = calloc(3 * max_stack_depth(p) + 4, 1);
+        if (!prefix)
+            w.oom = 1;
+        for (size_t k = 0; k < nk && !w.oom; k++)
+            print_text_node(&w, roots[k], prefix, 0, k + 1 == nk);
+        free(prefix);
+        if (!p->nsamples)
+            printf("no samples\n");
+    }
+    free(roots);
+    if (w.oom) {
+        cli_error("out of memory");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int parse_tree_option(tree_opts *o, int c, const char *arg)
+{
+    char *end;
+    if (c == 'm') {
+        double v = strtod(arg, &end);
+        if (!arg[0] || *end || !isfinite(v) || v < 0 || v > 100)
+            return cli_usage_error("tree", "--min: '%s' is not a percentage from 0 to 100",
+                                   arg);
+        o->min_pct = v;
+    } else {
+        long v = strtol(arg, &end, 10);
+        if (!arg[0] || *end || v < 1 || v > 1000000)
+            return cli_usage_error("tree", "--depth: '%s' is not a number from 1 to 1000000",
+                                   arg);
+        o->depth = (uint32_t)v;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_tree(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"min", required_argument, NULL, 'm'},
+        {"depth", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        CLI_FILTER_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    tree_opts o = {1.0, 0, 0};
+    cli_filter cf;
+    memset(&cf, 0, sizeof cf);
+    profile *p = NULL;
+    profile_agg agg;
+    memset(&agg, 0, sizeof agg);
+    calltree t;
+    memset(&t, 0, sizeof t);
+    int rc = CLI_EXIT_OK, c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        int fr = cli_filter_option(&cf, "tree", c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr) {
+            rc = fr;
+            goto cleanup;
+        }
+        switch (c) {
+        case 'm':
+        case 'd':
+            rc = parse_tree_option(&o, c, optarg);
+            if (rc)
+                goto cleanup;
+            break;
+        case 'j':
+            o.json = 1;
+            break;
+        case 'h':
+            fputs(cmd_tree_usage, stdout);
+            goto cleanup;
+        default:
+            rc = cli_bad_option("tree", c, argv);
+            goto cleanup;
+        }
+    }
+    if (optind >= argc) {
+        rc = cli_usage_error("tree", "no log given");
+        goto cleanup;
+    }
+    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
+    if (rc)
+        goto cleanup;
+    if (profile_aggregate(p, &agg) < 0 || calltree_build(&t, p, agg.stack_weight, 0) < 0) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_BAD_INPUT;
+        goto cleanup;
+    }
+    rc = print_tree(p, &t, &o);
+
+cleanup:
+    calltree_free(&t);
+    profile_agg_free(&agg);
+    profile_free(p);
+    cli_filter_free(&cf);
+    return rc;
+}

@@ -1,0 +1,422 @@
+/*
+ * export_pprof: the profile.proto format of pprof (github.com/google/pprof,
+ * proto/profile.proto), gzipped — what `go tool pprof`, Pyroscope and Grafana read.
+ *
+ *   sample_type   [samples/count, cpu/nanoseconds] (wall/nanoseconds for wall-clock logs)
+ *   sample        one per (thread, stack): location ids from the innermost frame out,
+ *                 values [samples, nanoseconds], labels pid and tid (numbers) and thread
+ *                 (the thread's name, when it has one)
+ *   location      one per (function, line) met on a stack, with one line entry
+ *   function      one per function: name (the qualified name), file, first line
+ *   string_table  every string once, "" first, as UTF-8 (other bytes become U+FFFD)
+ *   time_nanos, duration_nanos, period_type, period  from the logs' headers
+ *
+ * The protobuf wire format is small enough to write by hand: varints (wire type 0) and
+ * length-delimited fields (type 2) for strings, nested messages and packed repeated
+ * numbers.  A nested message is encoded into a scratch buffer first, then appended with
+ * its length.  The encoded profile is gzipped with zlib as it is written out.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "cli.h"
+#include "export.h"
+
+/* ---- protobuf encoding -------------------------------------------------------------- */
+
+typedef struct pb {
+    uint8_t *b;
+    size_t len, cap;
+    int oom;
+} pb;
+
+static void pb_put(pb *b, const void *data, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *nb = realloc(b->b, cap);
+        if (!nb) {
+            b->oom = 1;
+            return;
+        }
+        b->b = nb;
+        b->cap = cap;
+    }
+    memcpy(b->b + b->len, data, n);
+    b->len += n;
+}
+
+static void pb_varint(pb *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    pb_put(b, tmp, n);
+}
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+static void pb_key(pb *b, uint32_t field, int wire)
+{
+    pb_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A number field; zero is the default and is left out, as proto3 does. */
+static void pb_num(pb *b, uint32_t field, int64_t v)
+{
+    if (!v)
+        return;
+    pb_key(b, field, WIRE_VARINT);
+    pb_varint(b, (uint64_t)v); /* int64: negative values take ten bytes, as in protobuf */
+}
+
+static void pb_bytes(pb *b, uint32_t field, const void *data, size_t n)
+{
+    pb_key(b, field, WIRE_LEN);
+    pb_varint(b, n);
+    pb_put(b, data, n);
+}
+
+/* Appends the message in `sub` as field `field` of `b`, and empties `sub`. */
+static void pb_msg(pb *b, uint32_t field, pb *sub)
+{
+    if (sub->oom)
+        b->oom = 1;
+    pb_bytes(b, field, sub->b, sub->len);
+    sub->len = 0;
+}
+
+/* ---- tables: strings and locations ---------------------------------------------------- */
+
+typedef struct strtab {
+    const char **strs;
+    size_t n, cap;
+    uint32_t *slots; /* index + 1; 0 is empty */
+    size_t nslots;
+} strtab;
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int strtab_grow(strtab *t)
+{
+    size_t n = t->nslots ? 2 * t->nslots : 1024;
+    uint32_t *s = calloc(n, sizeof *s);
+    const char **strs = realloc(t->strs, n / 2 * sizeof *strs);
+    if (!s || !strs) {
+        free(s);
+        if (strs)
+            t->strs = strs;
+        return -1;
+    }
+    t->strs = strs;
+    t->cap = n / 2;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t j = str_hash(t->strs[i]) & (n - 1);
+        while (s[j])
+            j = (j + 1) & (n - 1);
+        s[j] = (uint32_t)i + 1;
+    }
+    free(t->slots);
+    t->slots = s;
+    t->nslots = n;
+    return 0;
+}
+
+/* The index of `s` in the string table, added when new; -1 when out of memory.  The
+ * string is not copied: it must outlive the table. */
+static int64_t strtab_index(strtab *t, const char *s)
+{
+    if (t->n + 1 > t->cap && strtab_grow(t) < 0)
+        return -1;
+    size_t mask = t->nslots - 1, j = str_hash(s) & mask;
+    for (; t->slots[j]; j = (j + 1) & mask)
+        if (!strcmp(t->strs[t->slots[j] - 1], s))
+            return t->slots[j] - 1;
+    t->strs[t->n] = s;
+    t->slots[j] = (uint32_t)++t->n;
+    return (int64_t)t->n - 1;
+}
+
+static void strtab_free(strtab *t)
+{
+    free(t->strs);
+    free(t->slots);
+}
+
+/* Location ids by (function, line): key func << 32 | line, id from 1. */
+typedef struct loctab {
+    uint64_t *keys;
+    uint32_t *ids; /* 0: empty slot */
+    size_t n, nslots;
+} loctab;
+
+static uint64_t loc_key(const profile_frame *f)
+{
+    return (uint64_t)f->func << 32 | (uint32_t)f->line;
+}
+
+static int loctab_grow(loctab *t)
+{
+    size_t n = t->nslots ? 2 * t->nslots : 1024;
+    uint64_t *k = calloc(n, sizeof *k);
+    uint32_t *v = calloc(n, sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < t->nslots; i++) {
+        if (!t->ids[i])
+            continue;
+        size_t j = (t->keys[i] * 0x9e3779b97f4a7c15ull >> 20) & (n - 1);
+        while (v[j])
+            j = (j + 1) & (n - 1);
+        k[j] = t->keys[i];
+        v[j] = t->ids[i];
+    }
+    free(t->keys);
+    free(t->ids);
+    t->keys = k;
+    t->ids = v;
+    t->nslots = n;
+    return 0;
+}
+
+/* The location id of frame `f`, numbered in order of first sight; 0 when out of memory.
+ * *is_new tells the caller to describe it. */
+static uint32_t loctab_id(loctab *t, const profile_frame *f, int *is_new)
+{
+    *is_new = 0;
+    if ((t->n + 1) * 2 > t->nslots && loctab_grow(t) < 0)
+        return 0;
+    uint64_t key = loc_key(f);
+    size_t mask = t->nslots - 1, j = (key * 0x9e3779b97f4a7c15ull >> 20) & mask;
+    for (; t->ids[j]; j = (j + 1) & mask)
+        if (t->keys[j] == key)
+            return t->ids[j];
+    t->keys[j] = key;
+    t->ids[j] = (uint32_t)++t->n;
+    *is_new = 1;
+    return t->ids[j];
+}
+
+/* ---- the profile ------------------------------------------------------------------------ */
+
+typedef struct pprof_out {
+    const profile *p;
+    strtab strings;
+    loctab locs;
+    pb msg;       /* the Profile message but its string table */
+    pb locations; /* the Location messages, as fields of Profile */
+    pb sub, sub2; /* scratch for the message being built */
+    pb loc, line; /* scratch for a Location, built in the middle of a Sample */
+} pprof_out;
+
+static int cmp_thread_stack(const void *a, const void *b, void *arg)
+{
+    const profile *p = arg;
+    const profile_sample *x = &p->samples[*(const uint32_t *)a];
+    const profile_sample *y = &p->samples[*(const uint32_t *)b];
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return (x->stack > y->stack) - (x->stack < y->stack);
+}
+
+static int64_t str_idx(pprof_out *w, const char *s)
+{
+    int64_t i = strtab_index(&w->strings, s);
+    if (i < 0)
+        w->msg.oom = 1;
+    return i < 0 ? 0 : i;
+}
+
+static void value_type(pprof_out *w, uint32_t field, const char *type, const char *unit)
+{
+    pb_num(&w->sub, 1, str_idx(w, type));
+    pb_num(&w->sub, 2, str_idx(w, unit));
+    pb_msg(&w->msg, field, &w->sub);
+}
+
+static void add_location(pprof_out *w, uint32_t id, const profile_frame *f)
+{
+    pb_num(&w->line, 1, f->func + 1); /* Line.function_id */
+    pb_num(&w->line, 2, f->line > 0 ? f->line : 0);
+    pb_num(&w->loc, 1, id); /* Location.id */
+    pb_msg(&w->loc, 4, &w->line);
+    pb_msg(&w->locations, 4, &w->loc);
+}
+
+static void label(pprof_out *w, const char *key, const char *str, int64_t num)
+{
+    pb_num(&w->sub2, 1, str_idx(w, key));
+    if (str)
+        pb_num(&w->sub2, 2, str_idx(w, str));
+    else
+        pb_num(&w->sub2, 3, num);
+    pb_msg(&w->sub, 3, &w->sub2);
+}
+
+/* One Sample: a stack of one thread, n samples standing for ns nanoseconds. */
+static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64_t ns)
+{
+    const profile *p = w->p;
+    const profile_stack *st = &p->stacks[s->stack];
+    const profile_thread *t = &p->threads[s->thread];
+    /* location_id, packed, from the innermost frame out. */
+    for (uint32_t k = st->nframes; k-- > 0;) {
+        int is_new;
+        const profile_frame *f = &p->frames[st->first + k];
+        uint32_t id = loctab_id(&w->locs, f, &is_new);
+        if (!id)
+            w->msg.oom = 1;
+        else if (is_new)
+            add_location(w, id, f);
+        pb_varint(&w->sub2, id);
+    }
+    if (st->nframes)
+        pb_msg(&w->sub, 1, &w->sub2);
+    pb_varint(&w->sub2, n);
+    pb_varint(&w->sub2, ns);
+    pb_msg(&w->sub, 2, &w->sub2);
+    label(w, "pid", NULL, (int64_t)p->procs[t->process].pid);
+    label(w, "tid", NULL, (int64_t)t->tid);
+    if (t->name[0])
+        label(w, "thread", t->name, 0);
+    pb_msg(&w->msg, 2, &w->sub);
+}
+
+static int add_samples(pprof_out *w)
+{
+    const profile *p = w->p;
+    uint32_t *order = malloc((p->nsamples ? p->nsamples : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < p->nsamples; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, p->nsamples, sizeof *order, cmp_thread_stack, (void *)p);
+    for (size_t i = 0; i < p->nsamples;) {
+        size_t begin = i;
+        uint64_t us = 0;
+        for (; i < p->nsamples && !cmp_thread_stack(&order[i], &order[begin], (void *)p); i++)
+            us += export_sample_us(p, &p->samples[order[i]]);
+        add_sample(w, &p->samples[order[begin]], i - begin, us * 1000);
+    }
+    free(order);
+    return 0;
+}
+
+static void add_functions(pprof_out *w)
+{
+    for (uint32_t f = 0; f < w->p->nfuncs; f++) {
+        const profile_func *fn = &w->p->funcs[f];
+        int64_t name = str_idx(w, fn->name);
+        pb_num(&w->sub, 1, f + 1);
+        /* No system_name: pprof "demangles" a function whose name equals its system
+         * name, and its C++ heuristics strip "<...>" — "<module>" would vanish. */
+        pb_num(&w->sub, 2, name);
+        pb_num(&w->sub, 4, str_idx(w, fn->file));
+        pb_num(&w->sub, 5, fn->line > 0 ? fn->line : 0);
+        pb_msg(&w->msg, 5, &w->sub);
+    }
+}
+
+static void add_header(pprof_out *w)
+{
+    const profile *p = w->p;
+    int wall = p->nprocs && p->procs[0].clock == PYPROF_CLOCK_WALL;
+    uint64_t start = 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (!start || p->procs[i].start_unix_ns < start)
+            start = p->procs[i].start_unix_ns;
+    str_idx(w, ""); /* string_table[0] must be "" */
+    value_type(w, 1, "samples", "count");
+    value_type(w, 1, wall ? "wall" : "cpu", "nanoseconds");
+    pb_num(&w->msg, 9, (int64_t)start);
+    pb_num(&w->msg, 10, (int64_t)(profile_duration(p) * 1e9));
+    value_type(w, 11, wall ? "wall" : "cpu", "nanoseconds");
+    pb_num(&w->msg, 12, p->nprocs ? (int64_t)p->procs[0].period_ns : 0);
+}
+
+/* ---- gzip ---------------------------------------------------------------------------------
+ */
+
+static int gzip_write(FILE *out, const pb *parts[], size_t nparts)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
+        return -1;
+    uint8_t buf[1 << 16];
+    int zr = Z_OK;
+    for (size_t i = 0; i < nparts && zr != Z_STREAM_ERROR; i++) {
+        int flush = i + 1 == nparts ? Z_FINISH : Z_NO_FLUSH;
+        z.next_in = parts[i]->b;
+        z.avail_in = (uInt)parts[i]->len;
+        do {
+            z.next_out = buf;
+            z.avail_out = sizeof buf;
+            zr = deflate(&z, flush);
+            fwrite(buf, 1, sizeof buf - z.avail_out, out);
+        } while (z.avail_out == 0 || (flush == Z_FINISH && zr == Z_OK));
+    }
+    deflateEnd(&z);
+    return zr == Z_STREAM_END ? 0 : -1;
+}
+
+int export_pprof(FILE *out, const profile *p, const export_opts *o)
+{
+    (void)o;
+    pprof_out w;
+    memset(&w, 0, sizeof w);
+    w.p = p;
+    pb strings = {0};
+    int rc = -1;
+    add_header(&w);
+    if (add_samples(&w) < 0)
+        goto cleanup;
+    add_functions(&w);
+    for (size_t i = 0; i < w.strings.n; i++) {
+        /* protobuf strings are UTF-8, and strict decoders refuse anything else. */
+        char *clean = cli_utf8_dup(w.strings.strs[i]);
+        if (!clean)
+            goto cleanup;
+        pb_bytes(&strings, 6, clean, strlen(clean));
+        free(clean);
+    }
+    if (w.msg.oom || w.locations.oom || w.sub.oom || w.sub2.oom || w.loc.oom || w.line.oom ||
+        strings.oom)
+        goto cleanup;
+    const pb *parts[] = {&w.msg, &w.locations, &strings};
+    rc = gzip_write(out, parts, 3);
+cleanup:
+    free(w.msg.b);
+    free(w.locations.b);
+    free(w.sub.b);
+    free(w.sub2.b);
+    free(w.loc.b);
+    free(w.line.b);
+    free(strings.b);
+    strtab_free(&w.strings);
+    free(w.locs.keys);
+    free(w.locs.ids);
+    return rc < 0 ? export_oom() : 0;
+}

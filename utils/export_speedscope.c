@@ -1,0 +1,180 @@
+/*
+ * export_speedscope: speedscope's own JSON file format
+ * (https://www.speedscope.app/file-format-schema.json).  One frame per function in
+ * shared.frames (name, file, first line); one "sampled" profile per thread of each
+ * process, named "pid P tid T (NAME)", whose samples are stacks of frame indices from
+ * the outermost frame in, in time order, each with its weight in microseconds (the time
+ * the sample stands for).  Consecutive samples with the same stack become one sample of
+ * their summed weight: speedscope draws them the same way and the file stays small.  The
+ * busiest thread is the one speedscope opens on.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pyprof/pyprof.h>
+
+#include "cli.h"
+#include "export.h"
+
+#define NO_FRAME UINT32_MAX
+
+/* Numbers the functions that appear in some kept stack.  Returns the count. */
+static uint32_t number_frames(const profile *p, uint32_t *frame_of)
+{
+    for (size_t f = 0; f < p->nfuncs; f++)
+        frame_of[f] = NO_FRAME;
+    uint32_t n = 0;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const profile_stack *st = &p->stacks[p->samples[i].stack];
+        for (uint32_t k = 0; k < st->nframes; k++) {
+            uint32_t f = p->frames[st->first + k].func;
+            if (frame_of[f] == NO_FRAME)
+                frame_of[f] = n++;
+        }
+    }
+    return n;
+}
+
+static int put_frames(FILE *out, const profile *p, const uint32_t *frame_of, uint32_t n)
+{
+    uint32_t *func_at = malloc((n ? n : 1) * sizeof *func_at);
+    if (!func_at)
+        return -1;
+    for (size_t f = 0; f < p->nfuncs; f++)
+        if (frame_of[f] != NO_FRAME)
+            func_at[frame_of[f]] = (uint32_t)f;
+    for (uint32_t i = 0; i < n; i++) {
+        const profile_func *f = &p->funcs[func_at[i]];
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
+        cli_json_str(out, f->name);
+        if (f->file[0]) {
+            fputs(", \"file\": ", out);
+            cli_json_str(out, f->file);
+            fprintf(out, ", \"line\": %" PRId64, f->line);
+        }
+        putc('}', out);
+    }
+    free(func_at);
+    return 0;
+}
+
+static void put_stack(FILE *out, const profile *p, uint32_t stack, const uint32_t *frame_of)
+{
+    const profile_stack *st = &p->stacks[stack];
+    putc('[', out);
+    for (uint32_t k = 0; k < st->nframes; k++)
+        fprintf(out, k ? ",%" PRIu32 : "%" PRIu32, frame_of[p->frames[st->first + k].func]);
+    putc(']', out);
+}
+
+/* "pid P tid T (NAME)" as a JSON string. Returns 0 or -1 (out of memory). */
+static int put_thread_name(FILE *out, const profile *p, const profile_thread *t)
+{
+    size_t len = strlen(t->name) + 64;
+    char *name = malloc(len);
+    if (!name)
+        return -1;
+    snprintf(name, len, "pid %" PRIu64 " tid %" PRIu64 " (%s)", p->procs[t->process].pid,
+             t->tid, t->name);
+    cli_json_str(out, name);
+    free(name);
+    return 0;
+}
+
+/* The end of the samples of the thread of order[i], in `order`. */
+static size_t thread_end(const profile *p, const uint32_t *order, size_t i)
+{
+    uint32_t thread = p->samples[order[i]].thread;
+    while (i < p->nsamples && p->samples[order[i]].thread == thread)
+        i++;
+    return i;
+}
+
+/* The profile of the thread whose samples are order[begin .. end). */
+static int put_thread_profile(FILE *out, const profile *p, const uint32_t *order, size_t begin,
+                              size_t end, const uint32_t *frame_of)
+{
+    fputs("{\"type\": \"sampled\", \"name\": ", out);
+    if (put_thread_name(out, p, &p->threads[p->samples[order[begin]].thread]) < 0)
+        return -1;
+    fputs(", \"unit\": \"microseconds\", \"startValue\": 0, \"samples\": [", out);
+    for (size_t k = begin; k < end;) {
+        uint32_t stack = p->samples[order[k]].stack;
+        if (k > begin)
+            putc(',', out);
+        put_stack(out, p, stack, frame_of);
+        while (k < end && p->samples[order[k]].stack == stack)
+            k++;
+    }
+    fputs("], \"weights\": [", out);
+    uint64_t sum = 0;
+    for (size_t k = begin; k < end;) {
+        uint32_t stack = p->samples[order[k]].stack;
+        uint64_t w = 0;
+        if (k > begin)
+            putc(',', out);
+        for (; k < end && p->samples[order[k]].stack == stack; k++)
+            w += export_sample_us(p, &p->samples[order[k]]);
+        fprintf(out, "%" PRIu64, w);
+        sum += w;
+    }
+    fprintf(out, "], \"endValue\": %" PRIu64 "}", sum);
+    return 0;
+}
+
+/* The index of the profile of the thread with the most samples. */
+static size_t busiest_profile(const profile *p, const uint32_t *order)
+{
+    size_t best = 0, idx = 0, most = 0;
+    for (size_t i = 0; i < p->nsamples; idx++) {
+        size_t end = thread_end(p, order, i);
+        if (end - i > most) {
+            most = end - i;
+            best = idx;
+        }
+        i = end;
+    }
+    return best;
+}
+
+/* The program a single-process profile ran (its script when argv has one). */
+static const char *profile_name(const profile *p)
+{
+    if (p->nprocs != 1 || !p->procs[0].argc)
+        return "pyprof";
+    return p->procs[0].argv[p->procs[0].argc > 1 ? 1 : 0];
+}
+
+int export_speedscope(FILE *out, const profile *p, const export_opts *o)
+{
+    (void)o;
+    uint32_t *frame_of = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *frame_of);
+    uint32_t *order = export_samples_by_thread(p);
+    int rc = -1;
+    if (!frame_of || !order)
+        goto cleanup;
+    uint32_t nframes = number_frames(p, frame_of);
+    fputs("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
+          " \"exporter\": \"pyprof " PYPROF_VERSION_STRING "\",\n \"name\": ",
+          out);
+    cli_json_str(out, profile_name(p));
+    fprintf(out, ",\n \"activeProfileIndex\": %zu,\n \"shared\": {\"frames\": [",
+            busiest_profile(p, order));
+    if (put_frames(out, p, frame_of, nframes) < 0)
+        goto cleanup;
+    fputs("]},\n \"profiles\": [", out);
+    for (size_t i = 0; i < p->nsamples;) {
+        size_t end = thread_end(p, order, i);
+        fputs(i ? ",\n  " : "\n  ", out);
+        if (put_thread_profile(out, p, order, i, end, frame_of) < 0)
+            goto cleanup;
+        i = end;
+    }
+    fputs("]}\n", out);
+    rc = 0;
+cleanup:
+    free(frame_of);
+    free(order);
+    return rc < 0 ? export_oom() : 0;
+}
