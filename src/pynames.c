@@ -1,12 +1,656 @@
 /*
- * pynames: thread names from threading._active.  See pynames.h.
+ * pynames: thread names from threading._active, read without the GIL.  See pynames.h.
+ *
+ * The path.  The main interpreter's modules dict (interp->modules, interp->imports.modules
+ * on 3.12+) -> the `threading` module -> its __dict__ -> `_active`, a dict from each
+ * thread's ident (an int: the pthread_t, i.e. glibc's `struct pthread *`) to its Thread
+ * object.  Of each Thread object we read two instance attributes: `_name` (2.7:
+ * `_Thread__name`, name-mangled) and, on 3.8+, `_native_id`, the OS thread id.  Where
+ * there is no `_native_id` (2.7 to 3.7, or not set yet), the OS thread id is read from
+ * the thread's glibc descriptor, at the offset of its `tid` field found once by looking
+ * for our own tid in our own descriptor (see find_pthread_tid_offset).
+ *
+ * Nobody holds the GIL for us: the program's threads add, remove and rename threads and
+ * resize these dicts while we read.  So every read goes through safe_read.h inside a
+ * guarded region (a fault or a wild pointer jumps back to the guard), every object is
+ * type-checked against the interpreter's own type objects (PyUnicode_Type/PyString_Type,
+ * PyDict_Type, PyLong_Type/PyInt_Type, PyModule_Type) before its layout is trusted, every
+ * size read from memory is checked against the shape it must have (a power-of-two table,
+ * entries within it, at most 3 digits in an ident) and every loop is bounded.  A string is
+ * checked again after it was copied (same type, same length), and names are emitted as
+ * valid UTF-8 only.  What fails these checks is skipped: a thread may miss its name for
+ * one round (the writer reads again every second), it never gets bytes that were not
+ * a str's.
+ *
+ * One guarded region covers a whole call.  When a read fails while one Thread is read,
+ * the guard lands back in pynames_collect, which skips that entry of `_active`, walks the
+ * path again (cheap: see the hints below) and goes on with the next entry; a few such
+ * failures in one call end the call with what it has.  A dict resized meanwhile may make
+ * us skip or repeat a thread once: both are harmless to the writer.
+ *
+ * Dicts.  Keys are matched by comparing the key's characters with the name we look for
+ * (every entry is scanned, no hashing), after one try at the index where the name was
+ * found last time (the hints): module dicts and the shared keys of Thread instances keep
+ * their order, so a lookup usually costs one comparison.  The layouts:
+ *   2.7        ma_table of (hash, key, value), ma_mask + 1 slots (dummies have no value)
+ *   3.6-3.10   ma_keys -> PyDictKeysObject { refcnt, dk_size, lookup, usable, nentries,
+ *              indices[dk_size * index width] } then (hash, key, value) entries; a split
+ *              table keeps its values in ma_values[i]
+ *   3.11+      dk_log2_size, dk_log2_index_bytes, dk_kind: GENERAL entries are (hash,
+ *              key, value), UNICODE and SPLIT ones (key, value); split values in a
+ *              PyDictValues (the array at +0, at +8 on 3.13 behind capacity/size/
+ *              embedded/valid bytes)
+ * Instance attributes:
+ *   2.7-3.10   the dict at obj + tp_dictoffset
+ *   3.11       Py_TPFLAGS_MANAGED_DICT: values pointer at obj - 4 words (with the keys in
+ *              the type's ht_cached_keys), else the dict pointer at obj - 3 words
+ *   3.12       PyDictOrValues at obj - 3 words: values (tagged: pointer - 1, low bit set)
+ *              or the dict
+ *   3.13       Py_TPFLAGS_INLINE_VALUES: values right after the 16-byte object header
+ *              while their `valid` byte is set, else the managed dict at obj - 3 words
+ * (CPython 3.11-3.13 read them the same way: _PyObject_GenericGetAttrWithDict.)
+ *
+ * Where the numbers come from.  The per-minor table below and the constants shared by
+ * every version were measured with offsetof() against each pyenv build's own headers
+ * (2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0), compiled with
+ * -DPy_BUILD_CORE and include/internal/ on the path (pycore_dict.h, pycore_interp.h,
+ * pycore_moduleobject.h, pycore_object.h).  Two structs no installed header shows were
+ * measured on the live interpreters with ctypes: PyModuleObject.md_dict (16 everywhere;
+ * private to moduleobject.c before 3.10) and the 3.6-3.10 PyDictKeysObject (private to
+ * Objects/dict-common.h: dk_size at 8, dk_nentries at 32, dk_indices at 40, entries
+ * checked against id() of known keys and values for tables of 8 and 2048 slots); the same
+ * script found interp->modules by looking for id(sys.modules) in the interpreter state,
+ * which agreed with offsetof for every version and with Debian's 3.11.2.  On 3.13 the
+ * modules offset is also checked at start against the interpreter's own _Py_DebugOffsets.
  */
 #include "pynames.h"
 
-int pynames_collect(const pyabi *a, pynames_entry *out, int cap)
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "safe_read.h"
+
+/* ---- layouts ------------------------------------------------------------------------ */
+
+/* The same in every supported version (offsetof on each, as above). */
+#define OB_TYPE 8                 /* PyObject.ob_type */
+#define OB_SIZE 16                /* PyVarObject.ob_size; PyLongObject lv_tag on 3.12+ */
+#define TP_BASICSIZE 32           /* PyTypeObject.tp_basicsize */
+#define TP_FLAGS 168              /* PyTypeObject.tp_flags */
+#define TP_DICTOFFSET 288         /* PyTypeObject.tp_dictoffset */
+#define MD_DICT 16                /* PyModuleObject.md_dict */
+#define INT27_IVAL 16             /* 2.7 PyIntObject.ob_ival */
+#define LONG_DIGITS 24            /* PyLongObject.ob_digit (long_value.ob_digit on 3.12+) */
+#define LONG_SHIFT 30             /* PyLong_SHIFT: 30-bit digits in uint32 on x86_64 */
+#define DICT27_MASK 32            /* 2.7 PyDictObject.ma_mask */
+#define DICT27_TABLE 40           /* 2.7 PyDictObject.ma_table */
+#define DICT_KEYS 32              /* PyDictObject.ma_keys (3.6+) */
+#define DICT_VALUES 40            /* PyDictObject.ma_values (3.6+) */
+#define KEYS36_SIZE 8             /* 3.6-3.10 PyDictKeysObject.dk_size */
+#define KEYS36_NENTRIES 32        /*          .dk_nentries */
+#define KEYS36_INDICES 40         /*          .dk_indices */
+#define KEYS311_LOG2_SIZE 8       /* 3.11+ PyDictKeysObject.dk_log2_size */
+#define KEYS311_LOG2_INDEX 9      /*       .dk_log2_index_bytes */
+#define KEYS311_KIND 10           /*       .dk_kind: 0 general, 1 unicode, 2 split */
+#define KEYS311_NENTRIES 24       /*       .dk_nentries */
+#define KEYS311_INDICES 32        /*       .dk_indices */
+#define VALUES313_CAPACITY 0      /* 3.13 PyDictValues.capacity */
+#define VALUES313_VALID 3         /* 3.13 PyDictValues.valid */
+#define MANAGED_DICT_BACK 24      /* 3.11+ MANAGED_DICT_OFFSET: the dict at obj - 24 */
+#define MANAGED_VALUES_BACK 32    /* 3.11 _PyObject_ValuesPointer: obj - 32 */
+#define OBJECT_HEAD_SIZE 16       /* sizeof(PyObject): 3.13 inline values follow it */
+
+#define TPFLAGS_INLINE_VALUES (1ull << 2)  /* 3.13 */
+#define TPFLAGS_MANAGED_DICT (1ull << 4)   /* 3.11+ */
+#define TPFLAGS_HEAPTYPE (1ull << 9)
+#define TPFLAGS_TYPE_SUBCLASS (1ull << 31) /* set on `type` and every metaclass */
+
+enum dict_layout { DICT_27, DICT_36, DICT_311 };
+enum attrs_layout { ATTRS_DICTOFFSET, ATTRS_MANAGED_311, ATTRS_MANAGED_312, ATTRS_INLINE_313 };
+enum int_layout { INT_27, LONG_SIZE, LONG_TAG };
+
+typedef struct layout {
+    int major, minor;
+    int interp_modules; /* PyInterpreterState.modules (.imports.modules on 3.12+) */
+    int ht_cached_keys; /* PyHeapTypeObject.ht_cached_keys; -1 on 2.7 (no split tables) */
+    int values_data;    /* PyDictValues.values (3.11+) */
+    enum dict_layout dict;
+    enum attrs_layout attrs;
+    enum int_layout ints;
+    const char *name_attr; /* the Thread attribute holding the name */
+    int has_native_id;     /* Thread._native_id exists (3.8+) */
+} layout;
+
+static const layout LAYOUTS[] = {
+    { 2, 7, 16, -1, -1, DICT_27, ATTRS_DICTOFFSET, INT_27, "_Thread__name", 0 },
+    { 3, 6, 16, 856, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 0 },
+    { 3, 7, 40, 856, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 0 },
+    { 3, 8, 56, 872, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
+    { 3, 9, 856, 864, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
+    { 3, 10, 856, 872, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
+    { 3, 11, 888, 872, 0, DICT_311, ATTRS_MANAGED_311, LONG_SIZE, "_name", 1 },
+    { 3, 12, 944, 880, 0, DICT_311, ATTRS_MANAGED_312, LONG_TAG, "_name", 1 },
+    { 3, 13, 7656, 880, 8, DICT_311, ATTRS_INLINE_313, LONG_TAG, "_name", 1 },
+};
+
+/* Bounds.  A dict of more entries than this is not believed; `_active` with a million
+ * threads would be, and the caller's `cap` stops the work long before. */
+#define ENTRIES_MAX (1u << 20)
+#define LOG2_SIZE_MAX 24
+#define TID_MAX 4194304u /* PID_MAX_LIMIT on 64-bit Linux */
+/* Failed reads tolerated in one call before it gives up with what it has. */
+#define RETRIES_MAX 8
+/* Subinterpreters walked to find the main one (2.7/3.6). */
+#define INTERP_WALK_MAX 256
+
+/* What is found once per process: the layout, the interpreter's type objects and the
+ * tid field of glibc's thread descriptor. */
+static struct {
+    _Atomic int state; /* 0 not yet, 2 being filled, 1 ready, -1 unusable */
+    const layout *L;
+    uintptr_t str_type, dict_type, int_type, long_type, module_type;
+    int str27;                   /* 2.7 PyStringObject (else PEP 393 str) */
+    int str27_data;              /* PyStringObject.ob_sval */
+    int uni_ascii, uni_compact, uni_data; /* PEP 393: where the characters are */
+    int tid_off;                 /* struct pthread.tid, 0 when unknown */
+} S;
+
+/* Where a name was found last time, per lookup (see "Dicts" above).  Relaxed atomics:
+ * a stale hint only costs a full scan. */
+static _Atomic uint32_t hint_threading, hint_active, hint_name, hint_native_id;
+
+/* Where glibc's thread descriptor (pthread_self()) keeps the kernel thread id: the one
+ * offset in its first 2 KB holding this thread's tid.  0 when not exactly one does, or
+ * when the descriptor does not start with glibc's x86_64 header (tcb, dtv, self), whose
+ * `self` pointer is what tid_of_ident checks an ident against.  (sampler.c finds the
+ * same offset for the wall-clock sampler.) */
+static int find_pthread_tid_offset(void)
 {
-    (void)a;
-    (void)out;
-    (void)cap;
+    const char *self = (const char *)pthread_self();
+    uintptr_t self_ptr;
+    memcpy(&self_ptr, self + 16, sizeof self_ptr);
+    if (self_ptr != (uintptr_t)self)
+        return 0;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int found = 0;
+    for (int off = 0; off + (int)sizeof(pid_t) <= 2048; off += (int)sizeof(pid_t)) {
+        pid_t v;
+        memcpy(&v, self + off, sizeof v);
+        if (v == tid) {
+            if (found)
+                return 0;
+            found = off;
+        }
+    }
+    return found;
+}
+
+/* 1 when the interpreter's symbols and our table agree; fills S. */
+static int init_layout(const pyabi *a)
+{
+    const layout *L = NULL;
+    for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++)
+        if (LAYOUTS[i].major == a->major && LAYOUTS[i].minor == a->minor)
+            L = &LAYOUTS[i];
+    if (!L)
+        return 0;
+    int py2 = a->major == 2;
+    S.str_type = (uintptr_t)pyabi_dlsym_python(py2 ? "PyString_Type" : "PyUnicode_Type");
+    S.dict_type = (uintptr_t)pyabi_dlsym_python("PyDict_Type");
+    S.int_type = py2 ? (uintptr_t)pyabi_dlsym_python("PyInt_Type") : 0;
+    S.long_type = (uintptr_t)pyabi_dlsym_python("PyLong_Type");
+    S.module_type = (uintptr_t)pyabi_dlsym_python("PyModule_Type");
+    if (!S.str_type || !S.dict_type || (py2 && !S.int_type) || !S.long_type ||
+        !S.module_type)
+        return 0;
+    if (py2 != (a->str_kind == PYABI_STR_BYTES27))
+        return 0;
+    S.str27 = py2;
+    S.str27_data = a->bytes_data; /* 2.7: the same PyStringObject as line tables */
+    S.uni_ascii = a->uni_ascii_size;
+    S.uni_compact = a->uni_compact_size;
+    S.uni_data = a->uni_data;
+    /* 3.13 publishes where interp->imports.modules is (_Py_DebugOffsets, at the start of
+     * _PyRuntime; interpreter_state.imports_modules is its 12th word). */
+    if (a->major == 3 && a->minor == 13) {
+        const uint64_t *d = (const uint64_t *)a->runtime;
+        if (!d || memcmp(d, "xdebugpy", 8) != 0 || d[11] != (uint64_t)L->interp_modules)
+            return 0;
+    }
+    S.tid_off = find_pthread_tid_offset();
+    S.L = L;
+    return 1;
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+/* A dict's entries, wherever its layout keeps them. */
+typedef struct dview {
+    uintptr_t entries; /* the first entry */
+    uintptr_t values;  /* split table: entry i's value at values + 8 i; else 0 */
+    uint64_t n;        /* entries to look at */
+    uint32_t stride;   /* bytes per entry */
+    uint32_t key_off;  /* the key in an entry; its value follows it */
+} dview;
+
+SAFE_NO_SANITIZE static uintptr_t dv_key(const dview *v, uint64_t i)
+{
+    return safe_ptr(v->entries + i * v->stride + v->key_off);
+}
+
+SAFE_NO_SANITIZE static uintptr_t dv_value(const dview *v, uint64_t i)
+{
+    if (v->values)
+        return safe_ptr(v->values + 8 * i);
+    return safe_ptr(v->entries + i * v->stride + v->key_off + 8);
+}
+
+/* Index width of a 3.6-3.10 table of `size` slots (DK_IXSIZE). */
+static unsigned index_bytes(uint64_t size)
+{
+    return size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffull ? 4 : 8;
+}
+
+/* The entries of a PyDictKeysObject (3.6+), with `values` the split values array or 0.
+ * Memory that does not look like one leaves the guarded region. */
+SAFE_NO_SANITIZE static void keys_view(uintptr_t keys, uintptr_t values, dview *v)
+{
+    int64_t nentries;
+    uint64_t size;
+    if (S.L->dict == DICT_36) {
+        size = safe_u64(keys + KEYS36_SIZE);
+        nentries = (int64_t)safe_u64(keys + KEYS36_NENTRIES);
+        if (size < 8 || size > (1ull << LOG2_SIZE_MAX) || (size & (size - 1)))
+            safe_fail();
+        v->entries = keys + KEYS36_INDICES + size * index_bytes(size);
+        v->stride = 24; /* PyDictKeyEntry: hash, key, value */
+        v->key_off = 8;
+    } else {
+        unsigned log2 = safe_u8(keys + KEYS311_LOG2_SIZE);
+        unsigned log2_index = safe_u8(keys + KEYS311_LOG2_INDEX);
+        unsigned kind = safe_u8(keys + KEYS311_KIND);
+        if (log2 < 3 || log2 > LOG2_SIZE_MAX || kind > 2 || (kind == 2) != (values != 0))
+            safe_fail();
+        size = 1ull << log2;
+        unsigned width = index_bytes(size);
+        if (log2_index != log2 + (width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3))
+            safe_fail();
+        nentries = (int64_t)safe_u64(keys + KEYS311_NENTRIES);
+        v->entries = keys + KEYS311_INDICES + (1ull << log2_index);
+        v->stride = kind == 0 ? 24 : 16; /* PyDictKeyEntry, PyDictUnicodeEntry */
+        v->key_off = kind == 0 ? 8 : 0;
+    }
+    if (nentries < 0 || (uint64_t)nentries > size || nentries > ENTRIES_MAX)
+        safe_fail();
+    v->n = (uint64_t)nentries;
+    v->values = values;
+}
+
+/* The entries of the dict object `d`.  0 when `d` is NULL or not a dict. */
+SAFE_NO_SANITIZE static int dict_view(uintptr_t d, dview *v)
+{
+    if (!d || safe_ptr(d + OB_TYPE) != S.dict_type)
+        return 0;
+    if (S.L->dict == DICT_27) {
+        uint64_t mask = safe_u64(d + DICT27_MASK);
+        if (mask < 7 || mask >= (1ull << LOG2_SIZE_MAX) || (mask & (mask + 1)))
+            safe_fail();
+        v->entries = safe_ptr(d + DICT27_TABLE);
+        v->values = 0;
+        v->n = mask + 1;
+        v->stride = 24; /* PyDictEntry: hash, key, value */
+        v->key_off = 8;
+        return 1;
+    }
+    uintptr_t values = safe_ptr(d + DICT_VALUES);
+    keys_view(safe_ptr(d + DICT_KEYS), values ? values + (uintptr_t)S.L->values_data : 0, v);
+    return 1;
+}
+
+/* Is `s` a str (PyString on 2.7) holding exactly the `len` ASCII bytes of `lit`? */
+SAFE_NO_SANITIZE static int str_is(uintptr_t s, const char *lit, size_t len)
+{
+    char buf[32];
+    if (!s || len > sizeof buf || safe_ptr(s + OB_TYPE) != S.str_type ||
+        safe_u64(s + OB_SIZE) != len)
+        return 0;
+    uintptr_t data = s + (uintptr_t)S.str27_data;
+    if (!S.str27) {
+        /* Names of modules and attributes are compact ASCII strings; any other str
+         * cannot equal an ASCII literal. */
+        uint32_t state = safe_u32(s + 32);
+        if (!((state >> 5) & 1) || !((state >> 6) & 1))
+            return 0;
+        data = s + (uintptr_t)S.uni_ascii;
+    }
+    safe_copy(buf, data, len);
+    return memcmp(buf, lit, len) == 0;
+}
+
+/* The value stored under the str key `lit`, or 0. */
+SAFE_NO_SANITIZE static uintptr_t dv_find(const dview *v, const char *lit, _Atomic uint32_t *hint)
+{
+    size_t len = strlen(lit);
+    uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);
+    if (h < v->n && str_is(dv_key(v, h), lit, len)) {
+        uintptr_t val = dv_value(v, h);
+        if (val)
+            return val;
+    }
+    for (uint64_t i = 0; i < v->n; i++) {
+        if (i == h || !str_is(dv_key(v, i), lit, len))
+            continue;
+        uintptr_t val = dv_value(v, i);
+        if (val) {
+            atomic_store_explicit(hint, (uint32_t)i, memory_order_relaxed);
+            return val;
+        }
+    }
     return 0;
+}
+
+/* The value of an int object (a 2.7 int, or a long), when it is one in [1, 2^64); else 0. */
+SAFE_NO_SANITIZE static uint64_t int_value(uintptr_t o)
+{
+    uintptr_t t = safe_ptr(o + OB_TYPE);
+    if (S.L->ints == INT_27 && t == S.int_type) {
+        int64_t v = (int64_t)safe_u64(o + INT27_IVAL);
+        return v > 0 ? (uint64_t)v : 0;
+    }
+    if (t != S.long_type)
+        return 0;
+    uint64_t ndigits;
+    if (S.L->ints == LONG_TAG) {
+        uint64_t tag = safe_u64(o + OB_SIZE); /* ndigits << 3 | sign (0 +, 1 zero, 2 -) */
+        if (tag & 3)
+            return 0;
+        ndigits = tag >> 3;
+    } else {
+        int64_t size = (int64_t)safe_u64(o + OB_SIZE); /* sign * ndigits */
+        if (size <= 0)
+            return 0;
+        ndigits = (uint64_t)size;
+    }
+    if (ndigits == 0 || ndigits > 3)
+        return 0;
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < ndigits; i++) {
+        uint32_t d = safe_u32(o + LONG_DIGITS + 4 * i);
+        if (d >> LONG_SHIFT || (i == ndigits - 1 && d == 0))
+            safe_fail(); /* not a digit, or not normalized: not an int after all */
+        if (i == 2 && d >> (64 - 2 * LONG_SHIFT))
+            return 0; /* 2^64 or more */
+        v |= (uint64_t)d << (LONG_SHIFT * i);
+    }
+    return v;
+}
+
+/* The OS thread id of the thread whose ident (pthread_t) is the int `key`, from its
+ * glibc descriptor; 0 when unknown.  The descriptor's header points to itself. */
+SAFE_NO_SANITIZE static uint32_t tid_of_ident(uintptr_t key)
+{
+    uint64_t ident = key && S.tid_off ? int_value(key) : 0;
+    if (!ident || safe_ptr(ident + 16) != ident)
+        return 0;
+    return safe_u32(ident + (uintptr_t)S.tid_off);
+}
+
+/* Appends code point c to out[*n] as UTF-8 if it fits in a name.  0 when the name is
+ * complete (no room, or a NUL, which would end the C string anyway). */
+static int put_utf8(char *out, size_t *n, uint32_t c)
+{
+    if (c == 0)
+        return 0;
+    if (c >= 0xd800 && c < 0xe000)
+        c = 0xfffd; /* a lone surrogate (surrogateescape) is not UTF-8 */
+    size_t len = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    if (*n + len > PYNAMES_NAME_MAX - 1)
+        return 0;
+    char *p = out + *n;
+    if (len == 1) {
+        p[0] = (char)c;
+    } else if (len == 2) {
+        p[0] = (char)(0xc0 | (c >> 6));
+        p[1] = (char)(0x80 | (c & 0x3f));
+    } else if (len == 3) {
+        p[0] = (char)(0xe0 | (c >> 12));
+        p[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        p[2] = (char)(0x80 | (c & 0x3f));
+    } else {
+        p[0] = (char)(0xf0 | (c >> 18));
+        p[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+        p[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+        p[3] = (char)(0x80 | (c & 0x3f));
+    }
+    *n += len;
+    return 1;
+}
+
+/* Decodes the UTF-8 in b[0..len) into out, each invalid byte as U+FFFD (2.7 names are
+ * bytes, normally UTF-8).  `cut`: b is a prefix of the name, so a sequence it ends in
+ * the middle of is dropped rather than replaced. */
+static size_t utf8_clean(const uint8_t *b, size_t len, int cut, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t c = b[i];
+        size_t need = 0; /* continuation bytes after b[i] */
+        if (c >= 0x80) {
+            need = c >= 0xc2 && c < 0xe0 ? 1 : c >= 0xe0 && c < 0xf0 ? 2
+                 : c >= 0xf0 && c < 0xf5 ? 3 : 0;
+            if (need && cut && i + need >= len)
+                break; /* the rest of this character is beyond what we copied */
+            size_t k = 1;
+            if (need) {
+                c &= 0x3fu >> need;
+                for (; k <= need && i + k < len && (b[i + k] & 0xc0) == 0x80; k++)
+                    c = (c << 6) | (b[i + k] & 0x3f);
+            }
+            uint32_t min = need == 1 ? 0x80 : need == 2 ? 0x800 : 0x10000;
+            if (!need || k <= need || c < min || c > 0x10ffff || (c >= 0xd800 && c < 0xe000)) {
+                c = 0xfffd; /* a bad byte or sequence: replace its first byte, go on */
+                need = 0;
+            }
+        }
+        if (!put_utf8(out, &n, c))
+            break;
+        i += 1 + need;
+    }
+    return n;
+}
+
+/* Copies the str object `s` into out as a NUL-terminated UTF-8 name.  0 when `s` is not
+ * a str, or changed while we copied it; leaves the guard when it holds impossible
+ * characters. */
+SAFE_NO_SANITIZE static int read_name(uintptr_t s, char *out)
+{
+    if (!s || safe_ptr(s + OB_TYPE) != S.str_type)
+        return 0;
+    uint64_t len = safe_u64(s + OB_SIZE);
+    if (len > (1ull << 40))
+        safe_fail();
+    /* Every character takes at least one byte of the name. */
+    uint64_t take = len < PYNAMES_NAME_MAX - 1 ? len : PYNAMES_NAME_MAX - 1;
+    size_t n = 0;
+    if (S.str27) {
+        uint8_t raw[PYNAMES_NAME_MAX];
+        safe_copy(raw, s + (uintptr_t)S.str27_data, take);
+        n = utf8_clean(raw, (size_t)take, take < len, out);
+    } else {
+        uint32_t state = safe_u32(s + 32);
+        unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+        if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+            safe_fail();
+        uintptr_t data = compact ? s + (uintptr_t)(ascii ? S.uni_ascii : S.uni_compact)
+                                 : safe_ptr(s + (uintptr_t)S.uni_data);
+        uint8_t raw[4 * (PYNAMES_NAME_MAX - 1)];
+        safe_copy(raw, data, take * kind);
+        for (uint64_t i = 0; i < take; i++) {
+            uint32_t c;
+            if (kind == 1)
+                c = raw[i];
+            else if (kind == 2)
+                c = (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
+            else
+                memcpy(&c, raw + 4 * i, 4);
+            if ((ascii && c >= 0x80) || c > 0x10ffff)
+                safe_fail(); /* not what this string's kind allows */
+            if (!put_utf8(out, &n, c))
+                break;
+        }
+    }
+    out[n] = 0;
+    /* Freed and reused meanwhile?  Then its type or length has most likely changed. */
+    return safe_ptr(s + OB_TYPE) == S.str_type && safe_u64(s + OB_SIZE) == len;
+}
+
+/* The instance attributes of `obj` (of type `type`, flags `flags`).  0 when it has none
+ * we can read. */
+SAFE_NO_SANITIZE static int attrs_view(uintptr_t obj, uintptr_t type, uint64_t flags, dview *v)
+{
+    const layout *L = S.L;
+    uintptr_t values = 0;
+    if (L->attrs == ATTRS_INLINE_313 && (flags & TPFLAGS_INLINE_VALUES) &&
+        safe_u64(type + TP_BASICSIZE) == OBJECT_HEAD_SIZE) {
+        uintptr_t inl = obj + OBJECT_HEAD_SIZE;
+        if (safe_u8(inl + VALUES313_VALID)) {
+            keys_view(safe_ptr(type + (uintptr_t)L->ht_cached_keys),
+                      inl + (uintptr_t)L->values_data, v);
+            uint64_t capacity = safe_u8(inl + VALUES313_CAPACITY);
+            if (v->n > capacity)
+                safe_fail();
+            return 1;
+        }
+    }
+    if (L->attrs != ATTRS_DICTOFFSET && (flags & TPFLAGS_MANAGED_DICT)) {
+        uintptr_t d = safe_u64(obj - MANAGED_DICT_BACK);
+        if (L->attrs == ATTRS_MANAGED_312 && (d & 1)) {
+            values = d + 1; /* PyDictOrValues tags values as pointer - 1 */
+            d = 0;
+        } else if (L->attrs == ATTRS_MANAGED_311 && !d) {
+            values = safe_ptr(obj - MANAGED_VALUES_BACK);
+        }
+        if (values) {
+            keys_view(safe_ptr(type + (uintptr_t)L->ht_cached_keys),
+                      values + (uintptr_t)L->values_data, v);
+            return 1;
+        }
+        return dict_view(d, v);
+    }
+    int64_t off = (int64_t)safe_u64(type + TP_DICTOFFSET);
+    if (off <= 0 || off >= 4096)
+        return 0; /* no dict, or a variable-size object's (never a Thread) */
+    return dict_view(safe_ptr(obj + (uintptr_t)off), v);
+}
+
+/* Fills e from the entry (ident `key`, Thread `obj`) of threading._active.  0 when the
+ * thread has no readable name or thread id. */
+SAFE_NO_SANITIZE static int read_thread(uintptr_t key, uintptr_t obj, pynames_entry *e)
+{
+    const layout *L = S.L;
+    uintptr_t type = safe_ptr(obj + OB_TYPE);
+    uint64_t flags = safe_u64(type + TP_FLAGS);
+    /* A Thread (subclass) instance: its type is a class, made by `type` or a metaclass. */
+    if (!(flags & TPFLAGS_HEAPTYPE) ||
+        !(safe_u64(safe_ptr(type + OB_TYPE) + TP_FLAGS) & TPFLAGS_TYPE_SUBCLASS))
+        return 0;
+    dview v;
+    if (!attrs_view(obj, type, flags, &v))
+        return 0;
+    if (!read_name(dv_find(&v, L->name_attr, &hint_name), e->name))
+        return 0;
+    uint64_t tid = 0;
+    if (L->has_native_id) {
+        uintptr_t nid = dv_find(&v, "_native_id", &hint_native_id);
+        tid = nid ? int_value(nid) : 0; /* None until the thread runs */
+    }
+    if (!tid)
+        tid = tid_of_ident(key);
+    if (!tid || tid > TID_MAX)
+        return 0;
+    e->tid = (uint32_t)tid;
+    return 1;
+}
+
+/* The main interpreter, between initialization and finalization; 0 otherwise. */
+SAFE_NO_SANITIZE static uintptr_t main_interp(const pyabi *a)
+{
+    if (a->runtime) {
+        if (!safe_i32(a->runtime + (uintptr_t)a->rt_initialized) ||
+            safe_ptr(a->runtime + (uintptr_t)a->rt_finalizing))
+            return 0;
+        return safe_ptr(a->runtime + (uintptr_t)a->rt_interp_head + 8); /* .main */
+    }
+    /* 2.7/3.6: Py_IsInitialized and PyInterpreterState_Head only load a global.  New
+     * interpreters are pushed on the head of the list: the main one is its tail. */
+    if (!a->is_initialized() || (a->finalizing_var && safe_ptr(a->finalizing_var)))
+        return 0;
+    uintptr_t interp = (uintptr_t)a->interp_head();
+    for (unsigned i = 0; interp && i < INTERP_WALK_MAX; i++) {
+        uintptr_t next = safe_ptr(interp); /* PyInterpreterState.next */
+        if (!next)
+            return interp;
+        interp = next;
+    }
+    return 0;
+}
+
+/* The entries of threading._active, walked from the interpreter.  0 when there is none
+ * (threading not imported, interpreter not running). */
+SAFE_NO_SANITIZE static int active_view(const pyabi *a, dview *v)
+{
+    uintptr_t interp = main_interp(a);
+    if (!interp || !dict_view(safe_ptr(interp + (uintptr_t)S.L->interp_modules), v))
+        return 0;
+    uintptr_t mod = dv_find(v, "threading", &hint_threading);
+    if (!mod || safe_ptr(mod + OB_TYPE) != S.module_type ||
+        !dict_view(safe_ptr(mod + MD_DICT), v))
+        return 0;
+    return dict_view(dv_find(v, "_active", &hint_active), v);
+}
+
+SAFE_NO_SANITIZE int pynames_collect(const pyabi *a, pynames_entry *out, int cap)
+{
+    int state = atomic_load(&S.state);
+    if (state == 0) {
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&S.state, &expect, 2))
+            return 0; /* another thread is filling S: names next time */
+        state = init_layout(a) ? 1 : -1;
+        atomic_store(&S.state, state);
+    }
+    if (state != 1 || cap <= 0)
+        return 0;
+
+    /* Changed inside the guarded region and read after a jump back to it: volatile. */
+    volatile int n = 0;         /* entries of out filled */
+    volatile uint64_t next = 0; /* the entry of _active being read */
+    volatile int walking = 1;   /* a failure now is on the way to _active */
+    volatile int retries = 0;
+    safe_jmpbuf jb;
+    for (;;) {
+        if (SAFE_GUARD_BEGIN(jb)) {
+            dview v;
+            walking = 1;
+            if (active_view(a, &v)) {
+                walking = 0;
+                for (; next < v.n && n < cap; next = next + 1) {
+                    uintptr_t key = dv_key(&v, next);
+                    uintptr_t obj = key ? dv_value(&v, next) : 0;
+                    if (obj && read_thread(key, obj, &out[n]))
+                        n = n + 1;
+                }
+            }
+            SAFE_GUARD_END();
+            return n;
+        }
+        /* A read failed.  On the way to _active: give up.  On a thread: skip it, walk
+         * again (the dict may have moved) and go on, a few times at most. */
+        if (walking || ++retries > RETRIES_MAX)
+            return n;
+        next = next + 1;
+    }
 }

@@ -23,7 +23,14 @@ typedef struct pynames_entry {
 
 /* [not sigsafe] Fills `out` with up to `cap` (tid, name) pairs of the threads the
  * threading module knows now (none before `threading` is imported).  Returns the number
- * filled, 0 when there is nothing readable.  Any thread, GIL not needed. */
+ * filled, 0 when there is nothing readable.  Any thread, GIL not needed; the fault guard
+ * must be installed (safe_read_install).  The first call finds the interpreter's type
+ * objects and calibrates the thread-descriptor offset (a few dlsym calls); later calls
+ * read a few words per thread (microseconds for tens of threads), and look at no more
+ * than `cap` threads and 2^20 dict entries.  A thread may be missing from one call's
+ * result (it was changing while we read it) or, rarely, appear twice; a name is copied
+ * only from what is a str object before and after the copy (type and length checked),
+ * and is always valid UTF-8. */
 int pynames_collect(const pyabi *a, pynames_entry *out, int cap);
 
 #endif

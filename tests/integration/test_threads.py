@@ -35,16 +35,45 @@ def test_thread_split(interp, tmp_path):
                                           "+- 8\n%s" % (100 * share, p.dump()))
     assert sum(th["samples"] for th in threads) == p.proc["samples"], p.dump()
     assert by_name["alpha"]["tid"] != by_name["beta"]["tid"], p.dump()
+    assert by_name["alpha"]["name"] == "alpha" and by_name["beta"]["name"] == "beta", p.dump()
 
 
-@pytest.mark.xfail(strict=True, reason="Python thread names are not recorded yet (issue 3)")
-@pytest.mark.parametrize("interp", t.params(t.by_id("py3.11")))
+NAMES = t.workload("names.py")
+# label written by names.py -> the name the report must show for that thread
+EXPECTED_NAMES = {
+    "main": u"boss",
+    "plain": u"plain",
+    "custom": u"custom-worker",
+    "renamed": u"renamed",
+    "dict": u"dict",
+    "unicode": u"\u00fcn\u00ef-\u20ac-\U0001d518",
+    # 60 euro signs (3 bytes each) kept to 127 bytes, cut on a character boundary
+    "long": u"\u20ac" * 42,
+}
+
+
+@pytest.mark.parametrize("interp", t.params(t.INTERPRETERS))
 def test_thread_names(interp, tmp_path):
+    """Each thread shows under its Python name, read from threading._active: a Thread
+    subclass, a name changed while the thread runs, attributes in an ordinary instance
+    dict, non-ASCII and over-long names, the main thread renamed."""
     interp.require()
-    prof = t.run([interp.path, THREADS], str(tmp_path / "logs"), env={"PYPROF_PERIOD": "2ms"})
+    tids_dir = tmp_path / "tids"
+    tids_dir.mkdir()
+    prof = t.run([interp.path, NAMES], str(tmp_path / "logs"),
+                 env={"PYPROF_PERIOD": "2ms", "THREAD_TIDS": str(tids_dir)})
+    assert prof.rc == 0 and prof.stdout == b"names workload: done\n", prof.describe()
     p = t.one_log(prof, ended="exit")
-    names = set(th["name"] for th in p.rep["threads"])
-    assert "alpha" in names and "beta" in names, p.dump()
+    by_tid = dict((th["tid"], th) for th in p.rep["threads"] if th["pid"] == prof.pid)
+    with open(str(tids_dir / str(prof.pid))) as f:
+        tids = dict((label, int(tid)) for label, tid in (line.split() for line in f))
+    assert sorted(tids) == sorted(EXPECTED_NAMES), (tids, p.dump())
+    assert tids["main"] == prof.pid, p.dump()
+    for label, name in sorted(EXPECTED_NAMES.items()):
+        th = by_tid.get(tids[label])
+        assert th is not None, "thread %s (tid %d) missing\n%s" % (label, tids[label], p.dump())
+        assert th["name"] == name, ("thread %s (tid %d) is named %r, expected %r\n%s"
+                                    % (label, tids[label], th["name"], name, p.dump()))
 
 
 def test_demo_daemon(tmp_path):
