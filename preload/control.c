@@ -12,6 +12,7 @@
 
 #include "entry.h"
 #include "interpose.h"
+#include "procstat.h"
 #include "sighandler.h"
 
 static const int terminating[] = { SIGTERM, SIGINT, SIGHUP };
@@ -50,6 +51,7 @@ static int install_ours(int sig, void (*fn)(int, siginfo_t *, void *), struct si
 static void *control_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), PROCSTAT_THREAD_PREFIX "control");
     for (;;) {
         if (sem_wait(&sighandler_control_sem) == 0)
             entry_toggle();

@@ -222,9 +222,12 @@ void entry_finish(int end, int known, int status)
 
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
-    if (getauxval(AT_SECURE))
-        return;
     interpose_init();
+    /* Secure execution: nothing at all, not even later from an init hook. */
+    if (getauxval(AT_SECURE)) {
+        tried = 1;
+        return;
+    }
     try_start(0);
 }
 

@@ -18,6 +18,7 @@
 
 #include "control.h"
 #include "entry.h"
+#include "procstat.h"
 #include "pyabi.h"
 #include "safe_read.h"
 #include "sampler.h"
@@ -129,6 +130,34 @@ EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
     if (sigaction(sig, &sa, &old) < 0)
         return SIG_ERR;
     return old.sa_handler;
+}
+
+/* ---- /proc/self/stat --------------------------------------------------------------- */
+
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    FILE *f = procstat_fopen(path, mode);
+    if (f)
+        return f;
+    REAL(fopen, FILE *)
+    if (!real_fopen) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    return real_fopen(path, mode);
+}
+
+EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    FILE *f = procstat_fopen(path, mode);
+    if (f)
+        return f;
+    REAL(fopen64, FILE *)
+    if (!real_fopen64) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    return real_fopen64(path, mode);
 }
 
 /* ---- interpreter start -------------------------------------------------------------- */

@@ -9,6 +9,7 @@
  *   Py_FinalizeEx, Py_Finalize                                 finalize for embedders
  *   exit, _exit, _Exit                                         every exit path
  *   sigaction, signal                                          keep our handlers first
+ *   fopen, fopen64                /proc/self/stat without our threads (procstat.h)
  */
 #ifndef PYPROF_INTERPOSE_H
 #define PYPROF_INTERPOSE_H

@@ -178,6 +178,7 @@ static uint64_t mono_now_ns(void)
 static void *wall_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "pyprof-wall"); /* see preload/procstat.h */
     /* Started with every signal blocked but the faults the read guard turns into jumps
      * (a blocked fault signal would kill the process instead). */
     sigset_t faults;

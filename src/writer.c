@@ -816,6 +816,7 @@ static void forget_all(void);
 static void *writer_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "pyprof-writer"); /* see preload/procstat.h */
     /* Started with every signal blocked; the synchronous fault signals must not be,
      * because pynames reads interpreter memory under the fault guard, and a fault the
      * kernel finds blocked kills the process instead of running the guard. */
