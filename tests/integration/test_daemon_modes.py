@@ -22,7 +22,7 @@ def test_four_thread_cpu_shares(interp, tmp_path):
     interp.require()
     truth = tmp_path / "truth"
     prof = t.run([interp.path, FOUR, str(truth)], str(tmp_path / "logs"),
-                 env={"PYPROF_PERIOD": "2ms", "UNIT": "1500000"})
+                 env={"PYPROF_PERIOD": "2ms", "UNIT": "3000000"})
     assert prof.rc == 0 and prof.stdout == b"done\n", prof.describe()
     p = t.one_log(prof, ended="exit")
     cpu = {}
@@ -102,6 +102,9 @@ def test_two_toggles_make_one_window_log(interp, tmp_path):
     prof = pending.wait()
     assert prof.rc == 0 and prof.stdout == b"done\n" and prof.stderr == b"", prof.describe()
     p = t.one_log(prof, ended="toggled off")
-    assert 60 <= p.proc["samples"] <= 130, p.dump()
+    # The window is the ~1 s between the toggles; the samples are CPU time at 100 Hz, so
+    # fewer when the machine is busy, never more than the window allows.
+    assert 0.8 <= p.rep["duration_s"] <= 2.0, p.dump()
+    assert 20 <= p.proc["samples"] <= 130 * p.rep["duration_s"], p.dump()
     names = set(f["name"] for f in p.rep["functions"])
     assert "phase_one" in names and "phase_two" not in names, p.dump()

@@ -12,6 +12,6 @@ def burn(n):
     return s
 
 
-burn(int(os.environ.get("BURN", "3000000")))
+burn(int(os.environ.get("BURN", "8000000")))
 sys.stdout.flush()
 os.execv("/bin/echo", ["echo", "exec workload: echo ran"])
