@@ -30,7 +30,7 @@ endif
 LIB_SRCS  := $(wildcard preload/*.c) \
              src/sighandler.c src/sampler.c src/pyabi.c src/ring.c src/writer.c \
              src/record.c src/linetable.c src/safe_read.c src/diag.c \
-             src/pynames.c
+             src/pynames.c src/pthread_tid.c src/ownthreads.c
 LIB_LIBS  := -llz4 -ldl -lpthread
 # The tool: the subcommands, the reader and the profile model.
 TOOL_SRCS := $(wildcard utils/*.c) src/reader.c src/record.c src/linetable.c \
@@ -145,7 +145,7 @@ test-transparency: all
 	    /usr/bin/python3 tests/transparency/run.py --workdir $(BUILD)/transparency \
 	    $(TRANSPARENCY_ARGS)
 
-test-core: all unit check-exports fuzz-replay integration
+test-core: all unit check-exports fuzz-replay integration test-transparency
 
 test: deps
 	$(MAKE) test-core
@@ -164,8 +164,6 @@ demo: deps
 	$(TOOL) report $(BUILD)/demo
 
 bench: deps all
-	@if [ ! -f bench/run.py ]; then \
-	    echo "make bench: the benchmark suite is not written yet (see the bench issue)"; exit 1; fi
 	python3 bench/run.py --lib $(abspath $(LIB)) --tool $(abspath $(TOOL)) --out $(BUILD)/bench.json
 
 install: all

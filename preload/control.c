@@ -9,10 +9,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "entry.h"
 #include "interpose.h"
-#include "procstat.h"
+#include "ownthreads.h"
 #include "sighandler.h"
 
 static const int terminating[] = { SIGTERM, SIGINT, SIGHUP };
@@ -51,10 +52,21 @@ static int install_ours(int sig, void (*fn)(int, siginfo_t *, void *), struct si
 static void *control_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), PROCSTAT_THREAD_PREFIX "control");
+    ownthreads_name_self("control");
     for (;;) {
-        if (sem_wait(&sighandler_control_sem) == 0)
+        /* Woken by the toggle's handler; every 200 ms it also looks whether only the
+         * library's threads are left (a paused process has no writer to look). */
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        dl.tv_nsec += 200000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        if (sem_clockwait(&sighandler_control_sem, CLOCK_MONOTONIC, &dl) == 0)
             entry_toggle();
+        else
+            ownthreads_end_if_program_gone();
     }
     return NULL;
 }

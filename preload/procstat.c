@@ -8,7 +8,6 @@
  */
 #include "procstat.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,36 +15,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ownthreads.h"
+
 /* The stat line is a few hundred bytes; a longer one is left alone. */
 #define STAT_MAX 4096
 /* num_threads is field 20; the fields after the command's closing parenthesis start
  * at field 3. */
 #define NUM_THREADS_AFTER_COMM 18
-
-/* Threads of this process named PROCSTAT_THREAD_PREFIX*. */
-static long own_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    long n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char path[300], comm[32];
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t r = read(fd, comm, sizeof comm - 1);
-        close(fd);
-        if (r > 0 && strncmp(comm, PROCSTAT_THREAD_PREFIX, strlen(PROCSTAT_THREAD_PREFIX)) == 0)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
 
 /* Is `path` this process's stat file? */
 static int is_own_stat(const char *path)
@@ -92,7 +68,9 @@ FILE *procstat_fopen(const char *path, const char *mode)
     if (!path || !mode || mode[0] != 'r' || strchr(mode, '+') || !is_own_stat(path))
         return NULL;
     int saved = errno;
-    long hide = own_threads();
+    long all, hide = 0;
+    if (ownthreads_scan(&all, &hide) < 0)
+        hide = 0;
     FILE *f = NULL;
     int in = -1, out = -1;
     if (hide <= 0)

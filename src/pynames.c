@@ -8,7 +8,7 @@
  * `_Thread__name`, name-mangled) and, on 3.8+, `_native_id`, the OS thread id.  Where
  * there is no `_native_id` (2.7 to 3.7, or not set yet), the OS thread id is read from
  * the thread's glibc descriptor, at the offset of its `tid` field found once by looking
- * for our own tid in our own descriptor (see find_pthread_tid_offset).
+ * for our own tid in our own descriptor (pthread_tid.h).
  *
  * Nobody holds the GIL for us: the program's threads add, remove and rename threads and
  * resize these dicts while we read.  So every read goes through safe_read.h inside a
@@ -71,6 +71,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pthread_tid.h"
 #include "safe_read.h"
 
 /* ---- layouts ------------------------------------------------------------------------ */
@@ -162,32 +163,6 @@ static struct {
  * a stale hint only costs a full scan. */
 static _Atomic uint32_t hint_threading, hint_active, hint_name, hint_native_id;
 
-/* Where glibc's thread descriptor (pthread_self()) keeps the kernel thread id: the one
- * offset in its first 2 KB holding this thread's tid.  0 when not exactly one does, or
- * when the descriptor does not start with glibc's x86_64 header (tcb, dtv, self), whose
- * `self` pointer is what tid_of_ident checks an ident against.  (sampler.c finds the
- * same offset for the wall-clock sampler.) */
-static int find_pthread_tid_offset(void)
-{
-    const char *self = (const char *)pthread_self();
-    uintptr_t self_ptr;
-    memcpy(&self_ptr, self + 16, sizeof self_ptr);
-    if (self_ptr != (uintptr_t)self)
-        return 0;
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    int found = 0;
-    for (int off = 0; off + (int)sizeof(pid_t) <= 2048; off += (int)sizeof(pid_t)) {
-        pid_t v;
-        memcpy(&v, self + off, sizeof v);
-        if (v == tid) {
-            if (found)
-                return 0;
-            found = off;
-        }
-    }
-    return found;
-}
-
 /* 1 when the interpreter's symbols and our table agree; fills S. */
 static int init_layout(const pyabi *a)
 {
@@ -220,7 +195,7 @@ static int init_layout(const pyabi *a)
         if (!d || memcmp(d, "xdebugpy", 8) != 0 || d[11] != (uint64_t)L->interp_modules)
             return 0;
     }
-    S.tid_off = find_pthread_tid_offset();
+    S.tid_off = pthread_tid_offset();
     S.L = L;
     return 1;
 }
@@ -393,7 +368,7 @@ SAFE_NO_SANITIZE static uint64_t int_value(uintptr_t o)
 SAFE_NO_SANITIZE static uint32_t tid_of_ident(uintptr_t key)
 {
     uint64_t ident = key && S.tid_off ? int_value(key) : 0;
-    if (!ident || safe_ptr(ident + 16) != ident)
+    if (!ident || safe_ptr(ident + PTHREAD_TID_SELF) != ident)
         return 0;
     return safe_u32(ident + (uintptr_t)S.tid_off);
 }

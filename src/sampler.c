@@ -42,6 +42,8 @@
 #include <unistd.h>
 
 #include "interpose.h"
+#include "ownthreads.h"
+#include "pthread_tid.h"
 #include "safe_read.h"
 #include "sighandler.h"
 
@@ -149,25 +151,6 @@ static int arm_posix_timer(uint64_t period_ns)
     return 0;
 }
 
-/* Where glibc's thread descriptor (pthread_self()) keeps the kernel thread id: the one
- * offset in its first 2 KB holding this thread's tid.  0 when not exactly one does. */
-static int find_pthread_tid_offset(void)
-{
-    const char *self = (const char *)pthread_self();
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    int found = 0;
-    for (int off = 0; off + (int)sizeof(pid_t) <= 2048; off += (int)sizeof(pid_t)) {
-        pid_t v;
-        memcpy(&v, self + off, sizeof v);
-        if (v == tid) {
-            if (found)
-                return 0;
-            found = off;
-        }
-    }
-    return found;
-}
-
 static uint64_t mono_now_ns(void)
 {
     struct timespec ts;
@@ -178,7 +161,7 @@ static uint64_t mono_now_ns(void)
 static void *wall_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), "pyprof-wall"); /* see preload/procstat.h */
+    ownthreads_name_self("wall");
     /* Started with every signal blocked but the faults the read guard turns into jumps
      * (a blocked fault signal would kill the process instead). */
     sigset_t faults;
@@ -299,7 +282,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
         if (abi->ts_native_tid < 0)
-            atomic_store(&g->pthread_tid_offset, find_pthread_tid_offset());
+            atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
         if (start_wall_thread(period_ns) == 0) {
             atomic_store(&armed, 1);
             return 0;

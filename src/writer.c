@@ -39,6 +39,7 @@
 
 #include "diag.h"
 #include "linetable.h"
+#include "ownthreads.h"
 #include "pynames.h"
 #include "record.h"
 #include "sampler.h"
@@ -48,6 +49,7 @@
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
 #define RSS_EVERY_NS 20000000ull  /* RSS at most every 20 ms */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
+#define ALONE_EVERY_NS 200000000ull /* are the program's threads all gone? (ownthreads.h) */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
 #define NAMES_MAX 4096               /* threads whose names are read at a time */
 #define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
@@ -816,7 +818,7 @@ static void forget_all(void);
 static void *writer_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), "pyprof-writer"); /* see preload/procstat.h */
+    ownthreads_name_self("writer");
     /* Started with every signal blocked; the synchronous fault signals must not be,
      * because pynames reads interpreter memory under the fault guard, and a fault the
      * kernel finds blocked kills the process instead of running the guard. */
@@ -825,7 +827,7 @@ static void *writer_main(void *arg)
     sigaddset(&faults, SIGSEGV);
     sigaddset(&faults, SIGBUS);
     pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
-    uint64_t wake_ns = WAKE_IDLE_NS;
+    uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = mono_ns();
     while (!atomic_load(&W.stop)) {
         struct timespec dl;
         clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -863,6 +865,10 @@ static void *writer_main(void *arg)
         if (W.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
             flush_log();
             W.last_flush_ns = now;
+        }
+        if (now - alone_checked_ns >= ALONE_EVERY_NS) {
+            alone_checked_ns = now;
+            ownthreads_end_if_program_gone();
         }
     }
     W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -999,7 +1005,8 @@ void writer_finish(int end, int status_known, int status)
 {
     if (W.pid != getpid())
         return;
-    if (W.thread_running) {
+    /* From the writer itself when it ends the process (ownthreads.h): no join. */
+    if (W.thread_running && !pthread_equal(W.thread, pthread_self())) {
         atomic_store(&W.stop, 1);
         sem_post(&W.wake);
         pthread_join(W.thread, NULL);

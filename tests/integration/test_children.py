@@ -230,3 +230,26 @@ def test_report_combines_tree(interp, tmp_path):
         fns = names(sub)
         for fn in PARENT_ONLY[:1] + FORK_WORKERS:
             assert fn in fns and fns[fn]["total"] >= MIN_SAMPLES, (fn, t.dump(sub))
+
+
+FORK_FROM_THREAD = t.workload("fork_from_thread.py")
+
+
+@pytest.mark.parametrize("interp", FEW)
+def test_fork_from_thread_child_ends(interp, tmp_path):
+    """A child forked from a thread other than main ends when that thread returns (the C
+    library calls exit(0) after the last thread): the library's own threads must not keep
+    it alive.  It ends as without the library, with a complete log of its samples."""
+    interp.require()
+    prof, base = t.run_pair([interp.path, FORK_FROM_THREAD], tmp_path, env=ENV, timeout=60)
+    t.assert_transparent(prof, base)
+    assert prof.stdout == b"child done\nchild status 0\n", prof.describe()
+    logs = by_pid(prof)
+    child = [pid for pid in logs if pid != prof.pid]
+    assert len(child) == 1 and prof.pid in logs, prof.describe()
+    rep = logs[child[0]][1]
+    proc = rep["processes"][0]
+    assert proc["ended"] == "exit" and not proc["truncated"], t.dump(rep)
+    assert proc["ppid"] == prof.pid, t.dump(rep)
+    assert proc["samples"] >= MIN_SAMPLES, t.dump(rep)
+    assert any(f["name"] == "child_burn" for f in rep["functions"]), t.dump(rep)

@@ -1,0 +1,95 @@
+/*
+ * ownthreads: the library's threads among the process's.  See ownthreads.h.
+ */
+#include "ownthreads.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* writer, wall-clock sampler, control: more threads than this means the program's. */
+#define OWN_THREADS_MAX 3
+
+void ownthreads_name_self(const char *role)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%s%s", OWNTHREADS_PREFIX, role);
+    pthread_setname_np(pthread_self(), name);
+}
+
+/* Reads the start of `path` into buf (NUL-terminated).  Its length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, cap - 1);
+    close(fd);
+    if (r < 0)
+        return -1;
+    buf[r] = 0;
+    return r;
+}
+
+int ownthreads_scan(long *all, long *ours)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    long n = 0, mine = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        /* "tid (comm) S ...": the name between the first '(' and the last ')' */
+        char path[300], stat[512];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        if (read_small(path, stat, sizeof stat) <= 0)
+            continue; /* it ended meanwhile */
+        char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
+        if (!open_paren || !close_paren || close_paren[1] != ' ')
+            continue;
+        char state = close_paren[2];
+        if (state == 'Z' || state == 'X')
+            continue;
+        n++;
+        if (strncmp(open_paren + 1, OWNTHREADS_PREFIX, strlen(OWNTHREADS_PREFIX)) == 0)
+            mine++;
+    }
+    closedir(d);
+    *all = n;
+    *ours = mine;
+    return 0;
+}
+
+int ownthreads_program_gone(void)
+{
+    /* num_threads, field 20 of /proc/self/stat, first: a busy program has many. */
+    char stat[1024];
+    if (read_small("/proc/self/stat", stat, sizeof stat) <= 0)
+        return 0;
+    char *p = strrchr(stat, ')');
+    if (!p)
+        return 0;
+    for (int field = 3; field <= 20 && p; field++)
+        p = strchr(p + 1, ' ');
+    if (!p || atol(p + 1) > OWN_THREADS_MAX + 1) /* + a zombie main thread */
+        return 0;
+    long all, ours;
+    if (ownthreads_scan(&all, &ours) < 0)
+        return 0;
+    return all > 0 && all == ours;
+}
+
+void ownthreads_end_if_program_gone(void)
+{
+    static _Atomic int ending;
+    if (!ownthreads_program_gone() || atomic_exchange(&ending, 1))
+        return;
+    exit(0);
+}

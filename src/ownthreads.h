@@ -1,0 +1,42 @@
+/*
+ * ownthreads: the library's own threads among the process's.
+ *
+ * Every thread the library runs names itself OWNTHREADS_PREFIX<role> first thing
+ * ("pyprof-writer", "pyprof-wall", "pyprof-control"), which is how the rest of the
+ * process, and this module, tell them from the program's:
+ *
+ *  - procstat (preload/) leaves them out of the thread count /proc/self/stat shows
+ *    through fopen, where CPython 3.12+ counts threads before warning at fork;
+ *  - the writer asks ownthreads_program_gone() now and then: when every thread of the
+ *    program has ended (the last one returned from its start routine or called
+ *    pthread_exit), glibc would have ended the process with exit(0), and only our threads
+ *    keep it alive, so the writer calls exit(0) itself.  That happens in a child forked
+ *    from a thread other than main, whose only thread is the forking one.
+ *
+ * A zombie thread (a main thread that called pthread_exit while others run) is not a
+ * running thread of the program.  Nothing here is async-signal-safe.
+ */
+#ifndef PYPROF_OWNTHREADS_H
+#define PYPROF_OWNTHREADS_H
+
+#define OWNTHREADS_PREFIX "pyprof-"
+
+/* [not sigsafe] Names the calling thread OWNTHREADS_PREFIX `role` (role: at most 8
+ * bytes, the kernel keeps 15). */
+void ownthreads_name_self(const char *role);
+
+/* [not sigsafe] Threads of this process that are not zombies: all of them in *all,
+ * the library's in *ours.  -1 when /proc/self/task cannot be read (nothing filled). */
+int ownthreads_scan(long *all, long *ours);
+
+/* [not sigsafe] 1 when the process has threads and all of them are the library's; 0 when
+ * the program has a thread, or when that cannot be told.  Cheap while the process has
+ * more threads than the library can run (one read of /proc/self/stat). */
+int ownthreads_program_gone(void);
+
+/* [not sigsafe] From a thread of the library: when the program's threads are all gone,
+ * ends the process the way glibc would have, with exit(0) (the exit hooks finish the
+ * log), and does not return; the first caller only.  Otherwise returns. */
+void ownthreads_end_if_program_gone(void);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * pthread_tid: the kernel thread id of a thread known only by its pthread_t.
+ *
+ * CPython records a thread by its pthread_t (PyThreadState.thread_id before 3.11, and
+ * the keys of threading._active), which in glibc is the address of the thread's
+ * descriptor, `struct pthread`, whose `tid` field holds the kernel thread id.  Its offset
+ * is private to glibc, so it is found at run time: the one offset in the calling thread's
+ * own descriptor that holds the calling thread's tid.
+ */
+#ifndef PYPROF_PTHREAD_TID_H
+#define PYPROF_PTHREAD_TID_H
+
+/* [not sigsafe] The offset of `tid` in glibc's thread descriptor; 0 when not exactly one
+ * offset in the first 2 KB of the caller's descriptor holds its tid, or when the
+ * descriptor does not start with glibc's x86_64 header (tcb, dtv, self), whose `self`
+ * pointer at +16 lets a reader check that an address is a descriptor (see
+ * PTHREAD_TID_SELF). */
+int pthread_tid_offset(void);
+
+/* Where a glibc descriptor points to itself. */
+#define PTHREAD_TID_SELF 16
+
+#endif
