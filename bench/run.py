@@ -1,0 +1,1113 @@
+#!/usr/bin/env python3
+"""pyprof's benchmark suite (SPEC section 9, issue 5): `make bench` runs it.
+
+    python3 bench/run.py --lib build/libpyprof.so --tool build/pyprof --out build/bench.json
+    python3 bench/run.py ... --quick          # a 1-2 minute smoke run
+
+What it measures, in one run (stdlib only, nothing installed):
+
+* overhead: every workload in bench/workloads runs without the library and with it at
+  100 Hz and 1 kHz (PYPROF_PERIOD=10ms / 1ms, cpu clock; the threaded one also with
+  PYPROF_CLOCK=wall), interleaved: each repetition runs every setting once, back to back,
+  in an order that reverses from one repetition to the next (A B C, C B A, ...).  A ratio
+  is a with-library run over the bare run of the same repetition; wall time is measured
+  around the process, CPU time is the process's user+sys from wait4 (children included).
+  Each ratio is given as median, min, max and a 95 % bootstrap interval of the median;
+* the library's own cost, from each log's footer (`pyprof report --json`): library CPU
+  (handler + writer) per second of process CPU, handler and writer time per sample, and
+  the handler-time histogram by stack depth (median per depth bucket);
+* samples achieved versus expected (expected = process CPU seconds x rate in cpu mode;
+  sampling passes per wall second / rate in wall mode), per run and in the steady state
+  (the difference between a long and a short run, which removes start-up and exit);
+* log bytes per sample, per run and in the steady state;
+* `pyprof report` throughput in samples per second on a directory of at least 1,000,000
+  samples;
+* accuracy: a workload that measures the CPU time of its own functions, and the error of
+  each share the profile gives;
+* side by side: `python -m cProfile` on the same interpreter, and Debian's python3-yappi
+  (CPU clock) with /usr/bin/python3.11, where present.
+
+The machine is usually shared and noisy: whole-run ratios move by 15-30 % from pair to
+pair, so the library's own accounting is the primary overhead figure and the ratios are
+its cross-check.  A --budget (seconds) bounds the run: repetitions stop once another one
+would not fit (never fewer than --min-reps).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+REPO = os.path.dirname(HERE)
+DEBIAN_PY = "/usr/bin/python3.11"
+
+# The issue's targets (issue 5, "What it must show").
+TARGETS = {
+    "wall_ratio_100hz_cpu_workload": 1.01,
+    "wall_ratio_1khz_cpu_workload": 1.05,
+    "handler_median_ns_depth30": 2000.0,
+    "achieved_100hz_cpu_clock": 0.99,
+    "achieved_1khz_cpu_clock": 0.95,
+    "library_cpu_share_100hz": 0.005,
+    "log_bytes_per_sample_cpu_workload": 8.0,
+    "report_samples_per_s": 5e6,
+}
+
+RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as failed
+
+
+T0 = time.monotonic()
+
+
+def log(msg):
+    sys.stderr.write("bench [%4.0f s]: %s\n" % (time.monotonic() - T0, msg))
+    sys.stderr.flush()
+
+
+# ---- statistics -------------------------------------------------------------------------
+
+def boot_median_ci(xs, n=2000, seed=5):
+    """95 % percentile-bootstrap interval of the median of xs."""
+    if len(xs) < 3:
+        return None
+    rnd = random.Random(seed)
+    meds = sorted(statistics.median(rnd.choices(xs, k=len(xs))) for _ in range(n))
+    return [meds[int(0.025 * n)], meds[int(0.975 * n) - 1]]
+
+
+def summary(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs),
+            "ci95_median": boot_median_ci(xs), "values": xs}
+
+
+def check(value, target, below=True, ci=None):
+    """'met', 'not met', 'unclear' (the 95 % interval straddles the target) or None."""
+    if value is None or target is None:
+        return None
+    ok = value < target if below else value >= target
+    if ci is not None and ci[0] < target <= ci[1]:
+        return "unclear (met)" if ok else "unclear (not met)"
+    return "met" if ok else "not met"
+
+
+# ---- running one process ------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args, work):
+        self.lib = args.lib
+        self.tool = args.tool
+        self.work = work
+        self.keep = args.keep_logs
+        self.count = 0
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith("PYPROF_") and k != "LD_PRELOAD"}
+        base["PYTHONHASHSEED"] = "0"
+        # Byte-code caches go to the scratch directory, never into the source tree.
+        base["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        self.base_env = base
+
+    def spawn(self, argv, env, stdout=subprocess.DEVNULL):
+        """Runs argv to its end; returns wall seconds, user+sys CPU seconds (of the process
+        and every descendant it waited for), the exit code and the start of stderr."""
+        errpath = os.path.join(self.work, "stderr.txt")
+        with open(errpath, "wb") as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(argv, env=env, stdout=stdout, stderr=err,
+                                 stdin=subprocess.DEVNULL, cwd=WORKLOADS)
+            killed = []
+
+            def kill():
+                killed.append(1)
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            timer = threading.Timer(RUN_TIMEOUT, kill)
+            timer.start()
+            try:
+                _, status, ru = os.wait4(p.pid, 0)
+            finally:
+                timer.cancel()
+            wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        with open(errpath, "rb") as fh:
+            stderr = fh.read(2000).decode("utf-8", "replace")
+        return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime,
+                "sys_s": ru.ru_stime, "exit": p.returncode, "timed_out": bool(killed),
+                "stderr": stderr.strip()[:500] or None,
+                "ok": p.returncode == 0 and not killed}
+
+    def run(self, python, argv, setting):
+        """One run of a workload under a setting (see SETTINGS)."""
+        env = dict(self.base_env)
+        kind = setting["kind"]
+        logdir = None
+        extra = []
+        if kind == "pyprof":
+            self.count += 1
+            logdir = os.path.join(self.work, "logs", "run%05d" % self.count)
+            os.makedirs(logdir)
+            env["LD_PRELOAD"] = self.lib
+            env["PYPROF_OUTPUT"] = logdir
+            env.update(setting["env"])
+        elif kind == "cprofile":
+            extra = ["-m", "cProfile", "-o", os.path.join(self.work, "cprofile.out")]
+        elif kind == "yappi":
+            extra = ["-m", "yappi", "-c", "cpu", "-o", os.path.join(self.work, "yappi.out")]
+        r = self.spawn([python] + extra + argv, env)
+        r["setting"] = setting["name"]
+        if logdir:
+            r.update(self.read_logs(logdir, setting))
+            if not self.keep:
+                shutil.rmtree(logdir, ignore_errors=True)
+        return r
+
+    def report_json(self, path, top=1):
+        argv = [self.tool, "report", "--json"] + (["--top", str(top)] if top else []) + [path]
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), out.returncode,
+                                                     out.stderr.decode()[:300]))
+        return json.loads(out.stdout)
+
+    def read_logs(self, logdir, setting):
+        """The figures a run's logs give (summed over its processes)."""
+        files = [os.path.join(logdir, f) for f in os.listdir(logdir)]
+        r = {"log_files": len(files), "log_bytes": sum(os.path.getsize(f) for f in files),
+             "rate_hz": setting["rate"], "clock": setting["env"].get("PYPROF_CLOCK", "cpu")}
+        if not files:
+            r["log_error"] = "no log written"
+            return r
+        try:
+            j = self.report_json(logdir)
+        except (RuntimeError, ValueError) as e:
+            r["log_error"] = str(e)
+            return r
+        procs = j["processes"]
+        tot = lambda key: sum(p.get(key) or 0 for p in procs)  # noqa: E731
+        r["processes"] = len(procs)
+        r["threads"] = len(j.get("threads", []))
+        r["samples"] = tot("samples")
+        r["library_cpu_ns"] = tot("library_cpu_ns")
+        r["duration_s"] = max(p["duration_s"] for p in procs)
+        r["timers"] = sorted({p.get("timer") for p in procs if p.get("timer")})
+        r["ended"] = sorted({p.get("ended") for p in procs})
+        drops = {}
+        for p in procs:
+            for k, v in (p.get("dropped") or {}).items():
+                drops[k] = drops.get(k, 0) + v
+        r["dropped"] = {k: v for k, v in drops.items() if v}
+        r["achieved_hz_footer"] = [p.get("achieved_hz") for p in procs]
+        costs = [p["cost"] for p in procs if p.get("cost")]
+        if costs:
+            r["handler_ns"] = sum(c["handler_ns"] for c in costs)
+            r["writer_ns"] = sum(c["writer_ns"] for c in costs)
+            # Histogram by depth: counts summed over processes; median and p90 of the
+            # process with the most samples in that bucket.
+            by = {}
+            for c in costs:
+                for b in c["by_depth"]:
+                    k = b["max_depth"]
+                    cur = by.get(k)
+                    if cur is None or b["samples"] > cur["best"]:
+                        by[k] = {"max_depth": k, "samples": (cur or {}).get("samples", 0)
+                                 + b["samples"], "median_ns": b["median_ns"],
+                                 "p90_ns": b["p90_ns"], "best": b["samples"]}
+                    else:
+                        cur["samples"] += b["samples"]
+            order = [b["max_depth"] for b in costs[0]["by_depth"]]
+            r["handler_by_depth"] = [{k: v for k, v in by[d].items() if k != "best"}
+                                     for d in order if d in by]
+        else:
+            r["handler_ns"] = r["writer_ns"] = None
+            r["handler_by_depth"] = None
+        rate = setting["rate"]
+        samples = r["samples"]
+        if samples:
+            r["log_bytes_per_sample"] = r["log_bytes"] / samples
+            r["handler_ns_per_sample"] = (r["handler_ns"] / samples
+                                          if r["handler_ns"] is not None else None)
+            r["writer_ns_per_sample"] = (r["writer_ns"] / samples
+                                         if r["writer_ns"] is not None else None)
+            r["library_ns_per_sample"] = r["library_cpu_ns"] / samples
+        if r["clock"] == "cpu":
+            # Strict: every CPU second of the process (wait4) should give `rate` samples.
+            # Python-running: the writer thread's CPU is not sampled, and ticks that found
+            # no interpreter running (start-up, finalization; counted by the library) had
+            # nothing to sample.
+            r["nothing_to_sample"] = drops.get("not_ready", 0) + drops.get("no_python", 0)
+        else:
+            hz = [p.get("achieved_hz") for p in procs if p.get("achieved_hz") is not None]
+            r["achieved"] = (sum(hz) / len(hz) / rate) if hz else None
+        return r
+
+
+def finish_run(r):
+    """Figures that need both the process's own CPU time and the log's."""
+    if r.get("samples") is None or not r.get("ok"):
+        return r
+    cpu = r["cpu_s"]
+    if cpu > 0:
+        r["library_cpu_share"] = r["library_cpu_ns"] / 1e9 / cpu
+    if r["clock"] == "cpu" and cpu > 0:
+        rate = r["rate_hz"]
+        r["expected_strict"] = cpu * rate
+        r["achieved_strict"] = r["samples"] / r["expected_strict"]
+        writer = (r.get("writer_ns") or 0) / 1e9
+        r["expected"] = max((cpu - writer) * rate - r["nothing_to_sample"], 1e-9)
+        r["achieved"] = r["samples"] / r["expected"]
+    return r
+
+
+# ---- workloads and settings ---------------------------------------------------------------
+
+def pyprof_setting(rate, clock="cpu"):
+    period = {100: "10ms", 1000: "1ms", 10000: "100us"}[rate]
+    name = "pyprof %s %s" % ("100 Hz" if rate == 100 else "1 kHz", clock)
+    env = {"PYPROF_PERIOD": period}
+    if clock != "cpu":
+        env["PYPROF_CLOCK"] = clock
+    return {"name": name, "kind": "pyprof", "rate": rate, "env": env}
+
+
+BARE = {"name": "bare", "kind": "bare", "rate": None, "env": {}}
+CPROFILE = {"name": "cProfile", "kind": "cprofile", "rate": None, "env": {}}
+YAPPI = {"name": "yappi (cpu clock)", "kind": "yappi", "rate": None, "env": {}}
+
+
+def make_groups(py, rounds, debian):
+    """The workloads, each with its settings.  rounds: calibrated work sizes."""
+    std = [BARE, pyprof_setting(100), pyprof_setting(1000)]
+    groups = [
+        {"name": "cpu", "python": py, "argv": ["cpu.py", str(rounds["cpu"])],
+         "what": "CPU-bound pure Python: calls, object churn, json, regex, recursion",
+         "settings": std + [CPROFILE]},
+        {"name": "threads", "python": py, "argv": ["threads.py", str(rounds["threads"])],
+         "what": "four CPU-bound threads and two sleeping ones",
+         "settings": std + [pyprof_setting(100, "wall"), pyprof_setting(1000, "wall")]},
+        {"name": "fork", "python": py, "argv": ["fork.py", str(rounds["fork"])],
+         "what": "a parent that forks three CPU-bound workers (os._exit) and waits",
+         "settings": list(std)},
+        {"name": "deep30", "python": py, "argv": ["deep.py", "30", str(rounds["deep30"])],
+         "what": "CPU-bound loop with 30 Python frames on the stack", "depth": 30,
+         "settings": list(std)},
+        {"name": "deep200", "python": py, "argv": ["deep.py", "200", str(rounds["deep200"])],
+         "what": "CPU-bound loop with 200 Python frames on the stack", "depth": 200,
+         "settings": list(std)},
+    ]
+    if debian:
+        sets = [BARE, pyprof_setting(100), pyprof_setting(1000), CPROFILE]
+        if debian.get("yappi"):
+            sets.append(YAPPI)
+        groups.append({"name": "cpu-debian", "python": DEBIAN_PY,
+                       "argv": ["cpu.py", str(rounds["cpu-debian"])],
+                       "what": "the CPU-bound workload (a quarter of its size) on Debian's "
+                               "/usr/bin/python3.11, for yappi (packaged only for it)",
+                       "settings": sets})
+    return groups
+
+
+# ---- calibration --------------------------------------------------------------------------
+
+def cpu_of(runner, py, argv, tries=2):
+    best = None
+    for _ in range(tries):
+        r = runner.spawn([py] + argv, runner.base_env)
+        if not r["ok"]:
+            raise RuntimeError("calibration run %s failed: exit %s %s"
+                               % (argv, r["exit"], r["stderr"]))
+        best = r["cpu_s"] if best is None else min(best, r["cpu_s"])
+    return best
+
+
+def per_round(runner, py, argv_of, lo, hi):
+    """CPU seconds per round of a workload: the slope between two sizes (start-up out)."""
+    a = cpu_of(runner, py, argv_of(lo))
+    b = cpu_of(runner, py, argv_of(hi))
+    return max((b - a) / (hi - lo), 1e-7), a - lo * max((b - a) / (hi - lo), 0)
+
+
+def calibrate(runner, py, secs, debian):
+    cpu_round, start = per_round(runner, py, lambda n: ["cpu.py", str(n)], 20, 120)
+    d30, _ = per_round(runner, py, lambda n: ["deep.py", "30", str(n)], 200, 1200)
+    d200, _ = per_round(runner, py, lambda n: ["deep.py", "200", str(n)], 200, 1200)
+    sh, _ = per_round(runner, py, lambda n: ["shares.py", str(n), os.devnull], 5, 30)
+    rounds = {
+        "cpu": max(8, int(secs["cpu"] / cpu_round)),
+        "threads": max(8, int(secs["threads"] / cpu_round) // 4 * 4),
+        "fork": max(6, int(secs["fork"] / cpu_round) // 3 * 3),
+        "deep30": max(50, int(secs["deep"] / d30)),
+        "deep200": max(50, int(secs["deep"] / d200)),
+        "shares": max(10, int(secs["shares"] / sh)),
+    }
+    if debian:
+        rounds["cpu-debian"] = max(4, rounds["cpu"] // 4)
+    return rounds, {"cpu_s_per_round": {"cpu": cpu_round, "deep30": d30, "deep200": d200,
+                                        "shares": sh},
+                    "interpreter_startup_cpu_s": start}
+
+
+# ---- the parts ----------------------------------------------------------------------------
+
+def run_reps(runner, groups, budget_end, min_reps, max_reps, reserve, hard_slack=30.0):
+    """Interleaved repetitions until max_reps, or until another would pass the budget
+    (min_reps of them while they fit within hard_slack past it, and never fewer than 3)."""
+    runs = {g["name"]: [] for g in groups}
+    rep_times = []
+    failures = []
+    for rep in range(max_reps):
+        t0 = time.monotonic()
+        for g in groups:
+            order = g["settings"] if rep % 2 == 0 else list(reversed(g["settings"]))
+            for s in order:
+                r = finish_run(runner.run(g["python"], g["argv"], s))
+                r["rep"] = rep
+                r["load1"] = os.getloadavg()[0]
+                runs[g["name"]].append(r)
+                if not r["ok"] or r.get("log_error"):
+                    failures.append({"workload": g["name"], "setting": s["name"],
+                                     "rep": rep, "exit": r["exit"],
+                                     "timed_out": r["timed_out"], "stderr": r["stderr"],
+                                     "log_error": r.get("log_error")})
+                    log("FAILED: %s / %s rep %d: exit %s %s %s" % (
+                        g["name"], s["name"], rep, r["exit"], r.get("log_error") or "",
+                        (r["stderr"] or "")[:200]))
+        rep_times.append(time.monotonic() - t0)
+        left = budget_end - time.monotonic() - reserve
+        log("repetition %d done in %.1f s (load %.1f); %.0f s of budget left"
+            % (rep + 1, rep_times[-1], os.getloadavg()[0], left))
+        need = max(rep_times[-3:]) * 1.1
+        if left < need and (rep + 1 >= min_reps or
+                            (rep + 1 >= 3 and left + hard_slack < need)):
+            break
+    return runs, rep_times, failures
+
+
+def analyse_group(g, runs):
+    """Ratios and log figures of one workload, per setting."""
+    bare = {r["rep"]: r for r in runs if r["setting"] == "bare" and r["ok"]}
+    out = {"what": g["what"], "python": g["python"], "argv": g["argv"], "settings": {}}
+    if "depth" in g:
+        out["depth"] = g["depth"]
+    for s in g["settings"]:
+        mine = [r for r in runs if r["setting"] == s["name"] and r["ok"]]
+        res = {"kind": s["kind"], "env": s["env"], "runs_ok": len(mine),
+               "runs_failed": len([r for r in runs if r["setting"] == s["name"]
+                                   and not r["ok"]]),
+               "wall_s": summary([r["wall_s"] for r in mine]),
+               "cpu_s": summary([r["cpu_s"] for r in mine])}
+        if s["kind"] != "bare":
+            pairs = [(r, bare[r["rep"]]) for r in mine if r["rep"] in bare]
+            res["wall_ratio"] = summary([r["wall_s"] / b["wall_s"] for r, b in pairs])
+            res["cpu_ratio"] = summary([r["cpu_s"] / b["cpu_s"] for r, b in pairs])
+        if s["kind"] == "pyprof":
+            logged = [r for r in mine if r.get("samples")]
+            res["rate_hz"] = s["rate"]
+            res["clock"] = s["env"].get("PYPROF_CLOCK", "cpu")
+            res["timers"] = sorted({t for r in logged for t in r.get("timers", [])})
+            res["samples"] = summary([r["samples"] for r in logged])
+            res["log_bytes_per_sample"] = summary([r["log_bytes_per_sample"] for r in logged])
+            res["library_cpu_share"] = summary([r.get("library_cpu_share") for r in logged])
+            res["library_ns_per_sample"] = summary([r["library_ns_per_sample"]
+                                                    for r in logged])
+            res["handler_ns_per_sample"] = summary([r.get("handler_ns_per_sample")
+                                                    for r in logged])
+            res["writer_ns_per_sample"] = summary([r.get("writer_ns_per_sample")
+                                                   for r in logged])
+            res["achieved"] = summary([r.get("achieved") for r in logged])
+            if res["clock"] == "cpu":
+                res["achieved_strict"] = summary([r.get("achieved_strict") for r in logged])
+                exp = sum(r["expected"] for r in logged if r.get("expected"))
+                res["achieved_pooled"] = (sum(r["samples"] for r in logged) / exp
+                                          if exp else None)
+            drops = {}
+            for r in logged:
+                for k, v in r.get("dropped", {}).items():
+                    drops[k] = drops.get(k, 0) + v
+            res["dropped_total"] = drops
+            res["handler_by_depth"] = depth_histogram(logged)
+            if "depth" in g:
+                res["handler_at_depth"] = at_depth(res["handler_by_depth"], g["depth"])
+        out["settings"][s["name"]] = res
+    return out
+
+
+def depth_histogram(logged):
+    """Per depth bucket: samples summed over the runs; the median over runs of each run's
+    median and p90 handler time in that bucket (runs with at least 20 samples there)."""
+    buckets = {}
+    order = []
+    for r in logged:
+        for b in r.get("handler_by_depth") or []:
+            k = b["max_depth"]
+            if k not in buckets:
+                buckets[k] = {"samples": 0, "medians": [], "p90s": []}
+                order.append(k)
+            buckets[k]["samples"] += b["samples"]
+            if b["samples"] >= 20:
+                buckets[k]["medians"].append(b["median_ns"])
+                buckets[k]["p90s"].append(b["p90_ns"])
+    if not order:
+        return None
+    out = []
+    lo = 0
+    for k in order:
+        b = buckets[k]
+        out.append({"depth_from": lo + 1, "depth_to": k, "samples": b["samples"],
+                    "median_ns": statistics.median(b["medians"]) if b["medians"] else None,
+                    "p90_ns": statistics.median(b["p90s"]) if b["p90s"] else None,
+                    "runs": len(b["medians"])})
+        lo = k if k is not None else lo
+    return out
+
+
+def at_depth(hist, depth):
+    for b in hist or []:
+        if b["depth_from"] <= depth and (b["depth_to"] is None or depth <= b["depth_to"]):
+            return b
+    return None
+
+
+def long_runs(runner, py, rounds, factor):
+    """One long cpu.py run per rate, for the steady-state figures (see steady_state)."""
+    out = {}
+    for setting in (pyprof_setting(100), pyprof_setting(1000)):
+        out[setting["name"]] = finish_run(
+            runner.run(py, ["cpu.py", str(int(rounds * factor))], setting))
+    return out
+
+
+def steady_state(longs, short_runs):
+    """Samples achieved and log bytes per sample past start-up and exit: a long cpu.py run
+    per rate, set against the median of the short runs of the repetitions."""
+    out = {}
+    for name, r in longs.items():
+        rate = r["rate_hz"]
+        shorts = [x for x in short_runs if x["setting"] == name and x["ok"]
+                  and x.get("samples")]
+        if not r["ok"] or not r.get("samples"):
+            out[name] = {"error": r.get("log_error") or r["stderr"] or "exit %s" % r["exit"]}
+            continue
+        if not shorts:
+            continue
+        s_samples = statistics.median(x["samples"] for x in shorts)
+        s_bytes = statistics.median(x["log_bytes"] for x in shorts)
+        s_cpu = statistics.median(x["cpu_s"] - (x.get("writer_ns") or 0) / 1e9
+                                  for x in shorts)
+        l_cpu = r["cpu_s"] - (r.get("writer_ns") or 0) / 1e9
+        ds = r["samples"] - s_samples
+        res = {"long_run": {k: r.get(k) for k in ("cpu_s", "wall_s", "samples", "log_bytes",
+                                                  "achieved", "achieved_strict",
+                                                  "library_cpu_share", "dropped",
+                                                  "handler_ns_per_sample",
+                                                  "writer_ns_per_sample")},
+               "short_runs_median": {"samples": s_samples, "log_bytes": s_bytes,
+                                     "python_cpu_s": s_cpu}}
+        if ds > 0 and l_cpu > s_cpu:
+            res["log_bytes_per_sample"] = (r["log_bytes"] - s_bytes) / ds
+            res["achieved"] = ds / ((l_cpu - s_cpu) * rate)
+        out[name] = res
+    return out
+
+
+def accuracy(runner, py, rounds):
+    """Known CPU shares (shares.py measures its own functions) against the profile's."""
+    out = {}
+    for setting in (pyprof_setting(1000), pyprof_setting(100)):
+        truth_path = os.path.join(runner.work, "shares.json")
+        runner.count += 1
+        logdir = os.path.join(runner.work, "logs", "shares%05d" % runner.count)
+        os.makedirs(logdir)
+        env = dict(runner.base_env, LD_PRELOAD=runner.lib, PYPROF_OUTPUT=logdir,
+                   **setting["env"])
+        n = rounds if setting["rate"] == 1000 else rounds * 2
+        r = runner.spawn([py, "shares.py", str(n), truth_path], env)
+        if not r["ok"]:
+            out[setting["name"]] = {"error": r["stderr"] or "exit %s" % r["exit"]}
+            continue
+        with open(truth_path) as fh:
+            truth = json.load(fh)
+        j = runner.report_json(logdir, top=0)
+        got = {f["name"]: f["total"] for f in j["functions"] if f["name"] in truth}
+        n_s = sum(got.values())
+        t_s = sum(truth.values())
+        funcs = {}
+        for name in sorted(truth):
+            p_true = truth[name] / t_s
+            p_got = got.get(name, 0) / n_s if n_s else 0.0
+            sigma = (p_true * (1 - p_true) / n_s) ** 0.5 if n_s else None
+            funcs[name] = {"cpu_s": truth[name], "share_known": p_true, "samples":
+                           got.get(name, 0), "share_measured": p_got,
+                           "error_pp": 100 * (p_got - p_true),
+                           "sampling_sigma_pp": 100 * sigma if sigma else None}
+        errs = [abs(f["error_pp"]) for f in funcs.values()]
+        sig = [f["error_pp"] / f["sampling_sigma_pp"] for f in funcs.values()
+               if f["sampling_sigma_pp"]]
+        out[setting["name"]] = {"samples_in_functions": n_s, "cpu_s": r["cpu_s"],
+                                "functions": funcs, "max_abs_error_pp": max(errs),
+                                "max_abs_error_in_sigmas": max(abs(x) for x in sig)
+                                if sig else None}
+        if not runner.keep:
+            shutil.rmtree(logdir, ignore_errors=True)
+    return out
+
+
+def throughput(runner, py, rounds, target_samples, secs, quick):
+    """`pyprof report` speed on a directory of >= target_samples samples: real logs of two
+    processes sampled every 100 us, hard-linked under other names until the directory
+    holds enough (each link is read as a log of its own)."""
+    d = os.path.join(runner.work, "big")
+    os.makedirs(d)
+    env = dict(runner.base_env, LD_PRELOAD=runner.lib, PYPROF_OUTPUT=d,
+               PYPROF_PERIOD="100us")
+    nproc = 1 if quick else 2
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([py, "threads.py", str(max(4, int(rounds * secs) // 4 * 4))],
+                              env=env, cwd=WORKLOADS, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for _ in range(nproc)]
+    codes = [p.wait() for p in procs]
+    gen_s = time.perf_counter() - t0
+    if any(codes):
+        return {"error": "generating the log: exits %s" % codes}
+    real = [os.path.join(d, f) for f in sorted(os.listdir(d))]
+    j = runner.report_json(d, top=1)
+    real_samples = j["samples"]
+    real_bytes = sum(os.path.getsize(f) for f in real)
+    copies = 0
+    total = real_samples
+    while total < target_samples and real_samples:
+        copies += 1
+        for f in real:
+            dst = os.path.join(d, "copy%03d.%s" % (copies, os.path.basename(f)))
+            try:
+                os.link(f, dst)
+            except OSError:
+                shutil.copyfile(f, dst)
+        total += real_samples
+    res = {"generated": {"processes": nproc, "period": "100us", "wall_s": gen_s,
+                         "samples": real_samples, "log_bytes": real_bytes,
+                         "log_bytes_per_sample": real_bytes / real_samples
+                         if real_samples else None,
+                         "per_process": [{"samples": p["samples"],
+                                          "achieved_hz": p["achieved_hz"],
+                                          "library_cpu_ns": p["library_cpu_ns"],
+                                          "dropped": {k: v for k, v in p["dropped"].items()
+                                                      if v}}
+                                         for p in j["processes"]]},
+           "links_of_each_log": copies, "logs": len(os.listdir(d)), "samples": total,
+           "bytes": real_bytes * (copies + 1)}
+    for mode, extra in (("text", []), ("json", ["--json"])):
+        times = []
+        for _ in range(3):
+            r = runner.spawn([runner.tool, "report"] + extra + [d], runner.base_env)
+            if not r["ok"]:
+                res[mode] = {"error": r["stderr"] or "exit %s" % r["exit"]}
+                break
+            times.append(r)
+        else:
+            wall = statistics.median(t["wall_s"] for t in times)
+            cpu = statistics.median(t["cpu_s"] for t in times)
+            res[mode] = {"wall_s": [t["wall_s"] for t in times],
+                         "cpu_s": [t["cpu_s"] for t in times],
+                         "samples_per_s": total / wall,
+                         "samples_per_cpu_s": total / cpu if cpu > 0 else None,
+                         "best_samples_per_s": total / min(t["wall_s"] for t in times)}
+    shutil.rmtree(d, ignore_errors=True)
+    return res
+
+
+def guarded(fn, *a):
+    """A part that fails (the tool refuses a log, ...) is reported, and the rest goes on."""
+    try:
+        return fn(*a)
+    except Exception as e:  # noqa: BLE001
+        log("%s failed: %s: %s" % (fn.__name__, type(e).__name__, e))
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+
+
+# ---- the machine --------------------------------------------------------------------------
+
+def machine_info(py):
+    info = {"uname": " ".join(platform.uname()[:3]), "cpus": os.cpu_count(),
+            "load_at_start": os.getloadavg()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/etc/os-release") as fh:
+            for line in fh:
+                if line.startswith("PRETTY_NAME="):
+                    info["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return info
+
+
+def interp_version(py):
+    try:
+        return subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=30).stdout.decode().strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def git_info():
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout.decode().strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "src",
+                                "preload", "include", "utils", "Makefile"],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL).stdout.decode().strip()
+        return {"commit": head or None, "library_sources_modified": bool(dirty)}
+    except OSError:
+        return None
+
+
+def default_python():
+    try:
+        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout.decode().strip()
+    except OSError:
+        root = os.path.expanduser("~/.pyenv")
+    p = os.path.join(root or os.path.expanduser("~/.pyenv"), "versions", "3.11.7", "bin",
+                     "python")
+    if os.access(p, os.X_OK):
+        return p
+    return DEBIAN_PY if os.access(DEBIAN_PY, os.X_OK) else sys.executable
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+def fmt_ratio(s):
+    if not s:
+        return "-"
+    ci = s.get("ci95_median")
+    txt = "%.3f" % s["median"]
+    if ci:
+        txt += " [%.3f,%.3f]" % (ci[0], ci[1])
+    return txt + " %.2f-%.2f" % (s["min"], s["max"])
+
+
+def mark(status):
+    return {"met": "ok", "not met": "NO", "unclear (met)": "ok?",
+            "unclear (not met)": "NO?"}.get(status, "")
+
+
+def cell(value, fmt, target=None, tfmt=None, status=None):
+    if value is None:
+        return "-"
+    txt = fmt % value
+    if target is not None:
+        txt += " (%s %s)" % (tfmt % target, mark(status))
+    return txt
+
+
+def build_rows(results):
+    """One row per workload x setting, with the targets checked where the issue sets one.
+    Fills results['checks'] as it goes."""
+    rows = []
+    checks = results["checks"]
+    for wname, w in results["workloads"].items():
+        for sname, s in w["settings"].items():
+            if s["kind"] == "bare":
+                continue
+            row = {"workload": wname, "setting": sname}
+            wr = s.get("wall_ratio")
+            tgt = None
+            if wname == "cpu" and s["kind"] == "pyprof" and s["clock"] == "cpu":
+                tgt = TARGETS["wall_ratio_100hz_cpu_workload" if s["rate_hz"] == 100
+                              else "wall_ratio_1khz_cpu_workload"]
+            st = check(wr["median"], tgt, ci=wr["ci95_median"]) if wr and tgt else None
+            if st:
+                checks.append({"what": "wall ratio, %s, %s" % (wname, sname), "value":
+                               wr["median"], "ci95": wr["ci95_median"], "target": "< %.2f" % tgt,
+                               "status": st})
+            row["wall x: median [95% CI] min-max"] = fmt_ratio(wr) + (
+                " (<%.2f %s)" % (tgt, mark(st)) if tgt else "")
+            row["cpu x: median [95% CI]"] = fmt_ratio(s.get("cpu_ratio")).rsplit(" ", 1)[0] \
+                if s.get("cpu_ratio") else "-"
+            if s["kind"] != "pyprof":
+                rows.append(row)
+                continue
+            # samples achieved
+            ach = s.get("achieved_pooled") if s["clock"] == "cpu" else (
+                s["achieved"]["median"] if s.get("achieved") else None)
+            tgt = None
+            if s["clock"] == "cpu":
+                tgt = TARGETS["achieved_100hz_cpu_clock" if s["rate_hz"] == 100
+                              else "achieved_1khz_cpu_clock"]
+            st = check(ach, tgt, below=False)
+            if st:
+                checks.append({"what": "samples achieved (whole runs), %s, %s"
+                               % (wname, sname), "value": ach, "target": ">= %.2f" % tgt,
+                               "status": st})
+            row["achieved (whole run)"] = cell(100 * ach if ach is not None else None, "%.1f%%",
+                                   100 * tgt if tgt else None, ">=%.0f%%", st)
+            # library CPU share
+            lc = s["library_cpu_share"]["median"] if s.get("library_cpu_share") else None
+            tgt = TARGETS["library_cpu_share_100hz"] if s["rate_hz"] == 100 else None
+            st = check(lc, tgt)
+            if st:
+                checks.append({"what": "library CPU / process CPU, %s, %s" % (wname, sname),
+                               "value": lc, "target": "< %.3f" % tgt, "status": st})
+            row["lib CPU"] = cell(100 * lc if lc is not None else None, "%.2f%%",
+                                  100 * tgt if tgt else None, "<%.1f%%", st)
+            hp = s["handler_ns_per_sample"]["median"] if s.get("handler_ns_per_sample") \
+                else None
+            row["handler mean"] = cell(hp / 1e3 if hp is not None else None, "%.2fus")
+            hd = s.get("handler_at_depth")
+            if not hd and s.get("handler_by_depth"):
+                # No set depth: the bucket that holds most of the samples.
+                hd = max(s["handler_by_depth"], key=lambda b: b["samples"])
+            if hd and hd.get("median_ns") is not None:
+                tgt = TARGETS["handler_median_ns_depth30"] if w.get("depth") == 30 else None
+                st = check(hd["median_ns"], tgt)
+                if st:
+                    checks.append({"what": "handler time median at depth 30, %s" % sname,
+                                   "value": hd["median_ns"], "target": "< %.0f ns" % tgt,
+                                   "status": st})
+                row["handler median (depths)"] = cell(
+                    hd["median_ns"] / 1e3, "%%.2fus @%s-%s" % (hd["depth_from"],
+                                                              hd["depth_to"] or ""),
+                    tgt / 1e3 if tgt else None, "<%.0fus", st)
+            else:
+                row["handler median (depths)"] = "-"
+            bps = s["log_bytes_per_sample"]["median"] if s.get("log_bytes_per_sample") \
+                else None
+            tgt = TARGETS["log_bytes_per_sample_cpu_workload"] if wname == "cpu" else None
+            st = check(bps, tgt)
+            if st:
+                checks.append({"what": "log bytes per sample (whole runs), %s, %s"
+                               % (wname, sname), "value": bps, "target": "< %.0f" % tgt,
+                               "status": st})
+            row["B/sample (whole run)"] = cell(bps, "%.1f", tgt, "<%.0f", st)
+            rows.append(row)
+    return rows
+
+
+def print_table(rows, title=None):
+    if not rows:
+        return
+    cols = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    width = {c: max(len(c), max(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    if title:
+        print(title)
+    print("  ".join(c.ljust(width[c]) for c in cols))
+    print("  ".join("-" * width[c] for c in cols))
+    for r in rows:
+        print("  ".join(str(r.get(c, "")).ljust(width[c]) for c in cols))
+    print()
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lib", required=True, help="libpyprof.so (absolute path)")
+    ap.add_argument("--tool", required=True, help="the pyprof tool")
+    ap.add_argument("--out", required=True, help="JSON file to write every figure to")
+    ap.add_argument("--python", default=None,
+                    help="main interpreter (default: pyenv's 3.11.7, else /usr/bin/python3.11)")
+    ap.add_argument("--quick", action="store_true", help="a 1-2 minute smoke run")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for the whole run (default 480, quick 100)")
+    ap.add_argument("--reps", type=int, default=None, help="at most this many repetitions")
+    ap.add_argument("--min-reps", type=int, default=None)
+    ap.add_argument("--keep-logs", action="store_true", help="keep every log (in --workdir)")
+    ap.add_argument("--workdir", default=None, help="scratch directory (default: a new one)")
+    ap.add_argument("--no-debian", action="store_true",
+                    help="skip the /usr/bin/python3.11 comparison (cProfile, yappi)")
+    args = ap.parse_args()
+    args.lib = os.path.abspath(args.lib)
+    args.tool = os.path.abspath(args.tool)
+    for what, p in (("--lib", args.lib), ("--tool", args.tool)):
+        if not os.path.isfile(p):
+            sys.exit("bench: %s %s: no such file (run `make` first)" % (what, p))
+
+    quick = args.quick
+    budget = args.budget or (100.0 if quick else 480.0)
+    max_reps = args.reps or (3 if quick else 15)
+    min_reps = args.min_reps or (2 if quick else 5)
+    min_reps = min(min_reps, max_reps)
+    # CPU seconds per bare run of each workload.
+    secs = ({"cpu": 0.35, "threads": 0.35, "fork": 0.45, "deep": 0.3, "shares": 0.6}
+            if quick else
+            {"cpu": 0.8, "threads": 0.8, "fork": 1.0, "deep": 0.5, "shares": 2.0})
+    t_start = time.monotonic()
+    budget_end = t_start + budget
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+    py = args.python or default_python()
+    work = args.workdir or tempfile.mkdtemp(prefix="pyprof-bench.")
+    os.makedirs(work, exist_ok=True)
+    runner = Runner(args, work)
+
+    debian = None
+    if not args.no_debian and os.access(DEBIAN_PY, os.X_OK) and \
+            os.path.realpath(py) != os.path.realpath(DEBIAN_PY):
+        has_yappi = subprocess.run([DEBIAN_PY, "-c", "import yappi"],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL).returncode == 0
+        debian = {"python": DEBIAN_PY, "version": interp_version(DEBIAN_PY),
+                  "yappi": has_yappi}
+        if not has_yappi:
+            log("python3-yappi is not installed for %s: yappi left out "
+                "(apt-get install python3-yappi)" % DEBIAN_PY)
+
+    results = {
+        "schema": "pyprof-bench/1",
+        "started": started,
+        "quick": quick,
+        "machine": machine_info(py),
+        "git": git_info(),
+        "library": args.lib,
+        "tool": args.tool,
+        "python": {"path": py, "version": interp_version(py)},
+        "debian_python": debian,
+        "targets": TARGETS,
+        "method": {
+            "pairs": "each repetition runs every setting of a workload once, back to back, "
+                     "in an order that reverses every repetition; a ratio is a run over the "
+                     "bare run of the same repetition",
+            "wall": "perf_counter around the process, start-up and exit included",
+            "cpu": "user+sys of the process and its waited-for children, from wait4",
+            "ci95_median": "95 % percentile bootstrap interval of the median (2000 "
+                           "resamples)",
+            "achieved": "cpu clock: samples / ((process CPU - writer thread CPU) x rate - "
+                        "ticks that found no interpreter running); achieved_strict: "
+                        "samples / (process CPU x rate); wall clock: sampling passes per "
+                        "wall second (the footer's achieved_hz) / rate; steady_state: "
+                        "(samples of a long run - of a short run) / (their CPU difference "
+                        "x rate)",
+            "library_cpu_share": "the footer's library CPU (handler + writer) / the "
+                                 "process's CPU from wait4",
+            "handler_by_depth": "from the footer's cost histogram (pyprof report --json "
+                                "processes[].cost.by_depth): per depth bucket, the median "
+                                "over runs of each run's median handler time (interpolated "
+                                "within the histogram's time buckets)",
+            "log_bytes_per_sample": "log file size / samples; steady_state: the "
+                                    "difference between a long and a short run",
+        },
+        "checks": [],
+        "notes": [],
+    }
+
+    log("main interpreter %s (%s); scratch %s; budget %.0f s" %
+        (py, results["python"]["version"], work, budget))
+    try:
+        log("calibrating work sizes")
+        rounds, calib = calibrate(runner, py, secs, debian)
+        results["rounds"] = rounds
+        results["calibration"] = calib
+        log("rounds: %s" % rounds)
+
+        log("accuracy (known CPU shares)")
+        results["accuracy"] = guarded(accuracy, runner, py, rounds["shares"])
+
+        log("report throughput (generating logs at 100 us)")
+        results["report_throughput"] = guarded(
+            throughput, runner, py, rounds["cpu"], 1_000_000, 2.0 if quick else 8.0, quick)
+
+        log("long runs (steady state)")
+        longs = guarded(long_runs, runner, py, rounds["cpu"], 3.0 if quick else 4.0)
+
+        groups = make_groups(py, rounds, debian)
+        reserve = 5.0  # the write-up
+        log("repetitions: %d to %d, %.0f s left" %
+            (min_reps, max_reps, budget_end - time.monotonic()))
+        runs, rep_times, failures = run_reps(runner, groups, budget_end, min_reps, max_reps,
+                                             reserve)
+        results["repetitions"] = len(rep_times)
+        results["repetition_s"] = rep_times
+        results["failures"] = failures
+        results["workloads"] = {g["name"]: analyse_group(g, runs[g["name"]]) for g in groups}
+
+        results["steady_state"] = (guarded(steady_state, longs, runs["cpu"])
+                                   if "error" not in longs else longs)
+        results["runs"] = [dict(r, workload=w) for w, rs in runs.items() for r in rs]
+    finally:
+        if not args.keep_logs and not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    # The handler-time histogram by stack depth comes from the log footer's cost section.
+    results["handler_time_histogram"] = {
+        w: {s: v.get("handler_by_depth") for s, v in d["settings"].items()
+            if v["kind"] == "pyprof"}
+        for w, d in results["workloads"].items()}
+
+    rows = build_rows(results)
+    checks = results["checks"]
+    ss = results.get("steady_state", {})
+    for name, tkey, bkey in (("pyprof 100 Hz cpu", "achieved_100hz_cpu_clock", None),
+                             ("pyprof 1 kHz cpu", "achieved_1khz_cpu_clock", None)):
+        v = ss.get(name, {})
+        if v.get("achieved") is not None:
+            checks.append({"what": "samples achieved, steady state, cpu, %s" % name,
+                           "value": v["achieved"], "target": ">= %.2f" % TARGETS[tkey],
+                           "status": check(v["achieved"], TARGETS[tkey], below=False)})
+        if v.get("log_bytes_per_sample") is not None:
+            t = TARGETS["log_bytes_per_sample_cpu_workload"]
+            checks.append({"what": "log bytes per sample, steady state, cpu, %s" % name,
+                           "value": v["log_bytes_per_sample"], "target": "< %.0f" % t,
+                           "status": check(v["log_bytes_per_sample"], t)})
+    tp = results.get("report_throughput", {})
+    if tp.get("text", {}).get("samples_per_s"):
+        t = TARGETS["report_samples_per_s"]
+        for mode in ("text", "json"):
+            if tp.get(mode, {}).get("samples_per_s"):
+                checks.append({"what": "pyprof report%s throughput, samples/s" %
+                               (" --json" if mode == "json" else ""),
+                               "value": tp[mode]["samples_per_s"], "target": ">= %.0e" % t,
+                               "status": check(tp[mode]["samples_per_s"], t, below=False)})
+
+    # ---- print ----
+    m = results["machine"]
+    print("pyprof bench: %s, %d CPUs, %s; load %.1f at start, %.1f at end" % (
+        m.get("cpu_model", "?"), m["cpus"], m["uname"], m["load_at_start"][0],
+        os.getloadavg()[0]))
+    print("main interpreter %s (Python %s); %d interleaved repetitions; work sizes %s" % (
+        py, results["python"]["version"], results["repetitions"], results["rounds"]))
+    print("ratios are with/without the library (or profiler), same repetition: median, "
+          "[95% bootstrap CI of the median], min-max.\n"
+          "targets in brackets: ok = met, NO = not met, ? = the CI straddles the target.\n")
+    print_table(rows)
+
+    ssrows = []
+    for name, v in ss.items():
+        if not isinstance(v, dict):
+            print("steady state: %s: %s\n" % (name, v))
+            continue
+        if "error" in v:
+            ssrows.append({"steady state (cpu.py, long run - short runs)": name,
+                           "achieved": "error: %s" % v["error"]})
+            continue
+        a = v.get("achieved")
+        b = v.get("log_bytes_per_sample")
+        ta = TARGETS["achieved_100hz_cpu_clock" if "100 Hz" in name
+                     else "achieved_1khz_cpu_clock"]
+        tb = TARGETS["log_bytes_per_sample_cpu_workload"]
+        ssrows.append({"steady state (cpu.py, long run - short runs)": name,
+                       "achieved": cell(100 * a if a is not None else None, "%.1f%%",
+                                        100 * ta, ">=%.0f%%", check(a, ta, below=False)),
+                       "B/sample": cell(b, "%.1f", tb, "<%.0f", check(b, tb)),
+                       "long run CPU s": "%.2f" % v["long_run"]["cpu_s"],
+                       "long run samples": v["long_run"]["samples"]})
+    print_table(ssrows)
+
+    if tp.get("text"):
+        trows = []
+        for mode in ("text", "json"):
+            v = tp.get(mode, {})
+            if "error" in v:
+                trows.append({"pyprof report": mode, "samples/s (wall)": "error: %s" %
+                              v["error"]})
+                continue
+            trows.append({"pyprof report": mode, "logs": tp["logs"],
+                          "samples": tp["samples"],
+                          "median wall s": "%.3f" % statistics.median(v["wall_s"]),
+                          "samples/s (wall)": cell(v["samples_per_s"] / 1e6, "%.1fM",
+                                                   TARGETS["report_samples_per_s"] / 1e6,
+                                                   ">=%.0fM", check(v["samples_per_s"],
+                                                                    TARGETS[
+                                                                        "report_samples_per_s"],
+                                                                    below=False)),
+                          "samples/CPU s": "%.1fM" % (v["samples_per_cpu_s"] / 1e6)
+                          if v.get("samples_per_cpu_s") else "-"})
+        print_table(trows)
+    elif tp.get("error"):
+        print("pyprof report throughput: %s\n" % tp["error"])
+
+    arows = []
+    for name, v in results.get("accuracy", {}).items():
+        if not isinstance(v, dict):
+            print("accuracy: %s: %s\n" % (name, v))
+            continue
+        if "error" in v:
+            arows.append({"accuracy (shares.py)": name, "error": v["error"]})
+            continue
+        row = {"accuracy (shares.py)": name, "samples": v["samples_in_functions"]}
+        for f, fv in v["functions"].items():
+            row[f] = "%.1f%% vs %.1f%%" % (100 * fv["share_measured"], 100 * fv["share_known"])
+        row["max |error|"] = "%.2f pp (%.1f sigma)" % (
+            v["max_abs_error_pp"], v["max_abs_error_in_sigmas"] or 0)
+        arows.append(row)
+    print_table(arows)
+
+    # Side by side on the CPU-bound workload: wall ratios only.
+    srows = []
+    for wname in ("cpu", "cpu-debian"):
+        w = results["workloads"].get(wname)
+        if not w:
+            continue
+        for sname, s in w["settings"].items():
+            if s["kind"] == "bare" or (s["kind"] == "pyprof" and s.get("clock") != "cpu"):
+                continue
+            srows.append({"side by side (CPU-bound)": sname,
+                          "interpreter": "%s (%s)" % (
+                              w["python"], results["python"]["version"] if wname == "cpu"
+                              else (debian or {}).get("version")),
+                          "wall x": fmt_ratio(s.get("wall_ratio")),
+                          "cpu x": fmt_ratio(s.get("cpu_ratio")),
+                          "bare wall s": "%.2f" % w["settings"]["bare"]["wall_s"]["median"]
+                          if w["settings"]["bare"].get("wall_s") else "-"})
+    print_table(srows)
+    if debian is None and not args.no_debian:
+        results["notes"].append("%s not present: no yappi comparison" % DEBIAN_PY)
+    elif debian and not debian.get("yappi"):
+        results["notes"].append("python3-yappi not installed: no yappi comparison")
+
+    met = sum(1 for c in checks if c["status"] == "met")
+    print("targets: %d checked, %d met, %d not met, %d unclear" % (
+        len(checks), met, sum(1 for c in checks if c["status"] == "not met"),
+        sum(1 for c in checks if c["status"] and c["status"].startswith("unclear"))))
+    for c in checks:
+        if c["status"] != "met":
+            print("  %-9s %s: %s (target %s)" % (c["status"].upper(), c["what"],
+                                                 "%.4g" % c["value"], c["target"]))
+    if results["failures"]:
+        print("%d runs failed (see failures in the JSON)" % len(results["failures"]))
+    for n in results["notes"]:
+        print("note: %s" % n)
+
+    results["elapsed_s"] = time.monotonic() - t_start
+    results["machine"]["load_at_end"] = os.getloadavg()
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(results, fh, indent=1, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, args.out)
+    print("all figures: %s (%.0f s)" % (args.out, results["elapsed_s"]))
+    return 1 if results["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
