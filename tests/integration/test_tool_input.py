@@ -13,8 +13,9 @@ import pyprof_testlib as t
 SIMPLE = t.workload("simple.py")
 BAD_FIXTURES = ["not_a_log.txt", "empty.lz4", "not_pyprof.lz4", "newer_version.lz4",
                 "corrupted.lz4"]
-COMMANDS = [["report"], ["report", "--json"], ["info"]]
-CMD_IDS = ["report", "report-json", "info"]
+COMMANDS = [["report"], ["report", "--json"], ["info"], ["tree"],
+            ["html", "-o", os.devnull], ["export", "-f", "folded", "-o", os.devnull]]
+CMD_IDS = ["report", "report-json", "info", "tree", "html", "export"]
 
 
 def fixture(name):
