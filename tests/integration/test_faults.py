@@ -133,16 +133,24 @@ def test_unwritable_dir(tmp_path):
         os.chmod(script, 0o644)
         out = os.path.join(top, "out")
         os.mkdir(out)
+        env = {"PYPROF_OUTPUT": out}
+        base_env = dict(env)
         if ROOT:
             if not shutil.which("setpriv"):
                 pytest.fail("setpriv (util-linux) is needed to run the target as nobody")
             os.chmod(out, 0o755)
             argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
                     interp.path, script]
+            # nobody may not be able to read the build tree (a private checkout): preload
+            # a copy it can read.
+            lib = os.path.join(top, "libpyprof.so")
+            shutil.copy(t.LIB, lib)
+            os.chmod(lib, 0o644)
+            env["LD_PRELOAD"] = t.preload_env({})["LD_PRELOAD"].replace(t.LIB, lib)
         else:
             os.chmod(out, 0o500)
             argv = [interp.path, script]
-        prof, base = t.run_pair(argv, tmp_path, env={"PYPROF_OUTPUT": out}, cwd=top)
+        prof, base = t.run_pair(argv, tmp_path, env=env, base_env=base_env, cwd=top)
         assert base.rc == 0, base.describe()   # the set-up works without the library
         check_one_line(prof, base, out)
         assert os.listdir(out) == []
