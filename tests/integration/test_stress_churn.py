@@ -75,7 +75,12 @@ def test_thread_churn(interp, tmp_path):
             "open fds %d after %d threads, %d after %d\n%s"
             % (lib["fds_%d" % m], m, lib["fds_%d" % early], early, where))
     assert nolib["fds_%d" % late] == nolib["fds_%d" % early], where
-    # RSS growth beyond the baseline's.
+    # RSS growth beyond the baseline's.  Not under AddressSanitizer: its runtime, in the
+    # profiled run only, keeps freed memory in quarantine and per-thread caches by design
+    # (tens of MB for 2000 threads), which is not the library's.
+    assert lib["threads_alive"] == 1, where
+    if t.SAN == "address":
+        return
     grew_late = ((lib["rss_%d" % late] - lib["rss_%d" % mid])
                  - (nolib["rss_%d" % late] - nolib["rss_%d" % mid]))
     grew_all = ((lib["rss_%d" % late] - lib["rss_%d" % early])
@@ -86,7 +91,6 @@ def test_thread_churn(interp, tmp_path):
     assert grew_all <= SLACK_ALL, (
         "RSS grew %.0f KB more than without the library between %d and %d threads\n%s"
         % (grew_all / 1024.0, early, late, where))
-    assert lib["threads_alive"] == 1, where
 
 
 CHILDREN = 50

@@ -81,12 +81,12 @@ def test_truncated_fixture():
 
 def test_real_log_cut(tmp_path):
     """A real log cut short: in half, and just before its end (no footer, last block
-    partial).  The run is 3 s at 100 us so that the log spans many LZ4 blocks (the first
-    one, with the start-up code records, is large) and the first half holds whole blocks
-    of samples."""
+    partial).  The run is 3 s at 100 us, flushed every 0.2 s, so that the log spans many
+    LZ4 blocks (the first one, with the start-up code records, is large) and the first
+    half holds whole blocks of samples, however slow the build (a sanitizer's) is."""
     interp = t.by_id("py3.11")[0].require()
     prof = t.run([interp.path, SIMPLE], str(tmp_path / "logs"),
-                 env={"PYPROF_PERIOD": "100us", "BURN_SECONDS": "3"})
+                 env={"PYPROF_PERIOD": "100us", "BURN_SECONDS": "3", "PYPROF_FLUSH": "0.2"})
     assert prof.rc == 0, prof.describe()
     full = t.one_log(prof, ended="exit")
     n = full.proc["samples"]
