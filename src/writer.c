@@ -49,8 +49,8 @@
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
 #define RSS_EVERY_NS 20000000ull  /* RSS at most every 20 ms */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
-#define ALONE_EVERY_NS 200000000ull /* are the program's threads all gone? (ownthreads.h) */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
+#define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
 #define NAMES_MAX 4096               /* threads whose names are read at a time */
 #define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
 #define STAGE_BYTES (64u << 10)
