@@ -19,13 +19,12 @@
 
 /* The stat line is a few hundred bytes; a longer one is left alone. */
 #define STAT_MAX 4096
-/* num_threads is field 20; the fields after the command's closing parenthesis start
- * at field 3. */
-#define NUM_THREADS_AFTER_COMM 18
 
 /* Is `path` this process's stat file? */
 static int is_own_stat(const char *path)
 {
+    if (strncmp(path, "/proc/", 6) != 0)
+        return 0; /* every other fopen: one comparison */
     if (strcmp(path, "/proc/self/stat") == 0)
         return 1;
     char mine[48];
@@ -38,21 +37,9 @@ static int is_own_stat(const char *path)
 static int hide_threads(char *buf, size_t *len, long hide)
 {
     buf[*len] = 0;
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 0; field < NUM_THREADS_AFTER_COMM; field++) {
-        if (*p != ' ')
-            return 0;
-        p++;
-        if (field < NUM_THREADS_AFTER_COMM - 1)
-            p += strcspn(p, " ");
-    }
-    char *end;
-    errno = 0;
-    long n = strtol(p, &end, 10);
-    if (errno || end == p || *end != ' ' || n <= hide)
+    char *p, *end;
+    long n;
+    if (ownthreads_stat_num_threads(buf, &n, &p, &end) < 0 || n <= hide)
         return 0;
     char num[24];
     int numlen = snprintf(num, sizeof num, "%ld", n - hide);

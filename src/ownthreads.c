@@ -4,6 +4,7 @@
 #include "ownthreads.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -67,18 +68,36 @@ int ownthreads_scan(long *all, long *ours)
     return 0;
 }
 
-int ownthreads_program_gone(void)
+int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end)
 {
-    /* num_threads, field 20 of /proc/self/stat, first: a busy program has many. */
-    char stat[1024];
-    if (read_small("/proc/self/stat", stat, sizeof stat) <= 0)
-        return 0;
+    /* "pid (comm) S ppid ...": the command may hold anything, so fields are counted
+     * from its last ')'; field 3 follows it. */
     char *p = strrchr(stat, ')');
     if (!p)
-        return 0;
-    for (int field = 3; field <= 20 && p; field++)
-        p = strchr(p + 1, ' ');
-    if (!p || atol(p + 1) > OWN_THREADS_MAX + 1) /* + a zombie main thread */
+        return -1;
+    for (int field = 3; field <= 20; field++) {
+        if (*++p != ' ')
+            return -1;
+        if (field < 20)
+            p += strcspn(p + 1, " ");
+    }
+    p++;
+    errno = 0;
+    *n = strtol(p, end, 10);
+    if (errno || *end == p || **end != ' ')
+        return -1;
+    *start = p;
+    return 0;
+}
+
+int ownthreads_program_gone(void)
+{
+    /* num_threads first: a busy program has many. */
+    char stat[1024], *start, *end;
+    long n;
+    if (read_small("/proc/self/stat", stat, sizeof stat) <= 0 ||
+        ownthreads_stat_num_threads(stat, &n, &start, &end) < 0 ||
+        n > OWN_THREADS_MAX + 1) /* + a zombie main thread */
         return 0;
     long all, ours;
     if (ownthreads_scan(&all, &ours) < 0)

@@ -29,6 +29,11 @@ void ownthreads_name_self(const char *role);
  * the library's in *ours.  -1 when /proc/self/task cannot be read (nothing filled). */
 int ownthreads_scan(long *all, long *ours);
 
+/* The thread count in a NUL-terminated /proc/<pid>/stat line (field 20, num_threads):
+ * its value in *n, where its digits start and end in *start and *end.  0, or -1 when the
+ * line does not have that shape. */
+int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end);
+
 /* [not sigsafe] 1 when the process has threads and all of them are the library's; 0 when
  * the program has a thread, or when that cannot be told.  Cheap while the process has
  * more threads than the library can run (one read of /proc/self/stat). */

@@ -9,6 +9,7 @@
 #include "safe_read.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -64,6 +65,15 @@ SAFE_NO_SANITIZE static void fault_handler(int sig, siginfo_t *info, void *uc)
     interpose_real_sigaction(sig, &dfl, NULL);
     if (info->si_code <= 0) /* sent by kill(), not a real fault: re-send it */
         raise(sig);
+}
+
+void safe_read_unblock_faults(void)
+{
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
 }
 
 int safe_read_install(void)

@@ -80,6 +80,11 @@ SAFE_NO_SANITIZE void safe_copy(void *dst, uintptr_t src, uint64_t n);
  * dispositions already there as the program's.  Returns 0 or -1. */
 int safe_read_install(void);
 
+/* [not sigsafe] For a thread of ours started with every signal blocked that reads under
+ * the guard (the writer, the wall-clock sampler): unblocks SIGSEGV and SIGBUS, because a
+ * fault the kernel finds blocked kills the process instead of running the guard. */
+void safe_read_unblock_faults(void);
+
 /* [not sigsafe] Interposed sigaction for SIGSEGV/SIGBUS once the guard is installed:
  * records `act` as the program's disposition and reports the previous one in `old`,
  * leaving ours in place.  Returns 1 when it handled the call, 0 when the caller must pass

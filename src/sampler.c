@@ -162,13 +162,7 @@ static void *wall_main(void *arg)
 {
     (void)arg;
     ownthreads_name_self("wall");
-    /* Started with every signal blocked but the faults the read guard turns into jumps
-     * (a blocked fault signal would kill the process instead). */
-    sigset_t faults;
-    sigemptyset(&faults);
-    sigaddset(&faults, SIGSEGV);
-    sigaddset(&faults, SIGBUS);
-    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    safe_read_unblock_faults(); /* its thread-state reads run under the guard */
     uint64_t next = mono_now_ns() + wall_period_ns;
     while (!atomic_load(&wall_stop)) {
         struct timespec dl = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };

@@ -42,6 +42,7 @@
 #include "ownthreads.h"
 #include "pynames.h"
 #include "record.h"
+#include "safe_read.h"
 #include "sampler.h"
 #include "sighandler.h"
 
@@ -819,14 +820,7 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     ownthreads_name_self("writer");
-    /* Started with every signal blocked; the synchronous fault signals must not be,
-     * because pynames reads interpreter memory under the fault guard, and a fault the
-     * kernel finds blocked kills the process instead of running the guard. */
-    sigset_t faults;
-    sigemptyset(&faults);
-    sigaddset(&faults, SIGSEGV);
-    sigaddset(&faults, SIGBUS);
-    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    safe_read_unblock_faults(); /* pynames reads interpreter memory under the guard */
     uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = mono_ns();
     while (!atomic_load(&W.stop)) {
         struct timespec dl;

@@ -51,29 +51,9 @@ static int cmp_file_name(const void *a, const void *b)
     return r ? r : strcmp(x->name, y->name);
 }
 
-/* Marks the functions whose (file, name) another function shares. */
-static int find_ambiguous(cg_out *w)
-{
-    const profile *p = w->p;
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    if (!order)
-        return -1;
-    for (uint32_t f = 0; f < p->nfuncs; f++)
-        order[f] = f;
-    sort_p = p;
-    qsort(order, p->nfuncs, sizeof *order, cmp_file_name);
-    for (size_t i = 1; i < p->nfuncs; i++) {
-        if (cmp_file_name(&order[i - 1], &order[i]))
-            continue;
-        w->ambiguous[order[i - 1]] = 1;
-        w->ambiguous[order[i]] = 1;
-    }
-    free(order);
-    return 0;
-}
-
-/* Assigns file ids: functions of one file share the id of the first one. */
-static int assign_file_ids(cg_out *w)
+/* One sort by (file, name) gives both: the functions whose (file, name) another function
+ * shares are marked ambiguous, and functions of one file share a file id. */
+static int index_functions(cg_out *w)
 {
     const profile *p = w->p;
     uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
@@ -85,6 +65,10 @@ static int assign_file_ids(cg_out *w)
     qsort(order, p->nfuncs, sizeof *order, cmp_file_name);
     uint32_t id = 0;
     for (size_t i = 0; i < p->nfuncs; i++) {
+        if (i && !cmp_file_name(&order[i - 1], &order[i])) {
+            w->ambiguous[order[i - 1]] = 1;
+            w->ambiguous[order[i]] = 1;
+        }
         if (!i || strcmp(p->funcs[order[i - 1]].file, p->funcs[order[i]].file))
             id++;
         w->file_id[order[i]] = id;
@@ -184,8 +168,7 @@ int export_callgrind(FILE *out, const profile *p, const export_opts *o)
     cg_out w = {out, p, calloc(nf, sizeof(uint32_t)), calloc(nf, 1), calloc(nf, 1)};
     uint8_t *file_named = calloc(nf + 1, 1);
     int rc = -1;
-    if (!w.file_id || !w.fn_named || !w.ambiguous || !file_named || find_ambiguous(&w) < 0 ||
-        assign_file_ids(&w) < 0) {
+    if (!w.file_id || !w.fn_named || !w.ambiguous || !file_named || index_functions(&w) < 0) {
         export_oom();
         goto cleanup;
     }

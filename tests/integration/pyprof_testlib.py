@@ -217,17 +217,27 @@ def base_env():
     return env
 
 
-def _san_runtime():
-    if not SAN:
+def sanitizer_runtime(san):
+    """The runtime library to preload for a library built with sanitizer `san` ("",
+    "address" or "undefined"), or None for "".  ValueError says what is wrong.  (Also
+    used by tests/transparency/run.py.)"""
+    if not san:
         return None
-    name = {"address": "libasan.so", "undefined": "libubsan.so"}.get(SAN)
+    name = {"address": "libasan.so", "undefined": "libubsan.so"}.get(san)
     if name is None:
-        pytest.fail("PYPROF_SAN=%r: expected '', 'address' or 'undefined'" % SAN)
+        raise ValueError("PYPROF_SAN=%r: expected '', 'address' or 'undefined'" % san)
     path = subprocess.run(["gcc", "-print-file-name=" + name], stdout=subprocess.PIPE,
                           universal_newlines=True).stdout.strip()
     if not os.path.isabs(path) or not os.path.exists(path):
-        pytest.fail("PYPROF_SAN=%s but gcc does not know %s (got %r)" % (SAN, name, path))
+        raise ValueError("PYPROF_SAN=%s but gcc does not know %s (got %r)" % (san, name, path))
     return path
+
+
+def _san_runtime():
+    try:
+        return sanitizer_runtime(SAN)
+    except ValueError as e:
+        pytest.fail(str(e))
 
 
 def preload_env(env):

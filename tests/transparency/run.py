@@ -57,6 +57,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import pyprof_testlib  # noqa: E402  (the sanitizer runtime lookup, shared)
 
 PYTHON = "/usr/bin/python3.11"
 # Longest first: they run --jobs at a time.
@@ -100,16 +102,10 @@ def base_env():
 
 
 def san_runtime(san):
-    if not san:
-        return None
-    name = {"address": "libasan.so", "undefined": "libubsan.so"}.get(san)
-    if name is None:
-        sys.exit("run.py: PYPROF_SAN=%r: expected '', 'address' or 'undefined'" % san)
-    path = subprocess.run(["gcc", "-print-file-name=" + name], stdout=subprocess.PIPE,
-                          universal_newlines=True).stdout.strip()
-    if not os.path.isabs(path) or not os.path.exists(path):
-        sys.exit("run.py: PYPROF_SAN=%s but gcc does not know %s (got %r)" % (san, name, path))
-    return path
+    try:
+        return pyprof_testlib.sanitizer_runtime(san)
+    except ValueError as e:
+        sys.exit("run.py: %s" % e)
 
 
 def make_envs(args, logdir):
