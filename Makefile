@@ -8,7 +8,9 @@
 #   make test-transparency  CPython's own tests of signals, threads, subprocesses, os, time,
 #                   select and sockets, plain and under LD_PRELOAD at 1 kHz: same outcomes
 #                   (part of make test)
-#   make bench      benchmarks (section 9 of the spec), table + build/bench.json
+#   make test-repeat N=3  make test N times, each in a fresh clone, with every core
+#                   hogged by a busy loop; lists every test that failed in any run
+#   make bench      benchmarks: overhead, accuracy, cost per sample; table + build/bench.json
 #   make install PREFIX=/usr/local
 
 CC       ?= gcc
@@ -48,7 +50,7 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo test unit integration fuzz-replay asan ubsan bench install clean \
-        check-exports test-core consumers test-transparency
+        check-exports test-core consumers test-transparency test-repeat
 
 all: $(LIB) $(TOOL)
 
@@ -149,6 +151,10 @@ test-core: all unit check-exports fuzz-replay integration test-transparency
 
 test: deps
 	$(MAKE) test-core
+
+N ?= 3
+test-repeat:
+	tests/repeat.sh $(N)
 
 asan: deps
 	$(MAKE) BUILD=build/asan SAN=address OPT="-O1 -g" test-core

@@ -4,7 +4,10 @@
  *
  * A sample taken at time t stands for the `w` microseconds before it (the CPU period
  * that fired the timer).  Per thread, in time order, consecutive samples form a run as
- * long as each starts no later than one period after the previous one ended; a frame
+ * long as each starts no later than its own `w` after the previous one ended, and one
+ * that starts before the previous one ended is clipped to begin there (a late signal
+ * followed by a timely one): runs never overlap, and a thread's root events last exactly
+ * the union of its samples' intervals plus the gaps bridged (docs/EXPORTS.md); a frame
  * that stays on the stack from one sample to the next (same function at the same depth,
  * all frames above it the same) stays open.  When a frame leaves the stack or the run
  * ends (the thread stopped using CPU), it becomes one complete event ("ph": "X") with
