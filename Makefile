@@ -32,7 +32,7 @@ endif
 LIB_SRCS  := $(wildcard preload/*.c) \
              src/sighandler.c src/sampler.c src/pyabi.c src/ring.c src/writer.c \
              src/record.c src/linetable.c src/safe_read.c src/diag.c \
-             src/pynames.c src/pthread_tid.c src/ownthreads.c
+             src/pynames.c src/pthread_tid.c src/ownthreads.c src/threadtimer.c
 LIB_LIBS  := -llz4 -ldl -lpthread
 # The tool: the subcommands, the reader and the profile model.
 TOOL_SRCS := $(wildcard utils/*.c) src/reader.c src/record.c src/linetable.c \

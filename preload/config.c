@@ -1,5 +1,5 @@
 /*
- * config: the PYPROF_* environment variables (SPEC section 5).  See config.h.
+ * config: the PYPROF_* environment variables (README, "Variables").  See config.h.
  *
  * This file is linked into the injected library, which must never harm its host, so it
  * keeps to a small diet: no allocation, no stdio except snprintf into the caller's error

@@ -1,7 +1,7 @@
 /*
- * config: the PYPROF_* environment variables (SPEC section 5), parsed and validated once
- * at start.  Parsers are pure functions so the unit tests and the tool share them; only
- * config_load reads the environment.
+ * config: the PYPROF_* environment variables (README, "Variables"), parsed and validated
+ * once at start.  Parsers are pure functions so the unit tests and the tool share them;
+ * only config_load reads the environment.
  */
 #ifndef PYPROF_CONFIG_H
 #define PYPROF_CONFIG_H
@@ -30,7 +30,7 @@ typedef struct pyprof_config {
     int verbose;           /* PYPROF_VERBOSE */
 } pyprof_config;
 
-/* Fills `c` with the defaults of SPEC section 5. */
+/* Fills `c` with the documented defaults (README, "Variables"). */
 void config_defaults(pyprof_config *c);
 
 /* Reads and validates every PYPROF_* variable.  Returns 0, or -1 with one line in `err`

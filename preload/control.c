@@ -79,7 +79,7 @@ static int start_thread(char *err, size_t errlen)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
-    int rc = pthread_create(&t, NULL, control_main, NULL);
+    int rc = interpose_real_pthread_create(&t, NULL, control_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the control thread: %s; not profiling",

@@ -10,6 +10,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "pyabi.h"
 #include "safe_read.h"
 #include "sampler.h"
+#include "threadtimer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -57,6 +60,8 @@ EXPORT int execv(const char *path, char *const argv[]);
 EXPORT int execvp(const char *file, char *const argv[]);
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg);
 
 #define REAL(name, type)                                                                  \
     static __typeof__(&name) real_##name;                                                 \
@@ -102,10 +107,90 @@ void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction
         *old = prev;
 }
 
+static int (*real_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                     void *);
+
+int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                  void *(*start)(void *), void *arg)
+{
+    if (!real_pthread_create_fn)
+        real_pthread_create_fn = (int (*)(pthread_t *, const pthread_attr_t *,
+                                          void *(*)(void *), void *))
+            dlsym(RTLD_NEXT, "pthread_create");
+    if (!real_pthread_create_fn)
+        return EAGAIN;
+    return real_pthread_create_fn(thread, attr, start, arg);
+}
+
 void interpose_init(void)
 {
     struct sigaction probe;
     interpose_real_sigaction(SIGSEGV, NULL, &probe);
+    real_pthread_create_fn = (int (*)(pthread_t *, const pthread_attr_t *,
+                                      void *(*)(void *), void *))
+        dlsym(RTLD_NEXT, "pthread_create");
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+/* What a new thread runs first while CPU timers are armed: its own timer, then the
+ * program's start routine (threadtimer.h).  Threads created while they are not armed
+ * (wall clock, the POSIX timer, paused, not profiling) start exactly as without us.
+ *
+ * The routine and its argument reach the new thread through a static pool, not malloc:
+ * pthread_create may be called from inside an allocator (jemalloc starts its background
+ * threads so), where allocating again could deadlock.  A creator takes a free entry, the
+ * new thread gives it back first thing; with every entry taken (that many threads
+ * starting at once), a thread starts as without us, untimed and counted. */
+#define START_POOL 512
+
+typedef struct thread_start {
+    _Atomic int taken;
+    void *(*start)(void *);
+    void *arg;
+} thread_start;
+
+static thread_start start_pool[START_POOL];
+static _Atomic unsigned start_next;
+
+static void *timed_thread_main(void *p)
+{
+    thread_start *ts = p;
+    void *(*start)(void *) = ts->start;
+    void *arg = ts->arg;
+    atomic_store(&ts->taken, 0);
+    threadtimer_thread_start();
+    return start(arg);
+}
+
+static thread_start *take_start_entry(void)
+{
+    unsigned first = atomic_fetch_add_explicit(&start_next, 1, memory_order_relaxed);
+    for (unsigned i = 0; i < START_POOL; i++) {
+        thread_start *ts = &start_pool[(first + i) % START_POOL];
+        int free_entry = 0;
+        if (atomic_compare_exchange_strong(&ts->taken, &free_entry, 1))
+            return ts;
+    }
+    return NULL;
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg)
+{
+    if (threadtimer_armed()) {
+        thread_start *ts = take_start_entry();
+        if (ts) {
+            ts->start = start;
+            ts->arg = arg;
+            int rc = interpose_real_pthread_create(thread, attr, timed_thread_main, ts);
+            if (rc != 0)
+                atomic_store(&ts->taken, 0);
+            return rc;
+        }
+        threadtimer_count_lost();
+    }
+    return interpose_real_pthread_create(thread, attr, start, arg);
 }
 
 /* ---- signals ------------------------------------------------------------------------ */

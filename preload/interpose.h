@@ -10,10 +10,12 @@
  *   exit, _exit, _Exit                                         every exit path
  *   sigaction, signal                                          keep our handlers first
  *   fopen, fopen64                /proc/self/stat without our threads (procstat.h)
+ *   pthread_create                each new thread's CPU timer (threadtimer.h)
  */
 #ifndef PYPROF_INTERPOSE_H
 #define PYPROF_INTERPOSE_H
 
+#include <pthread.h>
 #include <signal.h>
 
 /* [not sigsafe the first time: it resolves with dlsym] The C library's sigaction. */
@@ -30,6 +32,11 @@ int interpose_run_program_handler(const struct sigaction *a, int sig, siginfo_t 
  * would. */
 void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction *act,
                                 struct sigaction *old);
+
+/* [not sigsafe] The C library's pthread_create: the library's own threads are started
+ * with it, so they get no CPU timer of ours. */
+int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                  void *(*start)(void *), void *arg);
 
 /* Resolves the real symbols that must be known before any wrapper runs concurrently
  * (called from the constructor). */

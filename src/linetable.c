@@ -2,7 +2,7 @@
  * linetable: decoders for CPython's line tables.
  *
  * The formats (measured and cross-checked against dis/co_lines/co_positions on every
- * version here; see ../shared/research/cpython-internals.md section 4.2):
+ * version here; see docs/CPYTHON.md, "Line tables"):
  *   2.7       co_lnotab  (addr_incr u8, line_incr u8) pairs
  *   3.6-3.9   co_lnotab  (addr_incr u8, line_incr int8) pairs
  *   3.10      co_linetable (start_delta u8, line_delta int8; -128 = no line), bytes

@@ -4,8 +4,8 @@
  * Where the numbers come from.  Every offset below was measured with offsetof() against
  * each version's own headers (Py_BUILD_CORE and the internal/ headers for 3.7+) on the
  * pyenv builds 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0;
- * the raw probe output is ../shared/research/probes/out/offsets-*.txt and the tables are
- * explained in ../shared/research/cpython-internals.md.  The 3.11 table also holds for
+ * docs/CPYTHON.md explains the tables and how they were measured ("Where the offsets
+ * come from") and lists every field by version.  The 3.11 table also holds for
  * Debian's 3.11.2.  Offsets are per minor version, so at start pyabi_find checks what it
  * can cheaply before trusting a table:
  *   - PyCode_Type's tp_name is "code" and its tp_basicsize is the measured size of the

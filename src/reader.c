@@ -707,6 +707,14 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f)
     f->cost_ntime = (uint32_t)ntime;
     f->cost_ndepth = (uint32_t)ndepth;
     f->has_cost = 1;
+    if (c.p >= c.end)
+        return; /* a footer without the timer section */
+    uint64_t timer_ns = rec_get_uvarint(&c), untimed_ns = rec_get_uvarint(&c);
+    if (c.bad)
+        return;
+    f->timer_ns = timer_ns;
+    f->untimed_ns = untimed_ns;
+    f->has_timers = 1;
 }
 
 /* Adds a dt field to the running time. */

@@ -2,14 +2,14 @@
  * safe_read: the one way the signal handler reads interpreter memory.
  *
  * A sample walks pointers that may be stale or uninitialised (3.11/3.12 link a frame
- * before setting its pointer; see ../shared/research/cpython-internals.md 6.1).  Reads
- * go through the inline functions below, inside a guarded region opened by
- * SAFE_GUARD_BEGIN: a pointer that is NULL, misaligned, in the first page or outside
- * user space jumps straight out of the region, and a read that faults (SIGSEGV/SIGBUS)
- * is turned by our fault handler into the same jump.  The handler is installed once, with
+ * before setting its pointer; see docs/CPYTHON.md, "The 3.11/3.12 frame-linking window").
+ * Reads go through the inline functions below, inside a guarded region opened by
+ * SAFE_GUARD_BEGIN: a pointer that is NULL, misaligned, in the first page or outside user
+ * space jumps straight out of the region, and a read that faults (SIGSEGV/SIGBUS) is
+ * turned by our fault handler into the same jump.  The handler is installed once, with
  * SA_NODEFER so a jump out of it leaves the fault signals unblocked.  Faults outside a
- * guarded region go to the program's own handler (which the program installs through
- * our interposed sigaction: see safe_read_app_sigaction), or the default action.
+ * guarded region go to the program's own handler (which the program installs through our
+ * interposed sigaction: see safe_read_app_sigaction), or the default action.
  *
  * The jump is GCC's __builtin_setjmp/__builtin_longjmp: it saves three words, calls no
  * libc function (so no sanitizer interceptor runs inside a signal handler) and leaves

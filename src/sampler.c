@@ -5,11 +5,13 @@
  * on scheduler ticks, 250 Hz on these machines, whatever period is asked.  A software
  * perf event counting the thread's task clock overflows on an hrtimer, so it honours
  * 1 kHz and more, and with `sigtrap` it raises a synchronous SIGTRAP on the very thread
- * that used the CPU (si_code TRAP_PERF, si_perf_data = our cookie).  With inherit and
- * inherit_thread, threads the thread creates later carry their own copy, counting their
- * own CPU; forked children do not (they set up their own), and remove_on_exec drops the
- * event at exec, so an exec'd program never sees our signal.  Threads that exist before
- * start (an embedding host starting Python late) get an event each, from /proc/self/task.
+ * that used the CPU (si_code TRAP_PERF, si_perf_data = our cookie).  Every thread has
+ * its own event with a random first period (threadtimer.h says why and how): the
+ * threads that exist at start (an embedding host starting Python late, too) get one
+ * each from /proc/self/task, and every thread created later gets one from the
+ * pthread_create wrapper's trampoline, before its start routine runs.  Forked children
+ * set up their own, and remove_on_exec drops the events at exec, so an exec'd program
+ * never sees our signal.
  *
  * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period:
  * our own sampler thread wakes on an absolute CLOCK_MONOTONIC deadline and reads each
@@ -26,18 +28,14 @@
  */
 #include "sampler.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,13 +44,10 @@
 #include "pthread_tid.h"
 #include "safe_read.h"
 #include "sighandler.h"
+#include "threadtimer.h"
 
 #define SAMPLE_RING_BYTES (4u << 20)
 #define CODE_RING_BYTES (2u << 20)
-#define MAX_PERF_FDS 4096
-
-static int perf_fds[MAX_PERF_FDS];
-static int n_perf_fds;
 static timer_t posix_timer;
 static int have_posix_timer;
 static const char *timer_name = "none";
@@ -82,51 +77,12 @@ static int install_handler(int sig, struct sigaction *old)
     return interpose_real_sigaction(sig, &sa, old);
 }
 
-static int open_perf_event(pid_t tid, uint64_t period_ns, int exclude_kernel)
-{
-    struct perf_event_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    attr.sample_period = period_ns;
-    attr.inherit = 1;
-    attr.inherit_thread = 1;
-    attr.remove_on_exec = 1;
-    attr.sigtrap = 1;
-    attr.sig_data = sighandler_g.perf_cookie;
-    attr.exclude_kernel = (unsigned)exclude_kernel;
-    attr.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-/* One event per existing thread (pid 0 = this one, and the rest from /proc/self/task). */
+/* The perf task-clock events, one per thread (threadtimer.c). */
 static int arm_perf(uint64_t period_ns)
 {
-    int exclude_kernel = 0;
-    int fd = open_perf_event(0, period_ns, 0);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-        exclude_kernel = 1; /* unprivileged: count user time only */
-        fd = open_perf_event(0, period_ns, 1);
-    }
-    if (fd < 0)
+    if (threadtimer_arm(period_ns, sighandler_g.perf_cookie) < 0)
         return -1;
-    perf_fds[n_perf_fds++] = fd;
-    pid_t self = (pid_t)syscall(SYS_gettid);
-    DIR *d = opendir("/proc/self/task");
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) && n_perf_fds < MAX_PERF_FDS) {
-            pid_t tid = (pid_t)atoi(e->d_name);
-            if (tid <= 0 || tid == self)
-                continue;
-            int tfd = open_perf_event(tid, period_ns, exclude_kernel);
-            if (tfd >= 0)
-                perf_fds[n_perf_fds++] = tfd;
-        }
-        closedir(d);
-    }
-    timer_name = exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";
+    timer_name = threadtimer_name();
     return 0;
 }
 
@@ -192,7 +148,7 @@ static int start_wall_thread(uint64_t period_ns)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&wall_thread, NULL, wall_main, NULL);
+    int rc = interpose_real_pthread_create(&wall_thread, NULL, wall_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         errno = rc;
@@ -311,11 +267,8 @@ static void disarm(void)
         pthread_join(wall_thread, NULL);
         wall_running = 0;
     }
-    for (int i = 0; i < n_perf_fds; i++) {
-        ioctl(perf_fds[i], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
-        close(perf_fds[i]);
-    }
-    n_perf_fds = 0;
+    threadtimer_disarm();
+    atomic_fetch_add(&sighandler_g.drops[PYPROF_DROP_NO_TIMER], threadtimer_take_lost());
     if (have_posix_timer) {
         timer_delete(posix_timer);
         have_posix_timer = 0;
@@ -346,11 +299,9 @@ void sampler_forget_in_child(void)
 {
     sighandler_state *g = &sighandler_g;
     atomic_store(&g->enabled, 0);
-    /* The perf events belong to the parent's threads; closing our copies of the fds is
-     * all the child may do.  A POSIX timer is not inherited by fork. */
-    for (int i = 0; i < n_perf_fds; i++)
-        close(perf_fds[i]);
-    n_perf_fds = 0;
+    /* The perf events belong to the parent's threads.  A POSIX timer is not inherited
+     * by fork. */
+    threadtimer_forget_in_child();
     have_posix_timer = 0;
     wall_running = 0; /* the wall thread was the parent's */
     atomic_store(&armed, 0);

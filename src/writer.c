@@ -38,6 +38,7 @@
 #include <pyprof/format.h>
 
 #include "diag.h"
+#include "interpose.h"
 #include "linetable.h"
 #include "ownthreads.h"
 #include "pynames.h"
@@ -45,6 +46,7 @@
 #include "safe_read.h"
 #include "sampler.h"
 #include "sighandler.h"
+#include "threadtimer.h"
 
 #define WAKE_IDLE_NS 50000000ull  /* the writer drains every 50 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
@@ -914,7 +916,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+    int rc = interpose_real_pthread_create(&W.thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the writer thread: %s; not profiling",
@@ -964,7 +966,8 @@ static void finish_log(int end, int status_known, int status)
                 ? (wall ? (uint64_t)((double)sampler_wall_passes() * 1e12 / (double)wall) : 0)
                 : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
         rec_put_uvarint(&o, hz_milli);
-        rec_put_uvarint(&o, atomic_load(&g->handler_ns) + W.writer_cpu_ns);
+        rec_put_uvarint(&o, atomic_load(&g->handler_ns) + W.writer_cpu_ns +
+                                threadtimer_cpu_ns());
         rec_put_uvarint(&o, atomic_load(&g->handler_ns));
         rec_put_uvarint(&o, W.writer_cpu_ns);
         static const uint32_t time_bounds[] = PYPROF_COST_TIME_BOUNDS_NS;
@@ -978,6 +981,8 @@ static void finish_log(int end, int status_known, int status)
             for (int t = 0; t < PYPROF_COST_NTIME; t++)
                 rec_put_uvarint(&o, atomic_load(&g->cost[d][t]));
         }
+        rec_put_uvarint(&o, threadtimer_cpu_ns());
+        rec_put_uvarint(&o, threadtimer_untimed_ns());
         emit(PYPROF_REC_FOOTER, &o);
         compress_stage();
         size_t n = LZ4F_compressEnd(W.cctx, W.out, W.out_cap, NULL);

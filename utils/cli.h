@@ -14,7 +14,7 @@
 
 #include "profile.h"
 
-/* Exit codes (SPEC section 7). */
+/* Exit codes (pyprof(1), EXIT STATUS). */
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_BAD_INPUT 1
 #define CLI_EXIT_USAGE 2

@@ -77,6 +77,10 @@ static void print_footer(const profile *p, size_t i)
            f->samples ? (double)f->handler_ns / 1e3 / (double)f->samples : 0.0,
            (double)f->writer_ns / 1e6,
            f->samples ? (double)f->writer_ns / 1e3 / (double)f->samples : 0.0);
+    if (f->has_timers && (f->timer_ns || f->untimed_ns))
+        printf("  thread timers   %.3f ms making and releasing them; threads' CPU outside "
+               "them (never sampled, no Python runs then) %.3f ms\n",
+               (double)f->timer_ns / 1e6, (double)f->untimed_ns / 1e6);
     printf("    %-14s %10s %10s %10s\n", "stack depth", "samples", "median", "p90");
     uint64_t lo = 0;
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {

@@ -207,7 +207,8 @@ static void json_u64_or_null(int known, uint64_t v)
         fputs("null", stdout);
 }
 
-/* The footer's cost section: handler and writer time, and per stack-depth bucket the
+/* The footer's cost section: handler, writer and thread-timer time, the threads' CPU
+ * no timer counted (null for logs without it), and per stack-depth bucket the
  * samples and the median and p90 handler time; null for a log without it. */
 static void print_cost_json(const profile_process *pr)
 {
@@ -216,8 +217,12 @@ static void print_cost_json(const profile_process *pr)
         fputs("null", stdout);
         return;
     }
-    printf("{\"handler_ns\": %" PRIu64 ", \"writer_ns\": %" PRIu64 ", \"by_depth\": [",
+    printf("{\"handler_ns\": %" PRIu64 ", \"writer_ns\": %" PRIu64 ", \"timer_ns\": ",
            f->handler_ns, f->writer_ns);
+    json_u64_or_null(f->has_timers, f->timer_ns);
+    fputs(", \"untimed_ns\": ", stdout);
+    json_u64_or_null(f->has_timers, f->untimed_ns);
+    fputs(", \"by_depth\": [", stdout);
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {
         printf("%s{\"max_depth\": ", d ? ", " : "");
         json_u64_or_null(f->cost_depth_bound[d] != 0, f->cost_depth_bound[d]);

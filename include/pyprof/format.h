@@ -73,14 +73,19 @@ enum pyprof_record_type {
      * uvarint end (enum pyprof_end); u8 status_known; svarint status (exit status, or
      * signal number for PYPROF_END_SIGNAL); uvarint achieved_hz_milli (samples per CPU
      * second in cpu mode, per wall second and thread in wall mode, x1000);
-     * uvarint lib_cpu_ns (CPU time the library spent in its handler and writer);
+     * uvarint lib_cpu_ns (CPU time the library spent in its handler, its writer and on
+     * the threads' CPU timers);
      * then, optional (absent in logs of older writers; a reader checks for more bytes):
      * uvarint handler_ns (time inside the sampling handler, or the wall sampler's reads);
      * uvarint writer_ns (the writer thread's CPU time); the cost histogram:
      * uvarint ntime, ntime x uvarint time bound (ns, 0 = no bound); uvarint ndepth,
      * ndepth x (uvarint depth bound (frames, 0 = no bound), ntime x uvarint count):
      * samples taken at a stack depth up to that bound (and above the previous one) whose
-     * handler time was up to that time bound (and above the previous one). */
+     * handler time was up to that time bound (and above the previous one);
+     * then, optional: uvarint timer_ns (CPU time spent making and releasing the threads'
+     * CPU timers, in cpu mode); uvarint untimed_ns (CPU time threads used outside any
+     * timer of theirs, never sampled: a new thread's start before its timer runs, the
+     * timer's set-up and release; no Python code runs then). */
     PYPROF_REC_FOOTER = 15,
 };
 
@@ -127,7 +132,8 @@ enum pyprof_linetable {
     X(CODE_TABLE_FULL, "code table full")                                                 \
     X(SIGNAL_STOLEN, "the program took over the sampling signal")                         \
     X(WRITE_ERROR, "log write failed")                                                    \
-    X(THROTTLED, "skipped: sampling cost more than a quarter of the period")
+    X(THROTTLED, "skipped: sampling cost more than a quarter of the period")             \
+    X(NO_TIMER, "threads not sampled: their CPU timer could not be created")
 
 enum pyprof_drop {
 #define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,

@@ -101,6 +101,9 @@ typedef struct pyprof_footer {
     uint64_t cost_time_bound[PYPROF_COST_MAX];  /* ns; 0 = no bound */
     uint64_t cost_depth_bound[PYPROF_COST_MAX]; /* frames; 0 = no bound */
     uint64_t cost[PYPROF_COST_MAX][PYPROF_COST_MAX]; /* [depth][time] sample counts */
+    /* The optional timer section (0 in logs of older writers). */
+    uint8_t has_timers;
+    uint64_t timer_ns, untimed_ns;
 } pyprof_footer;
 
 typedef struct pyprof_record {

@@ -15,7 +15,7 @@ two processes at a time, until the directory holds the samples asked for.
     python3 tests/integration/html_million.py ... --logs DIR   # reuse (or fill) DIR
 
 Prints one JSON object; the figures in docs/HTML.md come from it.  This is a measurement,
-not a test: nothing here fails on time (SPEC section 9).
+not a test: nothing here fails on time.
 """
 
 import argparse

@@ -111,7 +111,7 @@ def test_sigkill_leaves_readable_log(interp, tmp_path):
     path, res = one_report(prof)
     where = "%s\n$ pyprof report --json %s\nexit %d\nstderr:\n%s\nstdout:\n%s" % (
         prof.describe(), path, res.returncode, res.stderr, res.stdout[:3000])
-    # SPEC 7: a truncated log is still reported, with a warning; exit status 0.
+    # A truncated log is still reported, with a warning; exit status 0.
     assert res.returncode == 0, where
     warn = [l for l in res.stderr.splitlines() if l.strip()]
     assert len(warn) == 1, "expected one warning line on stderr\n" + where

@@ -1,5 +1,5 @@
 """Faults around the target: where the log cannot be written, the library says so in one
-line on stderr and the target runs exactly as without it (SPEC 8); a target with its own
+line on stderr and the target runs exactly as without it; a target with its own
 SIGPROF profiler keeps it working; a set-uid/set-gid (secure-execution) process is left
 alone entirely.
 

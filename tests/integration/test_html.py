@@ -14,7 +14,7 @@ the DevTools protocol by cdp_browser.py) and checked the way a person would use 
 * bad input gets one line and exit status 1, a usage error exit status 2.
 
 The one-million-sample render time is measured by html_million.py (a script, not a timed
-test: SPEC section 9); docs/HTML.md has the figure.
+test); docs/HTML.md has the figure.
 """
 
 import json

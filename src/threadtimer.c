@@ -1,0 +1,422 @@
+/*
+ * threadtimer: each thread's CPU timer in cpu mode.  See threadtimer.h.
+ *
+ * Why a random first period.  The perf task-clock event counts one thread's CPU time on
+ * an hrtimer and overflows every `period` of it.  A counter that starts at zero when the
+ * thread starts (what an inherited event does) overflows at period, 2 x period, ...: a
+ * thread that uses c of CPU gets floor(c / period) samples, none at all below one
+ * period, which makes a thread-per-request server all but invisible.  Started at a
+ * uniformly random point of the first period instead, it gets floor(c / period) or one
+ * more, with expectation exactly c / period.
+ *
+ * How.  The kernel gives an inherited event the parent's period, and the period of a
+ * running event can only be changed through its descriptor; so each thread gets its
+ * own events, opened by the thread itself (threadtimer_thread_start, from the
+ * pthread_create wrapper's trampoline) or, for the threads that exist when sampling
+ * starts, by the starting thread:
+ *
+ *   1. the first event: period U x period (U uniform in (0, 1]), created disabled and
+ *      enabled with PERF_EVENT_IOC_REFRESH 1, so it overflows once and then stops;
+ *   2. at that overflow, the handler (on that thread) opens the steady event, period
+ *      `period`, counting from there;
+ *   3. at the steady event's first signal, the spent first event is released (not in
+ *      its own signal: releasing an event from the handler of its own pending signal
+ *      makes the kernel spin).
+ *
+ * An event lives as long as a file holds it.  A descriptor would do, but one per
+ * thread in the program's descriptor table is not ours to take (RLIMIT_NOFILE, select's
+ * 1024, programs that count or close their descriptors), so each event is mapped (one
+ * page: the event's control page, no data pages) and its descriptor closed at once; the
+ * mapping holds it, and munmap releases it.  Perf mappings are not copied into fork
+ * children.  The kernel charges each page to the user's perf_event_mlock_kb allowance,
+ * then to RLIMIT_MEMLOCK; a thread whose event cannot be mapped is not sampled, and is
+ * counted (threadtimer_take_lost).
+ *
+ * Slots.  Each thread's events are in a slot: {owner tid, first mapping, steady
+ * mapping}; the slot's index rides in the low bits of the signal's si_perf_data, so the
+ * handler finds it without any lookup, and checks the owner (a late signal of a slot
+ * already given to another thread is ignored).  A thread frees its slot at exit (a
+ * pthread key destructor, which pthread_exit runs too); a slot of a thread that ended
+ * without it (threads that existed at start) is reclaimed when the table is full.
+ * Ownership changes by compare-and-swap; mappings are taken with exchange, so whoever
+ * takes one releases it, exactly once.
+ */
+#include "threadtimer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ownthreads.h"
+
+#define TT_SLOTS 16384u               /* threads timed at once */
+#define TT_KIND_FIRST (1ull << 23)    /* si_perf_data: the first-period event */
+#define TT_SLOT_MASK (TT_KIND_FIRST - 1)
+#define TT_TAG_MASK ((1ull << 24) - 1) /* the bits that are not the cookie's */
+#define TT_DYING UINT32_MAX           /* owner tid while the owner releases its slot */
+
+typedef struct tt_slot {
+    _Atomic uint32_t tid;       /* owner; 0 free */
+    _Atomic uintptr_t first;    /* the first event's mapping, until released */
+    _Atomic uintptr_t steady;   /* the steady event's mapping */
+} tt_slot;
+
+static tt_slot slots[TT_SLOTS];
+static _Atomic uint32_t slots_used; /* slots [0, slots_used) have been handed out */
+static _Atomic int armed;
+static uint64_t period;
+static uint64_t cookie_hi;
+static int exclude_kernel;
+static size_t page;
+static _Atomic uint64_t rng;
+static _Atomic uint64_t lost;
+static _Atomic uint64_t timer_cpu_ns;   /* CPU spent making and releasing events */
+static _Atomic uint64_t untimed_cpu_ns; /* threads' CPU outside any event of theirs */
+static pthread_key_t exit_key;
+static int have_exit_key;
+
+static uint32_t gettid_raw(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* [sigsafe] The calling thread's CPU time (clock_gettime is on signal-safety(7)). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* [sigsafe] Adds the CPU from `since` to now to what the library spent on timers, and to
+ * the threads' untimed CPU (no event of the thread counted it). */
+static void account(uint64_t since)
+{
+    uint64_t d = thread_cpu_ns() - since;
+    atomic_fetch_add_explicit(&timer_cpu_ns, d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&untimed_cpu_ns, d, memory_order_relaxed);
+}
+
+/* splitmix64 over a shared counter: uniform, lock-free, no system call. */
+static uint64_t next_random(void)
+{
+    uint64_t z = atomic_fetch_add_explicit(&rng, 0x9e3779b97f4a7c15ull,
+                                           memory_order_relaxed) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* [sigsafe] Opens a task-clock event on thread `tid` (0: the caller) and pins it with a
+ * one-page mapping; the descriptor is closed again.  `one_shot`: created disabled, then
+ * enabled for a single overflow.  Returns the mapping, or 0 (errno set). */
+static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data,
+                             int one_shot)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = period_ns;
+    attr.disabled = (unsigned)one_shot;
+    attr.remove_on_exec = 1;
+    attr.sigtrap = 1;
+    attr.sig_data = sig_data;
+    attr.exclude_kernel = (unsigned)exclude_kernel;
+    attr.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &attr, (pid_t)tid, -1, -1,
+                          PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (one_shot && ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return 0;
+    }
+    void *m = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return m == MAP_FAILED ? 0 : (uintptr_t)m;
+}
+
+/* [sigsafe] Releases a mapping taken from a slot (0: nothing). */
+static void release(uintptr_t m)
+{
+    if (m)
+        munmap((void *)m, page);
+}
+
+static void release_slot_maps(tt_slot *s)
+{
+    release(atomic_exchange(&s->first, 0));
+    release(atomic_exchange(&s->steady, 0));
+}
+
+static int thread_alive(uint32_t tid)
+{
+    return syscall(SYS_tgkill, getpid(), (pid_t)tid, 0) == 0 || errno != ESRCH;
+}
+
+/* A free slot for `tid`, the lowest one; when none is free, one whose owner has ended
+ * without freeing it.  Returns its index, or -1. */
+static int claim_slot(uint32_t tid)
+{
+    for (uint32_t i = 0; i < TT_SLOTS; i++) {
+        uint32_t free_tid = 0;
+        if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong(&slots[i].tid, &free_tid, tid)) {
+            uint32_t used = atomic_load(&slots_used);
+            while (used < i + 1 && !atomic_compare_exchange_weak(&slots_used, &used, i + 1))
+                ;
+            return (int)i;
+        }
+    }
+    for (uint32_t i = 0; i < TT_SLOTS; i++) {
+        uint32_t owner = atomic_load(&slots[i].tid);
+        if (owner == 0 || owner == TT_DYING || thread_alive(owner))
+            continue;
+        if (atomic_compare_exchange_strong(&slots[i].tid, &owner, TT_DYING)) {
+            release_slot_maps(&slots[i]);
+            atomic_store(&slots[i].tid, tid);
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* [sigsafe] Takes mapping `m` back from `*at` if it is still there (threadtimer_disarm
+ * may have taken and released it already). */
+static void take_back(_Atomic uintptr_t *at, uintptr_t m)
+{
+    if (atomic_compare_exchange_strong(at, &m, 0))
+        release(m);
+}
+
+/* Frees slot `s` if `tid` still owns it. */
+static void free_slot(uint32_t s, uint32_t tid)
+{
+    uint32_t owner = tid;
+    if (s >= TT_SLOTS || !atomic_compare_exchange_strong(&slots[s].tid, &owner, TT_DYING))
+        return;
+    /* Marked dying first: a signal arriving now finds another owner and does nothing. */
+    release_slot_maps(&slots[s]);
+    atomic_store(&slots[s].tid, 0);
+}
+
+static void on_thread_exit(void *v)
+{
+    uint64_t c0 = thread_cpu_ns();
+    free_slot((uint32_t)((uintptr_t)v - 1), gettid_raw());
+    account(c0);
+}
+
+/* Gives thread `tid` a slot and its first event.  0, or -1 with errno. */
+static int arm_thread(uint32_t tid)
+{
+    int s = claim_slot(tid);
+    if (s < 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    uint64_t first = 1 + next_random() % period;
+    uintptr_t m = open_pinned(tid, first, cookie_hi | TT_KIND_FIRST | (uint64_t)s, 1);
+    if (!m) {
+        int e = errno;
+        free_slot((uint32_t)s, tid);
+        errno = e;
+        return -1;
+    }
+    atomic_store(&slots[s].first, m);
+    /* Disarmed meanwhile: threadtimer_disarm may have swept this slot before the store. */
+    if (!atomic_load(&armed)) {
+        take_back(&slots[s].first, m);
+        free_slot((uint32_t)s, tid);
+        errno = ECANCELED;
+        return -1;
+    }
+    return s;
+}
+
+/* 1 when thread `tid` is one of the library's own (named OWNTHREADS_PREFIX...). */
+static int own_thread(uint32_t tid)
+{
+    char path[64], comm[32];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, comm, sizeof comm - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    comm[n] = '\0';
+    return strncmp(comm, OWNTHREADS_PREFIX, strlen(OWNTHREADS_PREFIX)) == 0;
+}
+
+int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
+{
+    if (atomic_load(&armed))
+        return 0;
+    uint64_t c0 = thread_cpu_ns();
+    atomic_store(&timer_cpu_ns, 0);
+    atomic_store(&untimed_cpu_ns, 0);
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    period = period_ns ? period_ns : 1;
+    cookie_hi = cookie & ~TT_TAG_MASK;
+    atomic_store(&rng, cookie);
+    if (!have_exit_key) {
+        if (pthread_key_create(&exit_key, on_thread_exit) != 0)
+            return -1;
+        have_exit_key = 1;
+    }
+    /* The calling thread first: whether perf events work here, and whether kernel time
+     * may be counted (not for an unprivileged user under perf_event_paranoid 2). */
+    uint32_t self = gettid_raw();
+    atomic_store(&armed, 1);
+    exclude_kernel = 0;
+    int s = arm_thread(self);
+    if (s < 0 && (errno == EACCES || errno == EPERM)) {
+        exclude_kernel = 1;
+        s = arm_thread(self);
+    }
+    if (s < 0) {
+        int e = errno;
+        atomic_store(&armed, 0);
+        errno = e;
+        return -1;
+    }
+    pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
+    DIR *d = opendir("/proc/self/task");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            long tid = strtol(e->d_name, NULL, 10);
+            if (tid <= 0 || (uint32_t)tid == self || own_thread((uint32_t)tid))
+                continue;
+            if (arm_thread((uint32_t)tid) < 0 && errno != ESRCH)
+                atomic_fetch_add(&lost, 1); /* ESRCH: it ended meanwhile */
+        }
+        closedir(d);
+    }
+    atomic_fetch_add(&timer_cpu_ns, thread_cpu_ns() - c0);
+    return 0;
+}
+
+void threadtimer_disarm(void)
+{
+    if (!atomic_exchange(&armed, 0))
+        return;
+    /* After `armed` is clear, a handler or a starting thread that stores a mapping
+     * checks it again and takes its mapping back itself; whatever was stored before is
+     * taken here.  Slots are freed too: the threads' exit hooks then find another owner
+     * (or none) and leave them alone. */
+    uint32_t used = atomic_load(&slots_used);
+    for (uint32_t i = 0; i < used && i < TT_SLOTS; i++) {
+        release_slot_maps(&slots[i]);
+        atomic_store(&slots[i].tid, 0);
+    }
+}
+
+void threadtimer_forget_in_child(void)
+{
+    /* Only the forking thread runs here; the mappings were not copied into this
+     * process, so there is nothing to release, only to forget. */
+    atomic_store(&armed, 0);
+    uint32_t used = atomic_load(&slots_used);
+    for (uint32_t i = 0; i < used && i < TT_SLOTS; i++) {
+        atomic_store(&slots[i].first, 0);
+        atomic_store(&slots[i].steady, 0);
+        atomic_store(&slots[i].tid, 0);
+    }
+    atomic_store(&slots_used, 0);
+    atomic_store(&lost, 0);
+}
+
+int threadtimer_armed(void) { return atomic_load_explicit(&armed, memory_order_relaxed); }
+
+void threadtimer_thread_start(void)
+{
+    if (!atomic_load(&armed))
+        return;
+    /* Before this the thread ran the kernel's clone and the C library's set-up, which no
+     * event of its own counted; then the library's. */
+    uint64_t c0 = thread_cpu_ns();
+    int s = arm_thread(gettid_raw());
+    uint64_t c1 = thread_cpu_ns();
+    atomic_fetch_add_explicit(&timer_cpu_ns, c1 - c0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&untimed_cpu_ns, c1, memory_order_relaxed);
+    if (s < 0) {
+        if (atomic_load(&armed))
+            atomic_fetch_add(&lost, 1);
+        return;
+    }
+    pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
+}
+
+int threadtimer_is_ours(uint64_t sig_data)
+{
+    return cookie_hi && (sig_data & ~TT_TAG_MASK) == cookie_hi;
+}
+
+void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
+{
+    uint64_t s = sig_data & TT_SLOT_MASK;
+    if (s >= TT_SLOTS)
+        return;
+    tt_slot *slot = &slots[s];
+    if (atomic_load(&slot->tid) != tid)
+        return; /* a late signal of an event whose slot is no longer this thread's */
+    int saved = errno;
+    if (!(sig_data & TT_KIND_FIRST)) {
+        if (atomic_load_explicit(&slot->first, memory_order_relaxed)) {
+            uint64_t c0 = thread_cpu_ns();
+            release(atomic_exchange(&slot->first, 0));
+            account(c0);
+        }
+        errno = saved;
+        return;
+    }
+    if (!atomic_load(&armed) || atomic_load(&slot->steady)) {
+        errno = saved;
+        return;
+    }
+    /* The first event has stopped and the steady one is not there yet: this is CPU no
+     * event of the thread counts. */
+    uint64_t c0 = thread_cpu_ns();
+    uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
+    if (!m) {
+        atomic_fetch_add(&lost, 1);
+    } else {
+        uintptr_t none = 0;
+        if (!atomic_compare_exchange_strong(&slot->steady, &none, m))
+            release(m);
+        else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
+            take_back(&slot->steady, m);
+    }
+    account(c0);
+    errno = saved;
+}
+
+const char *threadtimer_name(void)
+{
+    return exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";
+}
+
+uint64_t threadtimer_cpu_ns(void) { return atomic_load(&timer_cpu_ns); }
+
+uint64_t threadtimer_untimed_ns(void) { return atomic_load(&untimed_cpu_ns); }
+
+void threadtimer_count_lost(void) { atomic_fetch_add(&lost, 1); }
+
+uint64_t threadtimer_take_lost(void) { return atomic_exchange(&lost, 0); }

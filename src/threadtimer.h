@@ -1,0 +1,71 @@
+/*
+ * threadtimer: each thread's CPU timer in cpu mode.  A perf task-clock event per thread
+ * raises SIGTRAP on that thread after each period of its CPU time; the first period of
+ * every thread is uniformly random in (0, period], every later one is the period.  So a
+ * thread's expected number of samples is its CPU time over the period however short its
+ * life: a thread that uses 0.3 of a period is sampled with probability 0.3.  (A counter
+ * that starts at zero in each thread, as an inherited event does, never samples a thread
+ * shorter than one period.)
+ *
+ * Owns the table of events (a slot per thread: its owner's tid and the events' pinning
+ * mappings), the hook run in each new thread before its start routine and at its exit,
+ * and the switch from the random first period to the steady one, which runs in the
+ * signal handler.  The events are held by a one-page mmap each, not by a descriptor: the
+ * program's descriptor table never holds ours, whatever the number of threads.
+ */
+#ifndef PYPROF_THREADTIMER_H
+#define PYPROF_THREADTIMER_H
+
+#include <stdint.h>
+
+/* [not sigsafe] Arms an event for every thread of the process but the library's own,
+ * each with a random first period; from now on threadtimer_thread_start arms new ones.
+ * `cookie` is the random tag the events' signals carry (its low 24 bits are replaced by
+ * the slot and the kind of event).  Returns 0, or -1 with errno when perf events cannot
+ * be used here (then nothing is armed). */
+int threadtimer_arm(uint64_t period_ns, uint64_t cookie);
+
+/* [not sigsafe] Releases every event; no signal of ours follows once every handler has
+ * returned.  Idempotent. */
+void threadtimer_disarm(void);
+
+/* [not sigsafe] In a fork child: the events were the parent's threads' (and their
+ * mappings are not inherited); forget them. */
+void threadtimer_forget_in_child(void);
+
+/* [sigsafe] 1 while armed: new threads should call threadtimer_thread_start. */
+int threadtimer_armed(void);
+
+/* [not sigsafe] In a new thread, before its start routine: arms its event. */
+void threadtimer_thread_start(void);
+
+/* [sigsafe] 1 when `sig_data` (si_perf_data of a TRAP_PERF SIGTRAP) is one of ours. */
+int threadtimer_is_ours(uint64_t sig_data);
+
+/* [sigsafe] In the handler of one of our signals, on the thread `tid` it interrupted:
+ * after the first period, arms the steady event; after a steady one, releases the
+ * spent first event.  Raw system calls only (perf_event_open, ioctl, mmap, close,
+ * munmap). */
+void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
+
+/* CPU time the library spent making and releasing events since threadtimer_arm (in
+ * the threads themselves and in the handler). */
+uint64_t threadtimer_cpu_ns(void);
+
+/* CPU time the threads used outside any event of theirs since threadtimer_arm, so never
+ * sampled: each new thread's start before its timer runs (the kernel's clone, the C
+ * library's set-up, the library's own work above) and the release at its exit.  No
+ * Python code runs then: it is the part of the process's CPU a profile cannot show. */
+uint64_t threadtimer_untimed_ns(void);
+
+/* [sigsafe] Counts a thread that starts without a timer (threadtimer_take_lost). */
+void threadtimer_count_lost(void);
+
+/* "perf-task-clock", or "perf-task-clock-user" where only user time may be counted. */
+const char *threadtimer_name(void);
+
+/* Threads whose timer could not be made (no slot, descriptor or locked memory left)
+ * since the last call; they are not sampled. */
+uint64_t threadtimer_take_lost(void);
+
+#endif
