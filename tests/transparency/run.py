@@ -76,8 +76,8 @@ IGNORE = {
 KNOWN = {
     "test_pass_fds_redirected":
         "the exec'd child lists every descriptor it has open and expects exactly 0, 1, 2 "
-        "and the passed ones; the library in that child holds its own (the log file, the "
-        "perf event, /proc/self/statm; all close-on-exec)",
+        "and the passed ones; the library in that child holds its own (the log file and "
+        "/proc/self/statm, both close-on-exec)",
 }
 PERIOD = "1ms"
 
