@@ -1,5 +1,6 @@
 """Threads: every thread that runs Python shows up, under its Python name, with samples
-in proportion to the CPU it used (twice the work, about twice the samples)."""
+in proportion to the CPU it used (twice the work, about twice the samples; compared with
+the CPU time each thread measured for itself)."""
 
 import os
 
@@ -23,16 +24,24 @@ def test_thread_split(interp, tmp_path):
     p = t.one_log(prof, ended="exit")
     threads = [th for th in p.rep["threads"] if th["pid"] == prof.pid]
     by_tid = dict((th["tid"], th) for th in threads)
+    tids, cpu = {}, {}
     with open(str(tids_dir / str(prof.pid))) as f:
-        tids = dict((name, int(tid)) for name, tid in (line.split() for line in f))
+        for line in f:
+            name, tid, ns = line.split()
+            tids[name], cpu[name] = int(tid), int(ns)
     assert tids.get("alpha") in by_tid and tids.get("beta") in by_tid, (
         "threads alpha and beta (tids %r) missing\n%s" % (tids, p.dump()))
     by_name = {"alpha": by_tid[tids["alpha"]], "beta": by_tid[tids["beta"]]}
     a, b = by_name["alpha"]["samples"], by_name["beta"]["samples"]
     assert a + b > 200, p.dump()
+    # Twice the iterations is not exactly twice the CPU: the threads share the GIL, and
+    # what switching it costs depends on how the machine schedules them.  The truth is
+    # the CPU time each thread measured for itself.
     share = a / float(a + b)
-    assert abs(share - 2.0 / 3) <= 0.08, ("alpha has %.1f%% of alpha+beta, expected 66.7%% "
-                                          "+- 8\n%s" % (100 * share, p.dump()))
+    want = cpu["alpha"] / float(cpu["alpha"] + cpu["beta"])
+    assert abs(share - want) <= 0.08, ("alpha has %.1f%% of alpha+beta's samples and used "
+                                       "%.1f%% of their CPU, expected +- 8\n%s"
+                                       % (100 * share, 100 * want, p.dump()))
     assert sum(th["samples"] for th in threads) == p.proc["samples"], p.dump()
     assert by_name["alpha"]["tid"] != by_name["beta"]["tid"], p.dump()
     assert by_name["alpha"]["name"] == "alpha" and by_name["beta"]["name"] == "beta", p.dump()

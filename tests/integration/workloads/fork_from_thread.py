@@ -12,11 +12,15 @@ import warnings
 # 3.12+ warns about a fork with threads, with the pid in the text; this one is on purpose.
 warnings.simplefilter("ignore", DeprecationWarning)
 
+cpu_clock = getattr(time, "process_time", None) or time.clock
+
 
 def child_burn(seconds):
-    end = time.time() + seconds
+    """Burns `seconds` of CPU (not of wall time: on a busy machine that could be little
+    CPU, and few samples)."""
+    t0 = cpu_clock()
     s = 0
-    while time.time() < end:
+    while cpu_clock() - t0 < seconds:
         for i in range(1000):
             s += i
     return s
