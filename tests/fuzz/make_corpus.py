@@ -16,7 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-MAGIC = b"\x89PYPROF\n"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+from make_fixtures import MAGIC, lz4, read_uvarint, uvarint  # noqa: E402  (one codec)
 
 PROGRAMS = {
     # A short CPU-bound run with a thread.
@@ -66,54 +67,20 @@ RUNS = [
 ]
 
 
-def lz4(data, *args):
-    return subprocess.run(["lz4", "-q", "-c"] + list(args), input=data,
-                          stdout=subprocess.PIPE, check=True).stdout
-
-
-def uvarint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def records(plain):
     """[(type, whole record bytes)] of a decompressed log, after the magic."""
     out = []
     i = len(MAGIC)
     while i < len(plain):
         start = i
-        i += 1
-        n = shift = 0
-        while True:
-            b = plain[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+        n, i = read_uvarint(plain, i + 1)
         i += n
         out.append((plain[start], plain[start:i]))
     return out
 
 
-def uvarint_at(b, i):
-    n = shift = 0
-    while True:
-        x = b[i]
-        i += 1
-        n |= (x & 0x7F) << shift
-        shift += 7
-        if not x & 0x80:
-            return n, i
-
-
 def payload(rec):
-    _, i = uvarint_at(rec, 1)
+    _, i = read_uvarint(rec, 1)
     return rec[i:]
 
 
@@ -125,26 +92,26 @@ def pick_records(recs, nsamples):
     codes = {}  # code_id -> index
     for k, (t, r) in enumerate(recs):
         if t == 3:
-            codes[uvarint_at(payload(r), 0)[0]] = k
+            codes[read_uvarint(payload(r), 0)[0]] = k
         elif t == 4:
-            stacks[uvarint_at(payload(r), 0)[0]] = k
+            stacks[read_uvarint(payload(r), 0)[0]] = k
     for k, (t, r) in enumerate(recs):
         if t in (2, 6, 7) or (t == 5 and nsamples > 0):
             keep.add(k)
             nsamples -= t == 5
         if t == 5 and k in keep:
             p = payload(r)
-            _, i = uvarint_at(p, 0)  # dt_us
-            _, i = uvarint_at(p, i)  # thread_idx
-            sid, i = uvarint_at(p, i)
+            _, i = read_uvarint(p, 0)  # dt_us
+            _, i = read_uvarint(p, i)  # thread_idx
+            sid, i = read_uvarint(p, i)
             if sid in stacks:
                 keep.add(stacks[sid])
                 sp = payload(recs[stacks[sid]][1])
-                _, j = uvarint_at(sp, 0)
-                nframes, j = uvarint_at(sp, j)
+                _, j = read_uvarint(sp, 0)
+                nframes, j = read_uvarint(sp, j)
                 for _ in range(nframes):
-                    cid, j = uvarint_at(sp, j)
-                    _, j = uvarint_at(sp, j)
+                    cid, j = read_uvarint(sp, j)
+                    _, j = read_uvarint(sp, j)
                     if cid in codes:
                         keep.add(codes[cid])
     return [recs[k][1] for k in sorted(keep)]
