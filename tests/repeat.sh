@@ -35,7 +35,7 @@ for _ in $(seq "$cores"); do
     sh -c 'while :; do :; done' &
     hogs+=($!)
 done
-echo "test-repeat: $n run(s) of make test, each in a fresh clone of $(git -C "$repo" rev-parse --short HEAD), $cores busy loop(s) hogging the cores"
+echo "test-repeat: $n run(s) of make test, each in a fresh clone of $repo's HEAD as it is when the run starts, $cores busy loop(s) hogging the cores"
 
 declare -a status secs
 failed_any=0
@@ -43,13 +43,14 @@ for k in $(seq "$n"); do
     clone=$work/run-$k
     log=$out/run-$k.log
     git clone -q "$repo" "$clone" || { echo "run $k: git clone failed" >&2; exit 1; }
+    commit=$(git -C "$clone" rev-parse --short HEAD)
     start=$(date +%s)
     (cd "$clone" && CI=true make test) >"$log" 2>&1
     status[$k]=$?
     secs[$k]=$(( $(date +%s) - start ))
     [ "${status[$k]}" -eq 0 ] || failed_any=1
     rm -rf "$clone"
-    printf 'run %d: exit %d, %dm%02ds wall (%s)\n' "$k" "${status[$k]}" \
+    printf 'run %d (%s): exit %d, %dm%02ds wall (%s)\n' "$k" "$commit" "${status[$k]}" \
         $(( secs[k] / 60 )) $(( secs[k] % 60 )) "$log"
     # The closing lines of each runner, so a passing run shows what it ran.
     grep -E '^(=+ )?[0-9]+ (passed|failed)|^\[  (PASSED|FAILED)  \]|^transparency' "$log" \
