@@ -622,6 +622,11 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         threadtimer_on_signal(perf_data, sighandler_tid());
     if (atomic_load(&g->enabled)) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
+        /* The POSIX timer's expirations while its signal was still pending (a busy
+         * machine delays delivery) are merged into this one; the kernel counts them. */
+        if (sig == SIGPROF && info->si_code == SI_TIMER && info->si_overrun > 0)
+            atomic_fetch_add_explicit(&g->drops[PYPROF_DROP_MERGED],
+                                      (uint64_t)info->si_overrun, memory_order_relaxed);
         if (tls_busy) {
             drop(PYPROF_DROP_REENTERED);
         } else if (tls_skip) {

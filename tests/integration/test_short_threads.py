@@ -47,7 +47,7 @@ PY3 = t.params([i for i in t.INTERPRETERS if i.minor >= (3, 0)])
 # Samples the timer fired that the log counts as dropped.  Not "not_ready": those come
 # before the interpreter is up, long before the phase.
 FIRED_DROPS = ("no_python", "throttled", "reentered", "unreadable", "ring_full",
-               "code_table_full")
+               "code_table_full", "merged")
 TOLERANCE = 0.15
 
 
@@ -232,8 +232,15 @@ def check_threads(m, nthreads, share_tolerance):
     a, b = m.samples("burn_a"), m.samples("burn_b")
     ea, eb = m.expect("burn_a"), m.expect("burn_b")
     m.check_fired()
+    # Expirations of the POSIX timer that a busy machine merged into a signal still
+    # pending fired but took no sample (the log counts them, "merged"): the functions
+    # get the samples that were taken, in their CPU's proportion.
+    merged = m.p.proc["dropped"].get("merged", 0)
+    taken = max(m.fired - merged, 0) / float(max(m.fired, 1))
+    ea, eb = ea * taken, eb * taken
     m.check_count("burn_a + burn_b", a + b, ea + eb)
-    m.note("burn_a: %d samples, expected %.0f; burn_b: %d, expected %.0f" % (a, ea, b, eb))
+    m.note("burn_a: %d samples, expected %.0f; burn_b: %d, expected %.0f (%d merged "
+           "expirations)" % (a, ea, b, eb, merged))
     m.check_share("burn_a among the two", a / float(max(a + b, 1)), ea / (ea + eb),
                   share_tolerance)
     m.finish()
@@ -357,7 +364,10 @@ def test_short_threads_in_forked_child(interp, tmp_path):
 # points as draws by CPU share; the ticks make it worse: the signal goes to the thread
 # that runs at the tick after the period ran out, and these threads run for less than a
 # tick.  It was measured at 23 +- 4 points (for 25.2 % of the CPU) over 20 runs, so the
-# share is held to 15 points (3.5 sd), against gross misattribution only.
+# share is held to 15 points (3.5 sd), against gross misattribution only.  On a busy
+# machine the timer's signal may still be pending when the next period runs out: the
+# kernel merges the two and counts the overrun, which the log keeps ("merged"); those
+# count as fired, and the functions are held to the samples actually taken.
 POSIX_PERIOD, POSIX_PERIOD_S = "10ms", 0.010
 POSIX_THREADS = 1000
 POSIX_ENV = dict(THREADS_ENV, THREADS=str(POSIX_THREADS), CPU_A="0.001", CPU_B="0.003",
