@@ -3,7 +3,8 @@
 # prints "until_killed: ready" and burns on until a signal ends it (or $MAX_SECONDS of
 # wall time, default 60, have passed: then it prints "until_killed: not killed" and exits
 # with status 9).  With SIGINT_DFL=1 it first restores the default action of SIGINT
-# (python's own handler raises KeyboardInterrupt instead).
+# (python's own handler raises KeyboardInterrupt instead; it is installed even when the
+# program was started with SIGINT ignored).
 import os
 import signal
 import sys
@@ -16,6 +17,10 @@ except AttributeError:
 
 if os.environ.get("SIGINT_DFL") == "1":
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+elif signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # Started with SIGINT ignored (a background job of a shell without job control,
+    # nohup), python leaves it ignored: install the handler it installs otherwise.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def burn_until_killed(ready_cpu, limit):
