@@ -16,8 +16,10 @@
  *                                    are not ours: called as the kernel would have
  *   sem_post                         on signal-safety(7) (wakes the control thread)
  *   writer_request_end/_end_done     ours: atomic flags and sem_post, nothing else
- *   threadtimer_on_signal            ours: atomics on a static table and raw system
- *                                    calls (perf_event_open, ioctl, mmap, close, munmap)
+ *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
+ *                                    (perf_event_open, ioctl, mmap, close, munmap) and
+ *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
+ *                                    thread; memset of a local struct
  *   nanosleep, pthread_sigmask,      on signal-safety(7): the terminating-signal handler
  *   raise, sigaction (the real one)  waits for the log, then takes the default action
  *

@@ -66,7 +66,7 @@ typedef struct sighandler_state {
     unsigned max_depth;
     uint64_t period_ns;        /* for the handler's own time budget */
     uint64_t t0_ns;            /* CLOCK_MONOTONIC at start */
-    uint64_t perf_cookie;      /* si_perf_data of our perf events */
+    uint64_t perf_cookie;      /* si_perf_data tag of our perf events (threadtimer.h) */
     int sample_signal;         /* SIGTRAP (perf) or SIGPROF */
     code_slot *tables[2];      /* two generations of the code table */
     _Atomic int active_table;
