@@ -4,16 +4,16 @@
  * CPython records a thread by its pthread_t (PyThreadState.thread_id before 3.11, and
  * the keys of threading._active), which in glibc is the address of the thread's
  * descriptor, `struct pthread`, whose `tid` field holds the kernel thread id.  Its offset
- * is private to glibc, so it is found at run time: the one offset in the calling thread's
- * own descriptor that holds the calling thread's tid.
+ * is private to glibc, so it is found at run time, by asking glibc itself which word of a
+ * descriptor it reads as the tid (pthread_tid.c says how).
  */
 #ifndef PYPROF_PTHREAD_TID_H
 #define PYPROF_PTHREAD_TID_H
 
-/* [not sigsafe] The offset of `tid` in glibc's thread descriptor; 0 when not exactly one
- * offset in the first 2 KB of the caller's descriptor holds its tid, or when the
- * descriptor does not start with glibc's x86_64 header (tcb, dtv, self), whose `self`
- * pointer at +16 lets a reader check that an address is a descriptor (see
+/* [not sigsafe] The offset of `tid` in glibc's thread descriptor; 0 when it is not within
+ * the first 2 KB, when the caller's own descriptor does not hold the caller's tid there,
+ * or when the descriptor does not start with glibc's x86_64 header (tcb, dtv, self),
+ * whose `self` pointer at +16 lets a reader check that an address is a descriptor (see
  * PTHREAD_TID_SELF). */
 int pthread_tid_offset(void);
 

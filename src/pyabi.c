@@ -37,6 +37,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 120, .fr_owner = -1,
       .co_firstlineno = 96, .co_filename = 80, .co_name = 88, .co_qualname = -1,
       .co_linetable = 104, .co_code_adaptive = -1, .co_basicsize = 128,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LNOTAB_U8,
       .str_kind = PYABI_STR_BYTES27, .bytes_size = 16, .bytes_data = 36 },
     { .major = 3, .minor = 6,
@@ -47,6 +48,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 120, .fr_owner = -1,
       .co_firstlineno = 36, .co_filename = 96, .co_name = 104, .co_qualname = -1,
       .co_linetable = 112, .co_code_adaptive = -1, .co_basicsize = 144,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LNOTAB_S8,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -58,6 +60,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 104, .fr_owner = -1,
       .co_firstlineno = 36, .co_filename = 96, .co_name = 104, .co_qualname = -1,
       .co_linetable = 112, .co_code_adaptive = -1, .co_basicsize = 144,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LNOTAB_S8,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -69,6 +72,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 104, .fr_owner = -1,
       .co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_qualname = -1,
       .co_linetable = 120, .co_code_adaptive = -1, .co_basicsize = 176,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LNOTAB_S8,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -80,6 +84,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 104, .fr_owner = -1,
       .co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_qualname = -1,
       .co_linetable = 120, .co_code_adaptive = -1, .co_basicsize = 176,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LNOTAB_S8,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -91,6 +96,7 @@ static const pyabi TABLES[] = {
       .fr_back = 24, .fr_code = 32, .fr_lasti = 96, .fr_owner = -1,
       .co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_qualname = -1,
       .co_linetable = 120, .co_code_adaptive = -1, .co_basicsize = 176,
+      .co_firsttraceable = -1,
       .linetable_kind = PYPROF_LT_LINETABLE_310,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -102,6 +108,7 @@ static const pyabi TABLES[] = {
       .fr_back = 48, .fr_code = 32, .fr_lasti = 56, .fr_owner = 69,
       .co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_qualname = 128,
       .co_linetable = 136, .co_code_adaptive = 184, .co_basicsize = 184,
+      .co_firsttraceable = 168,
       .linetable_kind = PYPROF_LT_LOCATIONS_311,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 48, .uni_compact_size = 72,
       .uni_data = 72, .bytes_size = 16, .bytes_data = 32 },
@@ -113,6 +120,7 @@ static const pyabi TABLES[] = {
       .fr_back = 8, .fr_code = 0, .fr_lasti = 56, .fr_owner = 70,
       .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
       .co_linetable = 136, .co_code_adaptive = 192, .co_basicsize = 192,
+      .co_firsttraceable = 176,
       .linetable_kind = PYPROF_LT_LOCATIONS_311,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 40, .uni_compact_size = 56,
       .uni_data = 56, .bytes_size = 16, .bytes_data = 32 },
@@ -124,6 +132,7 @@ static const pyabi TABLES[] = {
       .fr_back = 8, .fr_code = 0, .fr_lasti = 56, .fr_owner = 70,
       .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
       .co_linetable = 136, .co_code_adaptive = 200, .co_basicsize = 200,
+      .co_firsttraceable = 184,
       .linetable_kind = PYPROF_LT_LOCATIONS_311,
       .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 40, .uni_compact_size = 56,
       .uni_data = 56, .bytes_size = 16, .bytes_data = 32 },
@@ -295,6 +304,9 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
         a->hex = *pyver;
 
     a->code_type = (uintptr_t)pyabi_dlsym_python("PyCode_Type");
+    a->frame_type = (uintptr_t)pyabi_dlsym_python("PyFrame_Type");
+    a->str_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type" : "PyUnicode_Type");
+    a->bytes_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type" : "PyBytes_Type");
     if (major == 3 && minor >= 7) {
         a->runtime = (uintptr_t)pyabi_dlsym_python("_PyRuntime");
     } else {
@@ -304,7 +316,7 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
         if (minor == 6)
             a->finalizing_var = (uintptr_t)pyabi_dlsym_python("_Py_Finalizing");
     }
-    int missing = !a->code_type ||
+    int missing = !a->code_type || !a->frame_type || !a->str_type || !a->bytes_type ||
                   (a->major == 3 && a->minor >= 7 ? !a->runtime
                                                   : (!a->gil_tstate || !a->is_initialized ||
                                                      !a->interp_head ||

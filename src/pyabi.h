@@ -35,6 +35,9 @@ typedef struct pyabi {
     /* Resolved addresses. */
     uintptr_t runtime;        /* &_PyRuntime (3.7+) */
     uintptr_t code_type;      /* &PyCode_Type */
+    uintptr_t frame_type;     /* &PyFrame_Type (a heap frame's type on <= 3.10) */
+    uintptr_t str_type;       /* &PyString_Type (2.7) or &PyUnicode_Type: names */
+    uintptr_t bytes_type;     /* &PyString_Type (2.7) or &PyBytes_Type: line tables */
     uintptr_t gil_tstate;     /* 2.7/3.6: &_PyThreadState_Current */
     uintptr_t finalizing_var; /* 3.6: &_Py_Finalizing */
     int (*is_initialized)(void);          /* Py_IsInitialized (2.7/3.6) */
@@ -51,6 +54,8 @@ typedef struct pyabi {
     int fr_back, fr_code, fr_lasti, fr_owner;
     /* Code objects */
     int co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
+    int co_firsttraceable; /* _co_firsttraceable (3.11+): code units before the frame is
+                            * complete (CPython's _PyFrame_IsIncomplete) */
     long co_basicsize; /* PyCode_Type.tp_basicsize expected */
     int linetable_kind; /* enum pyprof_linetable */
     /* Strings and bytes */

@@ -4,11 +4,11 @@
  * The path.  The main interpreter's modules dict (interp->modules, interp->imports.modules
  * on 3.12+) -> the `threading` module -> its __dict__ -> `_active`, a dict from each
  * thread's ident (an int: the pthread_t, i.e. glibc's `struct pthread *`) to its Thread
- * object.  Of each Thread object we read two instance attributes: `_name` (2.7:
- * `_Thread__name`, name-mangled) and, on 3.8+, `_native_id`, the OS thread id.  Where
- * there is no `_native_id` (2.7 to 3.7, or not set yet), the OS thread id is read from
- * the thread's glibc descriptor, at the offset of its `tid` field found once by looking
- * for our own tid in our own descriptor (pthread_tid.h).
+ * object.  Of each Thread object we read its `_name` (2.7: `_Thread__name`,
+ * name-mangled).  The OS thread id is read from the thread's glibc descriptor (the
+ * ident), at the offset of its `tid` field found once at start (pthread_tid.h), which
+ * stays right after any kind of fork; only where that offset is unknown is it taken
+ * from `_native_id` (3.8+).
  *
  * Nobody holds the GIL for us: the program's threads add, remove and rename threads and
  * resize these dicts while we read.  So every read goes through safe_read.h inside a
@@ -537,13 +537,14 @@ SAFE_NO_SANITIZE static int read_thread(uintptr_t key, uintptr_t obj, pynames_en
         return 0;
     if (!read_name(dv_find(&v, L->name_attr, &hint_name), e->name))
         return 0;
-    uint64_t tid = 0;
-    if (L->has_native_id) {
+    /* The descriptor first: glibc keeps its tid right after any fork (0 in the
+     * descriptors of threads the child does not have), where `_native_id` keeps the
+     * parent's when the fork bypassed Python's after-fork hook (fork() from C). */
+    uint64_t tid = tid_of_ident(key);
+    if (!S.tid_off && L->has_native_id) {
         uintptr_t nid = dv_find(&v, "_native_id", &hint_native_id);
         tid = nid ? int_value(nid) : 0; /* None until the thread runs */
     }
-    if (!tid)
-        tid = tid_of_ident(key);
     if (!tid || tid > TID_MAX)
         return 0;
     e->tid = (uint32_t)tid;

@@ -127,10 +127,10 @@ static void *wall_main(void *arg)
         if (atomic_load(&wall_stop))
             break;
         uint64_t t0 = mono_now_ns();
-        if (atomic_load(&sighandler_g.enabled)) {
-            sighandler_sample_threads();
+        /* The achieved rate counts the passes that recorded a sample, never the ones
+         * that found nothing to record. */
+        if (atomic_load(&sighandler_g.enabled) && sighandler_sample_threads() > 0)
             atomic_fetch_add_explicit(&wall_passes, 1, memory_order_relaxed);
-        }
         uint64_t now = mono_now_ns();
         atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
         next += wall_period_ns;
@@ -231,8 +231,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     }
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
-        if (abi->ts_native_tid < 0)
-            atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
+        atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
         if (start_wall_thread(period_ns) == 0) {
             atomic_store(&armed, 1);
             return 0;

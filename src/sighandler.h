@@ -55,7 +55,10 @@ typedef struct code_slot {
     uint32_t pad;
 } code_slot;
 
-#define CODE_TABLE_SLOTS 16384u /* per generation; a power of two */
+#define CODE_TABLE_SLOTS 16384u
+
+/* The deepest stack a sample records (PYPROF_MAX_DEPTH's upper bound). */
+#define SIGHANDLER_MAX_DEPTH 4096u /* per generation; a power of two */
 
 typedef struct sighandler_state {
     _Atomic int enabled;       /* handler does work only while set */
@@ -87,10 +90,12 @@ extern sighandler_state sighandler_g;
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
 
-/* [sigsafe] Wall-clock mode, from the sampler's own thread: one sample of every thread
- * of the main interpreter that is running Python code, read from its thread state
- * (guarded reads; no signal reaches the program's threads). */
-void sighandler_sample_threads(void);
+/* [sigsafe] Wall-clock mode, from the sampler's own thread (only one may call it): one
+ * sample of every thread of the main interpreter that is running Python code, read from
+ * its thread state (guarded reads; no signal reaches the program's threads).  A stack
+ * that changed during the read is recorded as its innermost frame under the unreadable
+ * marker.  Returns the samples recorded. */
+unsigned sighandler_sample_threads(void);
 
 /* [sigsafe] The calling thread's kernel thread id, cached. */
 uint32_t sighandler_tid(void);

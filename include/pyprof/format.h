@@ -134,7 +134,8 @@ enum pyprof_linetable {
     X(WRITE_ERROR, "log write failed")                                                    \
     X(THROTTLED, "skipped: sampling cost more than a quarter of the period")             \
     X(NO_TIMER, "threads not sampled: their CPU timer could not be created")               \
-    X(MERGED, "timer expirations merged into a signal still pending (POSIX timer)")
+    X(MERGED, "timer expirations merged into a signal still pending (POSIX timer)")     \
+    X(CHANGING, "stack kept changing while it was read (wall clock)")
 
 enum pyprof_drop {
 #define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,

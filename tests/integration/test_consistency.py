@@ -1,0 +1,237 @@
+"""Stacks that are true, whatever the process does and however it was started.
+
+* Wall clock reads other threads' stacks while they run.  A stack is recorded only if it
+  is one the thread really had (docs/ARCHITECTURE.md, "What a wall-clock stack
+  guarantees"); otherwise it is counted as dropped.  A deep recursion whose every real
+  stack is known (<module>, then 1 to 21 recurse frames) is sampled at 1 ms and 100 us:
+  not one recorded stack may be anything else.
+* Names are copied only from code objects alive at the time: code objects made and freed
+  continuously, sampled at 100 us in wall mode, every name valid UTF-8 and the file of
+  its own code.
+* Python as the first process of a pid namespace (a container's entrypoint), both modes.
+* fork() from C, which bypasses Python's after-fork hook, both modes: the child's thread
+  under the child's own tid and its Python name.
+* Frames CPython itself hides (3.13's __init__ clean-up frame) never appear.
+* The achieved rate counts samples recorded, never passes that recorded nothing.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import pyprof_testlib as t
+
+ALL = t.params(t.INTERPRETERS)
+RECURSIVE = t.workload("recursive.py")
+CHURN = t.workload("code_churn.py")
+RAW_FORK = t.workload("raw_fork.py")
+INIT_LOOP = t.workload("init_loop.py")
+PID_ONE = t.workload("pid_one.py")
+
+FRAME = re.compile(r"^(.*) \((.*):(-?\d+)\)$")
+# Where a stack's callers could not be read (a wall-clock stack that changed under the
+# read keeps its innermost frame only, under this marker).
+UNREADABLE = "[unreadable]"
+
+
+def folded(log, tmp_path):
+    """[(frames root first as (name, file), count)] of `log`, read through the tool, the
+    bytes decoded strictly (a name that is not UTF-8 fails the test)."""
+    out = str(tmp_path / ("stacks-%s.folded" % os.path.basename(log)))
+    res = t.tool("export", "-f", "folded", log, "-o", out)
+    assert res.returncode == 0, res.stderr
+    with open(out, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AssertionError("the folded export is not valid UTF-8 (%s) near %r"
+                             % (e, raw[max(0, e.start - 200):e.end + 50]))
+    stacks = []
+    for line in text.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = []
+        for fr in stack.split(";"):
+            if fr == UNREADABLE:
+                frames.append((fr, None))
+                continue
+            m = FRAME.match(fr)
+            assert m, "bad frame %r in %r" % (fr, line)
+            frames.append((m.group(1), m.group(2)))
+        stacks.append((frames, int(n)))
+    return stacks
+
+
+def dropped(p, *reasons):
+    return sum(p.proc["dropped"].get(r, 0) for r in reasons)
+
+
+def check_rate(p):
+    """The achieved rate counts recorded samples: in wall mode at most one per thread
+    and pass, so it can never claim more passes than samples."""
+    if p.proc["clock"] != "wall":
+        return
+    duration = p.proc["duration_s"]
+    assert p.proc["achieved_hz"] * duration <= p.proc["samples"] * 1.01 + 1, (
+        "achieved %.1f Hz over %.3f s claims more than the %d samples recorded\n%s"
+        % (p.proc["achieved_hz"], duration, p.proc["samples"], p.dump()))
+
+
+# ---- wall clock: no torn stack -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("period", ["1ms", "100us"])
+@pytest.mark.parametrize("interp", ALL)
+def test_wall_recursion_consistent(interp, period, tmp_path):
+    interp.require()
+    prof = t.run([interp.path, RECURSIVE], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": period})
+    assert prof.rc == 0, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    wrong, inner, partial = [], 0, 0
+    for frames, n in folded(prof.logs[0], tmp_path):
+        names = [name for name, _ in frames]
+        if "recurse" not in names:
+            continue  # start-up, imports, the loop itself
+        if names == [UNREADABLE, "recurse"]:
+            partial += n  # the innermost frame of a stack that changed under the read
+            continue
+        root_ok = names[0] == "<module>" and t.same_file(frames[0][1], RECURSIVE)
+        rest = names[1:]
+        if not root_ok or any(x != "recurse" for x in rest) or len(rest) > 21:
+            wrong.append((n, ";".join(names)))
+        else:
+            inner += n
+    assert not wrong, ("%d recorded stacks the program never had (torn while read), "
+                       "e.g. %s\n%s" % (sum(n for n, _ in wrong), wrong[:5], p.dump()))
+    # Stacks that changed too often to be read are dropped and counted; what is left
+    # must still be most of the samples, or the profile would say little.
+    lost = dropped(p, "changing", "unreadable")
+    assert inner > 0 and 4 * (inner + partial) >= lost, (
+        "%d whole and %d innermost-only samples of the recursion, %d dropped as changing "
+        "or unreadable\n%s" % (inner, partial, lost, p.dump()))
+    if interp.minor >= (3, 11):
+        assert partial == 0, "3.11+ stacks are read whole\n%s" % p.dump()
+    check_rate(p)
+
+
+# ---- names only from live code objects ---------------------------------------------------
+
+
+@pytest.mark.parametrize("interp", ALL)
+def test_wall_code_churn_names(interp, tmp_path):
+    interp.require()
+    prof = t.run([interp.path, CHURN], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "100us"})
+    assert prof.rc == 0, prof.describe()
+    t.one_log(prof, ended="exit")
+    seen, bad = 0, []
+    for frames, n in folded(prof.logs[0], tmp_path):
+        for name, filename in frames:
+            if not (name.startswith("f_") or "churn_" in (filename or "")):
+                continue
+            m = re.match(r"^f_(\d+)$", name)
+            if m:
+                ok = filename == u"churn_%s_\u00e9t\u00e9.py" % m.group(1)
+            else:  # the module code each round compiles, in the same file
+                ok = name == "<module>" and re.match(u"^churn_\\d+_\u00e9t\u00e9.py$", filename)
+            if not ok:
+                bad.append((name, filename))
+            seen += n
+    assert not bad, "names that do not belong to their code: %r" % bad[:10]
+    assert seen > 0, "no sample of the churned functions"
+
+
+# ---- Python as pid 1 ---------------------------------------------------------------------
+
+
+def unshare_argv(argv):
+    """`argv` as the first process of new user and pid namespaces."""
+    unshare = shutil.which("unshare")
+    assert unshare, "unshare (util-linux) is missing"
+    return [unshare, "--user", "--map-root-user", "--pid", "--fork", "--"] + argv
+
+
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+@pytest.mark.parametrize("interp", ALL)
+def test_pid_one(interp, clock, tmp_path):
+    interp.require()
+    prof = t.run(unshare_argv([interp.path, PID_ONE]), str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": clock, "PYPROF_PERIOD": "5ms"})
+    assert prof.rc == 0, prof.describe()
+    assert b"pid 1\n" in prof.stdout, prof.describe()
+    p = t.one_log(prof, ended="exit", check_pid=False)
+    assert p.proc["pid"] == 1, p.dump()
+    spin = p.function("spin", PID_ONE)
+    # 0.8 s of CPU at 5 ms: about 160 samples in either mode; far fewer means the
+    # threads went unseen.
+    assert spin["self"] >= 80, p.dump()
+    if clock == "wall":
+        nap = p.function("nap", PID_ONE)
+        assert nap["self"] >= 20, p.dump()  # 0.3 s asleep at 5 ms: about 60
+    threads = p.rep["threads"]
+    assert [th["tid"] for th in threads] == [1], p.dump()
+    check_rate(p)
+
+
+# ---- fork() from C -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+@pytest.mark.parametrize("interp", ALL)
+def test_raw_fork_child_tids(interp, clock, where, tmp_path):
+    interp.require()
+    out = str(tmp_path / "child_pid")
+    prof = t.run([interp.path, RAW_FORK], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": clock, "PYPROF_PERIOD": "5ms",
+                      "RAW_FORK_FROM": where, "RAW_FORK_OUT": out})
+    assert prof.rc == 0, prof.describe()
+    with open(out) as f:
+        child = int(f.read())
+    logs = [l for l in prof.logs if ".%d." % child in os.path.basename(l)]
+    assert len(logs) == 1, "no log of child %d\n%s" % (child, prof.describe())
+    rep = t.report(logs[0])
+    proc = rep["processes"][0]
+    assert proc["pid"] == child and not proc["truncated"], t.dump(rep)
+    threads = [(th["tid"], th["name"], th["samples"]) for th in rep["threads"]]
+    # The child has one thread, the one that forked: its tid is the child's pid.
+    assert [tid for tid, _, _ in threads] == [child], (
+        "the child's samples are under %r, expected tid %d only\n%s"
+        % (threads, child, t.dump(rep)))
+    name = "MainThread" if where == "main" else "forking-thread"
+    assert threads[0][1] == name, t.dump(rep)
+    assert threads[0][2] >= 40, t.dump(rep)  # 0.5 s of CPU at 5 ms: about 100
+
+
+# ---- frames Python hides -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+@pytest.mark.parametrize("interp", ALL)
+def test_no_hidden_frames(interp, clock, tmp_path):
+    interp.require()
+    prof = t.run([interp.path, INIT_LOOP], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": clock, "PYPROF_PERIOD": "2ms"})
+    assert prof.rc == 0, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    init = interp.qualified("P.__init__")
+    wrong, inits = [], 0
+    for frames, n in folded(prof.logs[0], tmp_path):
+        names = [name for name, _ in frames]
+        if not any(t.same_file(f, INIT_LOOP) for _, f in frames):
+            continue  # start-up
+        if names[0] == UNREADABLE and names[1:] in (["main"], [init]):
+            continue  # the innermost frame of a stack that changed under the read
+        if names[:2] != ["<module>", "main"] or names[2:] not in ([], [init]) or any(
+                not t.same_file(f, INIT_LOOP) for _, f in frames):
+            if names == ["<module>"] or names[1:2] == ["_find_and_load"]:
+                continue  # the module itself, or its imports
+            wrong.append((n, ";".join("%s (%s)" % fr for fr in frames)))
+        elif names[2:]:
+            inits += n
+    assert not wrong, "frames Python does not show: %r\n%s" % (wrong[:5], p.dump())
+    assert inits > 0, p.dump()
