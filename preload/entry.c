@@ -31,7 +31,11 @@
 #include "interpose.h"
 #include "pyabi.h"
 #include "sampler.h"
+#include "sighandler.h"
 #include "writer.h"
+
+_Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
+               "PYPROF_MAX_DEPTH may not exceed what a sample can record");
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -10,6 +10,10 @@
 #ifndef PYPROF_PTHREAD_TID_H
 #define PYPROF_PTHREAD_TID_H
 
+#include <stdint.h>
+
+#include "safe_read.h"
+
 /* [not sigsafe] The offset of `tid` in glibc's thread descriptor; 0 when it is not within
  * the first 2 KB, when the caller's own descriptor does not hold the caller's tid there,
  * or when the descriptor does not start with glibc's x86_64 header (tcb, dtv, self),
@@ -19,5 +23,17 @@ int pthread_tid_offset(void);
 
 /* Where a glibc descriptor points to itself. */
 #define PTHREAD_TID_SELF 16
+
+/* [sigsafe] Inside a guarded region: the kernel tid in the descriptor at `pt` (a
+ * pthread_t), with `off` from pthread_tid_offset; 0 when `pt` is not a descriptor or its
+ * thread is gone (glibc clears the field when a thread ends, and in a fork child for the
+ * threads the child does not have). */
+SAFE_NO_SANITIZE static inline uint32_t pthread_tid_read(uintptr_t pt, int off)
+{
+    if (!pt || off <= 0 || safe_ptr(pt + PTHREAD_TID_SELF) != pt)
+        return 0;
+    int32_t tid = safe_i32(pt + (uintptr_t)off);
+    return tid > 0 ? (uint32_t)tid : 0;
+}
 
 #endif

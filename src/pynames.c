@@ -367,10 +367,7 @@ SAFE_NO_SANITIZE static uint64_t int_value(uintptr_t o)
  * glibc descriptor; 0 when unknown.  The descriptor's header points to itself. */
 SAFE_NO_SANITIZE static uint32_t tid_of_ident(uintptr_t key)
 {
-    uint64_t ident = key && S.tid_off ? int_value(key) : 0;
-    if (!ident || safe_ptr(ident + PTHREAD_TID_SELF) != ident)
-        return 0;
-    return safe_u32(ident + (uintptr_t)S.tid_off);
+    return key && S.tid_off ? pthread_tid_read((uintptr_t)int_value(key), S.tid_off) : 0;
 }
 
 /* Appends code point c to out[*n] as UTF-8 if it fits in a name.  0 when the name is

@@ -529,15 +529,14 @@ static inline void record_frame(walk_out *o, uintptr_t frame, const frame_raw *f
  * second goes back to where the inner part ended, skips the middle and records the outer
  * end.
  *
- * A thread that keeps running (o->frames set) is read hand over hand: after each frame
- * is read, its caller's link to it is read again (and a lone frame must still be the
- * thread's top); the walk gives up (WALK_CHANGED) if a frame has died or changed
- * meanwhile, or any frame fails validation.  On 2.7-3.10 a frame
- * holds its caller alive and never changes its caller while it lives, and on 3.11+ a
- * frame's caller is fixed while it is on the stack, so a chain read this way is the
- * thread's stack exactly as it was when the top frame was read, however the thread went
- * on meanwhile.  Without the re-reads, a frame freed during the walk leads it into
- * CPython's free list of frames (2.7-3.10), a chain of dead frames.
+ * A strict walk (o->strict: another thread's heap frames, 2.7-3.10, read by the wall
+ * clock) goes hand over hand: after each frame is read, its caller's link to it is read
+ * again (and a lone frame must still be the thread's top); the walk gives up
+ * (WALK_CHANGED) if a frame has died or changed meanwhile, was met twice, or any frame
+ * fails validation.  A frame holds its caller alive and never changes its caller while
+ * it lives, so a chain read this way is the thread's stack as it was when the top frame
+ * was read, however the thread went on meanwhile.  Without the re-reads, a frame freed
+ * during the walk leads it into CPython's free list of frames, a chain of dead frames.
  *
  * Returns WALK_OK, WALK_BAD when the top of the stack is not a valid frame or the chain
  * is cyclic or absurdly long (the sample is rejected), WALK_CHANGED as above. */
@@ -903,13 +902,8 @@ static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid)
 static uint32_t tstate_tid(const pyabi *a, uintptr_t ts)
 {
     int off = atomic_load_explicit(&sighandler_g.pthread_tid_offset, memory_order_relaxed);
-    if (off > 0) {
-        uintptr_t pt = safe_ptr(ts + (uintptr_t)a->ts_thread_id);
-        if (!safe_ptr_ok(pt, 64) || safe_ptr(pt + PTHREAD_TID_SELF) != pt)
-            return 0;
-        int32_t tid = safe_i32(pt + (uintptr_t)off);
-        return tid > 0 ? (uint32_t)tid : 0;
-    }
+    if (off > 0)
+        return pthread_tid_read(safe_ptr(ts + (uintptr_t)a->ts_thread_id), off);
     if (a->ts_native_tid >= 0)
         return safe_u32(ts + (uintptr_t)a->ts_native_tid);
     return 0;

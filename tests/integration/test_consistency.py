@@ -166,12 +166,17 @@ def test_pid_one(interp, clock, tmp_path):
     p = t.one_log(prof, ended="exit", check_pid=False)
     assert p.proc["pid"] == 1, p.dump()
     spin = p.function("spin", PID_ONE)
-    # 0.8 s of CPU at 5 ms: about 160 samples in either mode; far fewer means the
-    # threads went unseen.
-    assert spin["self"] >= 80, p.dump()
-    if clock == "wall":
+    # 0.8 s of CPU at 5 ms: about 160 samples; far fewer means the thread went unseen.
+    # In wall mode the passes that happen are what a busy machine lets the sampler
+    # make: the bound is half of what its achieved rate gives over 0.8 s (spinning) and
+    # 0.3 s (asleep), each at least that long.
+    if clock == "cpu":
+        assert spin["self"] >= 80, p.dump()
+    else:
+        hz = p.proc["achieved_hz"]
+        assert spin["self"] >= 0.5 * hz * 0.8, p.dump()
         nap = p.function("nap", PID_ONE)
-        assert nap["self"] >= 20, p.dump()  # 0.3 s asleep at 5 ms: about 60
+        assert nap["self"] >= 0.5 * hz * 0.3, p.dump()
     threads = p.rep["threads"]
     assert [th["tid"] for th in threads] == [1], p.dump()
     check_rate(p)
@@ -204,7 +209,10 @@ def test_raw_fork_child_tids(interp, clock, where, tmp_path):
         % (threads, child, t.dump(rep)))
     name = "MainThread" if where == "main" else "forking-thread"
     assert threads[0][1] == name, t.dump(rep)
-    assert threads[0][2] >= 40, t.dump(rep)  # 0.5 s of CPU at 5 ms: about 100
+    # 0.5 s of CPU at 5 ms: about 100 samples; in wall mode, half of what the achieved
+    # rate gives over those (at least) 0.5 s.
+    least = 40 if clock == "cpu" else 0.5 * proc["achieved_hz"] * 0.5
+    assert threads[0][2] >= least, t.dump(rep)
 
 
 # ---- frames Python hides -----------------------------------------------------------------
@@ -224,7 +232,8 @@ def test_no_hidden_frames(interp, clock, tmp_path):
         names = [name for name, _ in frames]
         if not any(t.same_file(f, INIT_LOOP) for _, f in frames):
             continue  # start-up
-        if names[0] == UNREADABLE and names[1:] in (["main"], [init]):
+        if (names[0] == UNREADABLE and len(frames) == 2 and t.same_file(frames[1][1], INIT_LOOP)
+                and names[1] in ("<module>", "P", "main", init)):
             continue  # the innermost frame of a stack that changed under the read
         if names[:2] != ["<module>", "main"] or names[2:] not in ([], [init]) or any(
                 not t.same_file(f, INIT_LOOP) for _, f in frames):
