@@ -1,17 +1,14 @@
-# pyprof — build, test, demo, bench.
+# pyprof — build, test, demo, bench.  `make help` lists the targets.
 #
-#   make            build/libpyprof.so and build/pyprof
-#   make demo       install dependencies, build, profile examples/daemon.py, print the report
-#   make test       install dependencies, build, run every test (what .ci/run calls)
-#   make asan       the same tests against an AddressSanitizer build (build/asan/)
-#   make ubsan      the same tests against an UndefinedBehaviorSanitizer build (build/ubsan/)
-#   make test-transparency  CPython's own tests of signals, threads, subprocesses, os, time,
-#                   select and sockets, plain and under LD_PRELOAD at 1 kHz: same outcomes
-#                   (part of make test)
-#   make test-repeat N=3  make test N times, each in a fresh clone, with every core
-#                   hogged by a busy loop; lists every test that failed in any run
-#   make bench      benchmarks: overhead, accuracy, cost per sample; table + build/bench.json
-#   make install PREFIX=/usr/local
+# The tree is the build: each folder is one layer, and a layer uses only those below it
+# (docs/ARCHITECTURE.md; `make check-layout` enforces it).
+#
+#   include/pyprof/  the log format and the reader's API (public headers)
+#   src/common/      record codec, line tables, configuration: both programs
+#   src/lib/         runs inside the profiled process (libpyprof.so only)
+#   preload/         the library's entry points, interposed symbols and exports
+#   src/read/        reading logs into a profile, and its aggregates (the tool only)
+#   utils/           the pyprof command
 
 CC       ?= gcc
 BUILD    ?= build
@@ -22,43 +19,50 @@ PYTEST   ?= /usr/bin/python3 -m pytest
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wno-missing-field-initializers
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc -Ipreload
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc -I.
 CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fvisibility=hidden -fPIC $(SANFLAGS)
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
-# The library: entry points, interposed symbols, configuration, and the core it needs.
-LIB_SRCS  := $(wildcard preload/*.c) \
-             src/sighandler.c src/sampler.c src/pyabi.c src/ring.c src/writer.c \
-             src/record.c src/linetable.c src/safe_read.c src/diag.c \
-             src/pynames.c src/pthread_tid.c src/ownthreads.c src/threadtimer.c
+COMMON_SRCS := $(wildcard src/common/*.c)
+CORE_SRCS   := $(wildcard src/lib/*.c)
+READ_SRCS   := $(wildcard src/read/*.c)
+# The library: its entry points, the code that runs in the host, and the common layer.
+LIB_SRCS  := $(wildcard preload/*.c) $(CORE_SRCS) $(COMMON_SRCS)
 LIB_LIBS  := -llz4 -ldl -lpthread
-# The tool: the subcommands, the reader and the profile model.
-TOOL_SRCS := $(wildcard utils/*.c) src/reader.c src/record.c src/linetable.c \
-             src/profile.c preload/config.c
+# The tool: the subcommands, the reader and the profile model, and the common layer.
+TOOL_SRCS := $(wildcard utils/*.c) $(READ_SRCS) $(COMMON_SRCS)
 TOOL_LIBS := -llz4 -lm -lz
-# Pure modules the unit tests link against.
-UNIT_SRCS := src/record.c src/linetable.c src/ring.c src/reader.c preload/config.c
-UNIT_LIBS := -lcmocka -llz4 -lpthread -lm
 
 LIB       := $(BUILD)/libpyprof.so
 TOOL      := $(BUILD)/pyprof
-LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/lib/%.o)
-TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/tool/%.o)
+obj        = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_OBJS  := $(call obj,$(LIB_SRCS))
+TOOL_OBJS := $(call obj,$(TOOL_SRCS))
+# Unit tests link the layers as archives: each takes only the modules it uses.
+ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
+UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
-HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps demo test unit integration fuzz-replay asan ubsan bench install clean \
-        check-exports test-core consumers test-transparency test-repeat
+.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay asan ubsan \
+        bench install clean check-exports test-core consumers test-transparency test-repeat
 
 all: $(LIB) $(TOOL)
 
-$(BUILD)/lib/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+help:
+	@echo "make              build $(LIB) and $(TOOL)"
+	@echo "make check        build, unit tests, layout and exports checks (about a minute)"
+	@echo "make test         install dependencies, then every test (what CI runs)"
+	@echo "make demo         profile examples/daemon.py and print its report"
+	@echo "make asan|ubsan   the tests against a sanitizer build (build/asan, build/ubsan)"
+	@echo "make test-transparency  CPython's own tests, plain and preloaded at 1 kHz"
+	@echo "make test-repeat N=3    make test N times in fresh clones, cores hogged"
+	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
+	@echo "make check-layout fail on an include or a link against the layer direction"
+	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 
-$(BUILD)/tool/%.o: %.c
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -67,14 +71,21 @@ $(LIB): $(LIB_OBJS) preload/exports.map
 	    -Wl,-z,nodelete -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 # The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
-$(BUILD)/tool/utils/cmd_html.o: utils/html/viewer.html
+$(BUILD)/obj/utils/cmd_html.o: utils/html/viewer.html
 
 $(TOOL): $(TOOL_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(UNIT_SRCS)
+$(BUILD)/libcommon.a: $(call obj,$(COMMON_SRCS))
+$(BUILD)/libcore.a: $(call obj,$(CORE_SRCS))
+$(BUILD)/libread.a: $(call obj,$(READ_SRCS))
+$(ARCHIVES):
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -o $@ $< $(UNIT_SRCS) $(UNIT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -o $@ $< $(ARCHIVES) $(UNIT_LIBS)
 
 # Test programs written in C (the embedding host and its plugin) are built per Python
 # version by the integration tests themselves, which know the interpreters.
@@ -127,6 +138,16 @@ unit: $(UNIT_TESTS)
 check-exports: $(LIB)
 	@tests/check_exports.sh $(LIB)
 
+check-layout:
+	@python3 tests/check_layout.py --self-test .
+
+print-layout:
+	@echo "LIB_SRCS = $(LIB_SRCS)"
+	@echo "TOOL_SRCS = $(TOOL_SRCS)"
+
+# Build, unit tests and the static checks: the quick loop while changing code.
+check: all unit check-layout check-exports fuzz-replay
+
 integration: all consumers
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
 	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) \
@@ -135,7 +156,7 @@ integration: all consumers
 fuzz-replay: $(BUILD)/fuzz_replay
 	$(BUILD)/fuzz_replay tests/fuzz/corpus tests/fixtures
 
-$(BUILD)/fuzz_replay: tests/fuzz/fuzz_reader.c tests/fuzz/replay_main.c src/reader.c src/record.c
+$(BUILD)/fuzz_replay: tests/fuzz/fuzz_reader.c tests/fuzz/replay_main.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ -llz4
 
@@ -147,7 +168,7 @@ test-transparency: all
 	    /usr/bin/python3 tests/transparency/run.py --workdir $(BUILD)/transparency \
 	    $(TRANSPARENCY_ARGS)
 
-test-core: all unit check-exports fuzz-replay integration test-transparency
+test-core: all unit check-layout check-exports fuzz-replay integration test-transparency
 
 test: deps
 	$(MAKE) test-core
@@ -179,4 +200,4 @@ install: all
 	install -m 0644 docs/pyprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pyprof.1
 
 clean:
-	rm -rf build
+	rm -rf $(BUILD)

@@ -25,14 +25,15 @@
 #include <pyprof/format.h>
 #include <pyprof/pyprof.h>
 
-#include "config.h"
-#include "control.h"
-#include "diag.h"
+#include "common/config.h"
 #include "interpose.h"
-#include "pyabi.h"
-#include "sampler.h"
-#include "sighandler.h"
-#include "writer.h"
+#include "lib/control.h"
+#include "lib/diag.h"
+#include "lib/ownthreads.h"
+#include "lib/pyabi.h"
+#include "lib/sampler.h"
+#include "lib/sighandler.h"
+#include "lib/writer.h"
 
 _Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
                "PYPROF_MAX_DEPTH may not exceed what a sample can record");
@@ -165,7 +166,7 @@ static void try_start(int late)
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv("PYPROF_PROFILED_PARENT", pid, 0);
     }
-    if (control_install(cfg.signal, err, sizeof err) < 0) {
+    if (control_install(cfg.signal, entry_toggle, err, sizeof err) < 0) {
         diag_error("%s", err);
         goto out;
     }
@@ -224,9 +225,14 @@ void entry_finish(int end, int known, int status)
     atomic_store(&active, 0);
 }
 
+/* When only the library's threads are left, the process ends as glibc ends it after its
+ * last thread: exit(0), whose hooks finish the log. */
+static void end_process(void) { exit(0); }
+
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
     interpose_init();
+    ownthreads_set_end_process(end_process);
     /* Secure execution: nothing at all, not even later from an init hook. */
     if (getauxval(AT_SECURE)) {
         tried = 1;

@@ -18,13 +18,12 @@
 
 #include <pyprof/format.h>
 
-#include "control.h"
 #include "entry.h"
+#include "lib/libc_next.h"
+#include "lib/pyabi.h"
+#include "lib/sigdisp.h"
+#include "lib/threadtimer.h"
 #include "procstat.h"
-#include "pyabi.h"
-#include "safe_read.h"
-#include "sampler.h"
-#include "threadtimer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -68,68 +67,7 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     if (!real_##name)                                                                     \
         real_##name = (__typeof__(&name))next_sym(#name);
 
-static int (*real_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-
-int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    if (!real_sigaction_fn)
-        real_sigaction_fn = (int (*)(int, const struct sigaction *, struct sigaction *))
-            dlsym(RTLD_NEXT, "sigaction");
-    if (!real_sigaction_fn) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real_sigaction_fn(sig, act, old);
-}
-
-int interpose_run_program_handler(const struct sigaction *a, int sig, siginfo_t *info,
-                                  void *uc)
-{
-    if (a->sa_flags & SA_SIGINFO) {
-        if (!a->sa_sigaction)
-            return 0;
-        a->sa_sigaction(sig, info, uc);
-        return 1;
-    }
-    if (a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN)
-        return 0;
-    a->sa_handler(sig);
-    return 1;
-}
-
-void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction *act,
-                                struct sigaction *old)
-{
-    struct sigaction prev = *shadow;
-    if (act)
-        *shadow = *act;
-    if (old)
-        *old = prev;
-}
-
-static int (*real_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                                     void *);
-
-int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                                  void *(*start)(void *), void *arg)
-{
-    if (!real_pthread_create_fn)
-        real_pthread_create_fn = (int (*)(pthread_t *, const pthread_attr_t *,
-                                          void *(*)(void *), void *))
-            dlsym(RTLD_NEXT, "pthread_create");
-    if (!real_pthread_create_fn)
-        return EAGAIN;
-    return real_pthread_create_fn(thread, attr, start, arg);
-}
-
-void interpose_init(void)
-{
-    struct sigaction probe;
-    interpose_real_sigaction(SIGSEGV, NULL, &probe);
-    real_pthread_create_fn = (int (*)(pthread_t *, const pthread_attr_t *,
-                                      void *(*)(void *), void *))
-        dlsym(RTLD_NEXT, "pthread_create");
-}
+void interpose_init(void) { libc_next_init(); }
 
 /* ---- threads ------------------------------------------------------------------------ */
 
@@ -183,24 +121,23 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
         if (ts) {
             ts->start = start;
             ts->arg = arg;
-            int rc = interpose_real_pthread_create(thread, attr, timed_thread_main, ts);
+            int rc = libc_next_pthread_create(thread, attr, timed_thread_main, ts);
             if (rc != 0)
                 atomic_store(&ts->taken, 0);
             return rc;
         }
         threadtimer_count_lost();
     }
-    return interpose_real_pthread_create(thread, attr, start, arg);
+    return libc_next_pthread_create(thread, attr, start, arg);
 }
 
 /* ---- signals ------------------------------------------------------------------------ */
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (safe_read_app_sigaction(sig, act, old) || sampler_app_sigaction(sig, act, old) ||
-        control_app_sigaction(sig, act, old))
+    if (sigdisp_program_sigaction(sig, act, old))
         return 0;
-    return interpose_real_sigaction(sig, act, old);
+    return libc_next_sigaction(sig, act, old);
 }
 
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)

@@ -8,38 +8,15 @@
  *   Py_Main, Py_BytesMain, Py_RunMain, _Py_UnixMain           know the exit status
  *   Py_FinalizeEx, Py_Finalize                                 finalize for embedders
  *   exit, _exit, _Exit                                         every exit path
- *   sigaction, signal                                          keep our handlers first
+ *   sigaction, signal             keep our handlers first (the program's: lib/sigdisp.h)
  *   fopen, fopen64                /proc/self/stat without our threads (procstat.h)
  *   pthread_create                each new thread's CPU timer (threadtimer.h)
  */
 #ifndef PYPROF_INTERPOSE_H
 #define PYPROF_INTERPOSE_H
 
-#include <pthread.h>
-#include <signal.h>
-
-/* [not sigsafe the first time: it resolves with dlsym] The C library's sigaction. */
-int interpose_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-
-/* [sigsafe] Runs the program's disposition `a` for a signal that is not ours, the way
- * the kernel would have called it.  Returns 1 when a handler ran, 0 for SIG_DFL and
- * SIG_IGN (what "default" means is the caller's to decide). */
-int interpose_run_program_handler(const struct sigaction *a, int sig, siginfo_t *info,
-                                  void *uc);
-
-/* [not sigsafe] For a signal whose real disposition stays ours: records the program's
- * `act` (when not NULL) in `*shadow` and reports the previous one in `old`, as sigaction
- * would. */
-void interpose_shadow_sigaction(struct sigaction *shadow, const struct sigaction *act,
-                                struct sigaction *old);
-
-/* [not sigsafe] The C library's pthread_create: the library's own threads are started
- * with it, so they get no CPU timer of ours. */
-int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                                  void *(*start)(void *), void *arg);
-
-/* Resolves the real symbols that must be known before any wrapper runs concurrently
- * (called from the constructor). */
+/* Resolves the C library's sigaction and pthread_create (lib/libc_next.h) before any
+ * wrapper can run concurrently (called from the constructor). */
 void interpose_init(void);
 
 #endif

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ownthreads.h"
+#include "lib/ownthreads.h"
 
 /* The stat line is a few hundred bytes; a longer one is left alone. */
 #define STAT_MAX 4096

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "read/profile.h"
 
 /* Exit codes (pyprof(1), EXIT STATUS). */
 #define CLI_EXIT_OK 0

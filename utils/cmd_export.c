@@ -90,55 +90,6 @@ int export_oom(void)
     return -1;
 }
 
-uint64_t export_sample_us(const profile *p, const profile_sample *s)
-{
-    if (s->cpu_us)
-        return s->cpu_us;
-    return p->procs[s->process].period_ns / 1000;
-}
-
-static int cmp_sample_order(const void *a, const void *b, void *arg)
-{
-    const profile *p = arg;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    const profile_sample *x = &p->samples[i], *y = &p->samples[j];
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    if (x->t_us != y->t_us)
-        return x->t_us < y->t_us ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
-uint32_t *export_samples_by_thread(const profile *p)
-{
-    uint32_t *o = malloc((p->nsamples ? p->nsamples : 1) * sizeof *o);
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < p->nsamples; i++)
-        o[i] = (uint32_t)i;
-    qsort_r(o, p->nsamples, sizeof *o, cmp_sample_order, (void *)p);
-    return o;
-}
-
-int export_stack_costs(const profile *p, uint64_t **count, uint64_t **us)
-{
-    size_t n = p->nstacks ? p->nstacks : 1;
-    *count = calloc(n, sizeof **count);
-    *us = calloc(n, sizeof **us);
-    if (!*count || !*us) {
-        free(*count);
-        free(*us);
-        *count = *us = NULL;
-        return -1;
-    }
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const profile_sample *s = &p->samples[i];
-        (*count)[s->stack]++;
-        (*us)[s->stack] += export_sample_us(p, s);
-    }
-    return 0;
-}
-
 /* Writes the profile to `path` ("-": stdout).  Returns an exit code; a file that could
  * not be completed is removed, so no half-written export is left behind. */
 static int write_output(const export_format *fmt, const profile *p, const export_opts *o,

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "config.h"
+#include "common/config.h"
 
 const char cmd_run_usage[] =
     "usage: pyprof run [options] [--] CMD [ARGS...]\n"

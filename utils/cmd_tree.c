@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calltree.h"
+#include "read/calltree.h"
 #include "cli.h"
 
 const char cmd_tree_usage[] =

@@ -14,7 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "read/aggregate.h"
+#include "read/profile.h"
 
 typedef struct export_opts {
     int lines; /* folded: frames carry the line executing in them, not the first line */
@@ -26,18 +27,6 @@ int export_callgrind(FILE *out, const profile *p, const export_opts *o);
 int export_speedscope(FILE *out, const profile *p, const export_opts *o);
 int export_pprof(FILE *out, const profile *p, const export_opts *o);
 int export_chrome(FILE *out, const profile *p, const export_opts *o);
-
-/* The time in microseconds sample `s` stands for: its CPU time (the period in cpu mode),
- * else its process's period. */
-uint64_t export_sample_us(const profile *p, const profile_sample *s);
-
-/* The indices of p's samples ordered by thread, then by time, then by position in the
- * log: a malloc'ed array of p->nsamples entries, or NULL when out of memory. */
-uint32_t *export_samples_by_thread(const profile *p);
-
-/* Per stack: the samples taken with it and the microseconds they stand for.  Fills two
- * calloc'ed arrays of p->nstacks entries; returns 0 or -1 (out of memory). */
-int export_stack_costs(const profile *p, uint64_t **count, uint64_t **us);
 
 /* Prints "out of memory" and returns -1, for writers' failure paths. */
 int export_oom(void);

@@ -19,7 +19,7 @@
 
 #include <pyprof/pyprof.h>
 
-#include "callgraph.h"
+#include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
 

@@ -77,7 +77,7 @@ static void put_thread(chrome_out *w, const uint32_t *order, size_t begin, size_
     int64_t last_end = 0;
     for (size_t i = begin; i < end; i++) {
         const profile_sample *s = &p->samples[order[i]];
-        int64_t dur = (int64_t)export_sample_us(p, s);
+        int64_t dur = (int64_t)aggregate_sample_us(p, s);
         int64_t b = w->base_us[s->process] + s->t_us, a = b - dur;
         if (w->nopen && a > last_end + dur)
             close_frames(w, 0, last_end); /* the thread paused: the run ends */
@@ -164,7 +164,7 @@ int export_chrome(FILE *out, const profile *p, const export_opts *o)
     (void)o;
     chrome_out w = {out, p, process_bases(p), NULL, 0, 0, 0, 1};
     w.open = malloc(((size_t)max_stack_depth(p) + 1) * sizeof *w.open);
-    uint32_t *order = export_samples_by_thread(p);
+    uint32_t *order = aggregate_samples_by_thread(p);
     if (!w.base_us || !w.open || !order) {
         free(w.base_us);
         free(w.open);

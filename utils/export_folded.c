@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "calltree.h"
+#include "read/calltree.h"
 #include "export.h"
 
 static void put_clean(FILE *out, const char *s)

@@ -316,7 +316,7 @@ static int add_samples(pprof_out *w)
         size_t begin = i;
         uint64_t us = 0;
         for (; i < p->nsamples && !cmp_thread_stack(&order[i], &order[begin], (void *)p); i++)
-            us += export_sample_us(p, &p->samples[order[i]]);
+            us += aggregate_sample_us(p, &p->samples[order[i]]);
         add_sample(w, &p->samples[order[begin]], i - begin, us * 1000);
     }
     free(order);

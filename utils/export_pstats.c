@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "callgraph.h"
+#include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
 

@@ -115,7 +115,7 @@ static int put_thread_profile(FILE *out, const profile *p, const uint32_t *order
         if (k > begin)
             putc(',', out);
         for (; k < end && p->samples[order[k]].stack == stack; k++)
-            w += export_sample_us(p, &p->samples[order[k]]);
+            w += aggregate_sample_us(p, &p->samples[order[k]]);
         fprintf(out, "%" PRIu64, w);
         sum += w;
     }
@@ -150,7 +150,7 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
 {
     (void)o;
     uint32_t *frame_of = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *frame_of);
-    uint32_t *order = export_samples_by_thread(p);
+    uint32_t *order = aggregate_samples_by_thread(p);
     int rc = -1;
     if (!frame_of || !order)
         goto cleanup;

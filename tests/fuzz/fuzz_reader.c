@@ -14,7 +14,7 @@
  * Real fuzzing needs clang (apt-get install clang); from the top of the tree:
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_reader.c src/reader.c src/record.c \
+ *         -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_reader.c src/read/reader.c src/common/record.c \
  *         -llz4 -o build/fuzz_reader
  *     mkdir -p build/fuzz-corpus
  *     build/fuzz_reader build/fuzz-corpus tests/fuzz/corpus -max_total_time=600 -timeout=10

@@ -21,7 +21,7 @@
 
 #include <pyprof/format.h>
 
-#include "config.h"
+#include "common/config.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

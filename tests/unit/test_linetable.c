@@ -22,7 +22,7 @@
 
 #include <pyprof/format.h>
 
-#include "linetable.h"
+#include "common/linetable.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

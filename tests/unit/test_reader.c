@@ -18,7 +18,7 @@
 
 #include <pyprof/reader.h>
 
-#include "record.h"
+#include "common/record.h"
 
 /* ---- building logs ---------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "record.h"
+#include "common/record.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

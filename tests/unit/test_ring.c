@@ -19,7 +19,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "ring.h"
+#include "lib/ring.h"
 
 #define SMALL 4096u
 

@@ -9,7 +9,7 @@
  * turned by our fault handler into the same jump.  The handler is installed once, with
  * SA_NODEFER so a jump out of it leaves the fault signals unblocked.  Faults outside a
  * guarded region go to the program's own handler (which the program installs through our
- * interposed sigaction: see safe_read_app_sigaction), or the default action.
+ * interposed sigaction, kept in sigdisp.h), or the default action.
  *
  * The jump is GCC's __builtin_setjmp/__builtin_longjmp: it saves three words, calls no
  * libc function (so no sanitizer interceptor runs inside a signal handler) and leaves
@@ -84,11 +84,5 @@ int safe_read_install(void);
  * the guard (the writer, the wall-clock sampler): unblocks SIGSEGV and SIGBUS, because a
  * fault the kernel finds blocked kills the process instead of running the guard. */
 void safe_read_unblock_faults(void);
-
-/* [not sigsafe] Interposed sigaction for SIGSEGV/SIGBUS once the guard is installed:
- * records `act` as the program's disposition and reports the previous one in `old`,
- * leaving ours in place.  Returns 1 when it handled the call, 0 when the caller must pass
- * it on (the guard is not installed, or another signal). */
-int safe_read_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 #endif

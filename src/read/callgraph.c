@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "aggregate.h"
 
 #define SLOT_EMPTY UINT32_MAX
 
@@ -165,7 +165,7 @@ int callgraph_build(callgraph *g, const profile *p, int call_lines)
     uint32_t *stamp = calloc(p->nfuncs ? p->nfuncs : 1, sizeof *stamp);
     g->funcs = calloc(p->nfuncs ? p->nfuncs : 1, sizeof *g->funcs);
     int rc = -1;
-    if (!stamp || !g->funcs || export_stack_costs(p, &count, &us) < 0)
+    if (!stamp || !g->funcs || aggregate_stack_costs(p, &count, &us) < 0)
         goto cleanup;
     for (size_t s = 0; s < p->nstacks; s++)
         if (count[s] && add_stack(g, p, (uint32_t)s, count[s], us[s], stamp, call_lines) < 0)

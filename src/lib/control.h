@@ -3,29 +3,26 @@
  *
  *   PYPROF_SIGNAL      each delivery toggles profiling; the process starts paused.  The
  *                      handler only posts a semaphore; a control thread, started with
- *                      the library, does the work (entry_toggle).
+ *                      the library, does the work (the `toggle` callback).
  *   SIGTERM, SIGINT,   while the program leaves them at their default action (the
  *   SIGHUP             process ends), our handler has the log finished first, then the
  *                      process ends by the same signal.  The program never sees ours:
  *                      sigaction reports its own disposition, and a handler it installs
- *                      replaces ours (and SIG_DFL puts ours back).
+ *                      replaces ours (and SIG_DFL puts ours back): sigdisp.h, policy
+ *                      SIGDISP_DEFAULT.
  *
- * The handlers themselves are in src/sighandler.c, with every other signal handler.
+ * The two handlers are in control.c and are async-signal-safe; everything else here is
+ * not.
  */
 #ifndef PYPROF_CONTROL_H
 #define PYPROF_CONTROL_H
 
-#include <signal.h>
+#include <stddef.h>
 
 /* [not sigsafe] Installs the terminating-signal handlers where the disposition is the
- * default, and with `toggle_sig` (0 = none) the toggle handler and the control thread.
- * Returns 0, or -1 with a line in `err`. */
-int control_install(int toggle_sig, char *err, size_t errlen);
-
-/* [not sigsafe] Interposed sigaction for the signals control watches.  Returns 1 when
- * handled (the program's disposition recorded, the real one ours), 0 when the caller
- * passes the call on. */
-int control_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+ * default, and with `toggle_sig` (0 = none) the toggle handler and the control thread,
+ * which calls `toggle` at each delivery.  Returns 0, or -1 with a line in `err`. */
+int control_install(int toggle_sig, void (*toggle)(void), char *err, size_t errlen);
 
 /* [not sigsafe] In a fork child (inside fork): the control thread was the parent's;
  * start the child's own. */

@@ -12,16 +12,12 @@
  *   __builtin_longjmp (safe_fail)    no libc; leaves only our own guarded reads
  *   ring_reserve/commit/cancel       ours: one CAS on a preallocated buffer, never waits
  *   atomic_* on our counters         lock-free on x86_64
- *   interpose_run_program_handler   the program's own SIGTRAP handler, for traps that
+ *   sigdisp_run_program              the program's own SIGTRAP handler, for traps that
  *                                    are not ours: called as the kernel would have
- *   sem_post                         on signal-safety(7) (wakes the control thread)
- *   writer_request_end/_end_done     ours: atomic flags and sem_post, nothing else
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
  *                                    (perf_event_open, ioctl, mmap, close, munmap) and
  *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
  *                                    thread; memset of a local struct
- *   nanosleep, pthread_sigmask,      on signal-safety(7): the terminating-signal handler
- *   raise, sigaction (the real one)  waits for the log, then takes the default action
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
  * region per sample: a fault or an implausible pointer abandons the sample (counted as
@@ -47,19 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "interpose.h"
 #include "pthread_tid.h"
 #include "safe_read.h"
+#include "sigdisp.h"
 #include "threadtimer.h"
-#include "writer.h"
 
 sighandler_state sighandler_g;
-struct sigaction sighandler_app_trap;
-sem_t sighandler_control_sem;
-struct sigaction sighandler_app_toggle;
-
-/* How long a terminating signal waits for the log to be finished, at most. */
-#define TERMINATE_WAIT_MS 3000
 
 /* Longest name and file name copied, in characters; line tables in bytes. */
 #define NAME_MAX_CHARS 200u
@@ -1014,7 +1003,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
          * breakpoint nobody handles would end the process with a core dump; we keep it
          * alive instead, which only differs for a program that traps itself without a
          * handler. */
-        interpose_run_program_handler(&sighandler_app_trap, sig, info, uc);
+        sigdisp_run_program(sig, info, uc);
         errno = saved_errno;
         return;
     }
@@ -1066,39 +1055,3 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
 }
 
 int sighandler_inside(void) { return tls_inside; }
-
-/* ---- the control signals ------------------------------------------------------------ */
-
-void sighandler_on_toggle(int sig, siginfo_t *info, void *uc)
-{
-    int saved_errno = errno;
-    sem_post(&sighandler_control_sem);
-    /* A program that also handles the toggle signal still gets it. */
-    interpose_run_program_handler(&sighandler_app_toggle, sig, info, uc);
-    errno = saved_errno;
-}
-
-void sighandler_on_terminate(int sig, siginfo_t *info, void *uc)
-{
-    (void)info;
-    (void)uc;
-    int saved_errno = errno;
-    if (writer_request_end(PYPROF_END_SIGNAL, sig)) {
-        for (int i = 0; i < TERMINATE_WAIT_MS && !writer_end_done(); i++) {
-            struct timespec ms = { 0, 1000000 };
-            nanosleep(&ms, NULL);
-        }
-    }
-    /* Then what the default action would have done: end the process by this signal. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    interpose_real_sigaction(sig, &dfl, NULL);
-    sigset_t unblock;
-    sigemptyset(&unblock);
-    sigaddset(&unblock, sig);
-    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
-    raise(sig);
-    errno = saved_errno;
-}

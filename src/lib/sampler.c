@@ -39,10 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "interpose.h"
+#include "libc_next.h"
 #include "ownthreads.h"
 #include "pthread_tid.h"
 #include "safe_read.h"
+#include "sigdisp.h"
 #include "sighandler.h"
 #include "threadtimer.h"
 
@@ -58,23 +59,54 @@ static int wall_running;
 static _Atomic int wall_stop;
 static uint64_t wall_period_ns;
 static _Atomic uint64_t wall_passes;
-static struct sigaction app_prof; /* SIGPROF's disposition before ours */
 static void *memory;               /* rings + code tables, one mapping */
 static size_t memory_len;
 
 const char *sampler_timer_name(void) { return timer_name; }
 uint64_t sampler_wall_passes(void) { return atomic_load(&wall_passes); }
+ring *sampler_sample_ring(void) { return &sighandler_g.samples; }
+ring *sampler_code_ring(void) { return &sighandler_g.codes; }
+uint64_t sampler_t0_ns(void) { return sighandler_g.t0_ns; }
 
-static int install_handler(int sig, struct sigaction *old)
+void sampler_count_drop(int reason)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = sighandler_on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGTRAP);
-    sigaddset(&sa.sa_mask, SIGPROF);
-    return interpose_real_sigaction(sig, &sa, old);
+    if (reason >= 0 && reason < PYPROF_DROP_COUNT)
+        atomic_fetch_add(&sighandler_g.drops[reason], 1);
+}
+
+void sampler_read_stats(sampler_stats *out)
+{
+    sighandler_state *g = &sighandler_g;
+    out->signals = atomic_load(&g->signals);
+    out->handler_ns = atomic_load(&g->handler_ns);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        out->drops[i] = atomic_load(&g->drops[i]);
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            out->cost[d][t] = atomic_load(&g->cost[d][t]);
+}
+
+/* SIGPROF taken by the program while it is our timer's signal: the program wins,
+ * sampling ends, the log says so. */
+static void prof_yielded(int sig)
+{
+    (void)sig;
+    if (sighandler_g.sample_signal == SIGPROF && atomic_load(&sighandler_g.enabled)) {
+        atomic_fetch_add(&sighandler_g.drops[PYPROF_DROP_SIGNAL_STOLEN], 1);
+        sampler_stop();
+    }
+}
+
+static int install_handler(int sig)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTRAP);
+    sigaddset(&mask, SIGPROF);
+    return sig == SIGTRAP
+               ? sigdisp_take(sig, sighandler_on_signal, SA_RESTART, &mask, SIGDISP_KEEP, NULL)
+               : sigdisp_take(sig, sighandler_on_signal, SA_RESTART, &mask, SIGDISP_YIELD,
+                              prof_yielded);
 }
 
 /* The perf task-clock events, one per thread (threadtimer.c). */
@@ -148,7 +180,7 @@ static int start_wall_thread(uint64_t period_ns)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = interpose_real_pthread_create(&wall_thread, NULL, wall_main, NULL);
+    int rc = libc_next_pthread_create(&wall_thread, NULL, wall_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         errno = rc;
@@ -222,7 +254,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     /* Our SIGTRAP handler stays for the life of the process: a late trap from a
      * disarmed event must never meet the default action (a core dump). */
     if (!handlers_installed) {
-        if (install_handler(SIGTRAP, &sighandler_app_trap) < 0) {
+        if (install_handler(SIGTRAP) < 0) {
             snprintf(err, errlen, "pyprof: cannot install the signal handler: %s; not profiling",
                      strerror(errno));
             return -1;
@@ -246,7 +278,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
         atomic_store(&armed, 1);
         return 0;
     }
-    if (g->sample_signal == SIGPROF || install_handler(SIGPROF, &app_prof) == 0) {
+    if (g->sample_signal == SIGPROF || install_handler(SIGPROF) == 0) {
         g->sample_signal = SIGPROF;
         if (arm_posix_timer(period_ns) == 0) {
             atomic_store(&armed, 1);
@@ -313,23 +345,4 @@ void sampler_forget_in_child(void)
     atomic_store(&g->inflight, 0);
     reset_counters();
     sighandler_reset_tid();
-}
-
-int sampler_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    if (!handlers_installed)
-        return 0;
-    if (sig == SIGTRAP) {
-        interpose_shadow_sigaction(&sighandler_app_trap, act, old);
-        return 1;
-    }
-    if (sig == SIGPROF && sighandler_g.sample_signal == SIGPROF) {
-        /* The program takes our timer's signal: it wins, sampling ends, the log says. */
-        if (act && atomic_load(&sighandler_g.enabled)) {
-            atomic_fetch_add(&sighandler_g.drops[PYPROF_DROP_SIGNAL_STOLEN], 1);
-            sampler_stop();
-        }
-        return 0;
-    }
-    return 0;
 }

@@ -7,7 +7,6 @@
 #ifndef PYPROF_SIGHANDLER_H
 #define PYPROF_SIGHANDLER_H
 
-#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -106,21 +105,5 @@ int sighandler_inside(void);
 
 /* [not sigsafe] Forgets the cached thread id (in a fork child). */
 void sighandler_reset_tid(void);
-
-/* [not sigsafe] The disposition the program set for SIGTRAP, chained to for traps that
- * are not ours (see sampler_app_sigaction). */
-extern struct sigaction sighandler_app_trap;
-
-/* [sigsafe] Handler of the toggle signal (PYPROF_SIGNAL): posts sighandler_control_sem,
- * which the control thread waits on, then runs the program's own handler for the signal
- * if it set one (sighandler_app_toggle). */
-void sighandler_on_toggle(int sig, siginfo_t *info, void *uc);
-extern sem_t sighandler_control_sem;
-extern struct sigaction sighandler_app_toggle;
-
-/* [sigsafe] Handler of SIGTERM/SIGINT/SIGHUP while the program leaves them at their
- * default action: has the writer finish the log (waiting at most 3 s), then restores the
- * default action and raises the signal again, so the process ends as it would have. */
-void sighandler_on_terminate(int sig, siginfo_t *info, void *uc);
 
 #endif

@@ -52,7 +52,7 @@
 #include <lz4.h>
 #include <lz4frame.h>
 
-#include "record.h"
+#include "common/record.h"
 
 /* A record longer than this is corruption, not data. */
 #define READER_MAX_RECORD (64u << 20)

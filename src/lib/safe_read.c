@@ -3,7 +3,7 @@
  *
  * Async-signal-safety: safe_fail and the fault handler use __builtin_longjmp (no libc;
  * it only leaves our own guarded reads, which interrupt nothing unsafe), and, for faults
- * that are not ours, the program's own handler (interpose_run_program_handler), or
+ * that are not ours, the program's own handler (sigdisp_run_program), or
  * sigaction and raise (both on signal-safety(7)).
  */
 #include "safe_read.h"
@@ -13,15 +13,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "interpose.h"
+#include "sigdisp.h"
 
 __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")));
 
-/* The program's own dispositions for the fault signals, as it believes them to be. */
-static struct sigaction app_action[2];
 static _Atomic int installed;
-
-static int slot(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
 
 SAFE_NO_SANITIZE void safe_fail(void)
 {
@@ -55,14 +51,11 @@ SAFE_NO_SANITIZE static void fault_handler(int sig, siginfo_t *info, void *uc)
     if (safe_guard_tls)
         safe_fail();
     /* Not ours: behave as the program asked. */
-    if (interpose_run_program_handler(&app_action[slot(sig)], sig, info, uc))
+    if (sigdisp_run_program(sig, info, uc))
         return;
     /* Default action (a fault cannot be ignored): reset and return, so the faulting
      * instruction runs again and the kernel applies the default, as without us. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    interpose_real_sigaction(sig, &dfl, NULL);
+    sigdisp_reset_default(sig);
     if (info->si_code <= 0) /* sent by kill(), not a real fault: re-send it */
         raise(sig);
 }
@@ -80,23 +73,10 @@ int safe_read_install(void)
 {
     if (atomic_load(&installed))
         return 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = fault_handler;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (interpose_real_sigaction(SIGSEGV, &sa, &app_action[0]) < 0 ||
-        interpose_real_sigaction(SIGBUS, &sa, &app_action[1]) < 0)
+    int flags = SA_NODEFER | SA_ONSTACK | SA_RESTART;
+    if (sigdisp_take(SIGSEGV, fault_handler, flags, NULL, SIGDISP_KEEP, NULL) < 0 ||
+        sigdisp_take(SIGBUS, fault_handler, flags, NULL, SIGDISP_KEEP, NULL) < 0)
         return -1;
     atomic_store(&installed, 1);
     return 0;
-}
-
-int safe_read_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    int i = slot(sig);
-    if (i < 0 || !atomic_load(&installed))
-        return 0;
-    interpose_shadow_sigaction(&app_action[i], act, old);
-    return 1;
 }

@@ -38,11 +38,11 @@
 #include <pyprof/format.h>
 
 #include "diag.h"
-#include "interpose.h"
-#include "linetable.h"
+#include "libc_next.h"
+#include "common/linetable.h"
 #include "ownthreads.h"
 #include "pynames.h"
-#include "record.h"
+#include "common/record.h"
 #include "safe_read.h"
 #include "sampler.h"
 #include "sighandler.h"
@@ -168,7 +168,7 @@ static void write_all(const void *buf, size_t len)
             diag_error("pyprof: cannot write %s: %s; profiling data from now on is lost",
                        W.path, n < 0 ? strerror(errno) : "short write");
             W.failed = 1;
-            atomic_fetch_add(&sighandler_g.drops[PYPROF_DROP_WRITE_ERROR], 1);
+            sampler_count_drop(PYPROF_DROP_WRITE_ERROR);
             return;
         }
         p += n;
@@ -365,8 +365,9 @@ static void put_header(void)
     rec_put_u8(&o, (uint8_t)W.cfg.clock);
     rec_put_cstr(&o, sampler_timer_name());
     rec_put_uvarint(&o, W.cfg.max_depth);
-    rec_put_uvarint(&o, (W.cfg.memory ? PYPROF_HDR_MEMORY : 0) |
-                            (W.cfg.native ? PYPROF_HDR_NATIVE : 0));
+    /* PYPROF_HDR_NATIVE stays clear: no native frames are recorded yet, whatever
+     * PYPROF_NATIVE says. */
+    rec_put_uvarint(&o, W.cfg.memory ? PYPROF_HDR_MEMORY : 0);
     rec_put_uvarint(&o, W.window);
     emit(PYPROF_REC_HEADER, &o);
 }
@@ -661,9 +662,9 @@ static void drain_codes(void)
         return;
     const void *rec;
     size_t len;
-    while ((rec = ring_peek(&sighandler_g.codes, &len))) {
+    while ((rec = ring_peek(sampler_code_ring(), &len))) {
         take_code(rec);
-        ring_release(&sighandler_g.codes);
+        ring_release(sampler_code_ring());
     }
 }
 
@@ -735,10 +736,10 @@ static void drain(void)
     drain_codes();
     const void *rec;
     size_t len;
-    while ((rec = ring_peek(&sighandler_g.samples, &len))) {
+    while ((rec = ring_peek(sampler_sample_ring(), &len))) {
         if (W.fd >= 0 && !W.failed)
             take_sample(rec);
-        ring_release(&sighandler_g.samples);
+        ring_release(sampler_sample_ring());
     }
 }
 
@@ -755,7 +756,7 @@ static void record_rss(void)
     if (sscanf(buf, "%lu %lu", &size_pages, &rss_pages) != 2)
         return;
     uint64_t rss = (uint64_t)rss_pages * (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t t = mono_ns() - sighandler_g.t0_ns;
+    uint64_t t = mono_ns() - sampler_t0_ns();
     uint8_t out[32];
     rec_out o;
     rec_out_init(&o, out, sizeof out);
@@ -843,16 +844,16 @@ static void *writer_main(void *arg)
             return NULL;
         }
         if (W.fd < 0 && !W.failed &&
-            (interpreter_running() || ring_used(&sighandler_g.samples)))
+            (interpreter_running() || ring_used(sampler_sample_ring())))
             open_log();
         /* Wake often only while the handler fills the ring faster than an idle period
          * could take (more than an eighth of it per wake). */
-        wake_ns = ring_used(&sighandler_g.samples) > sighandler_g.samples.size / 8
+        wake_ns = ring_used(sampler_sample_ring()) > sampler_sample_ring()->size / 8
                       ? WAKE_BUSY_NS
                       : WAKE_IDLE_NS;
         drain();
         uint64_t now = mono_ns();
-        if (now - sighandler_g.t0_ns - W.last_rss_t_ns >= RSS_EVERY_NS)
+        if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss();
         if (atomic_load(&sighandler_g.flip_wanted))
             flip_tables();
@@ -864,7 +865,17 @@ static void *writer_main(void *arg)
         }
         if (now - alone_checked_ns >= ALONE_EVERY_NS) {
             alone_checked_ns = now;
-            ownthreads_end_if_program_gone();
+            if (ownthreads_claim_end()) {
+                /* Only the library's threads are left: the process ends as glibc would
+                 * have ended it, exit(0), with the log finished here first and this
+                 * thread out of the way of the exit hooks (which find it finished). */
+                sampler_stop();
+                W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                finish_log(PYPROF_END_EXIT, 1, 0);
+                pthread_detach(pthread_self());
+                W.thread_running = 0;
+                ownthreads_end_process();
+            }
         }
     }
     W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -916,7 +927,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = interpose_real_pthread_create(&W.thread, NULL, writer_main, NULL);
+    int rc = libc_next_pthread_create(&W.thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the writer thread: %s; not profiling",
@@ -936,39 +947,40 @@ static void finish_log(int end, int status_known, int status)
     /* At exec, a process that has not written a log yet (the child of fork-and-exec, as
      * subprocess does) leaves none: its Python never ran after the fork. */
     if (W.fd < 0 && !W.failed && end != PYPROF_END_EXEC &&
-        (interpreter_running() || ring_used(&sighandler_g.samples) || W.samples))
+        (interpreter_running() || ring_used(sampler_sample_ring()) || W.samples))
         open_log();
     drain();
     record_rss();
     if (W.fd >= 0) {
-        sighandler_state *g = &sighandler_g;
+        sampler_stats st;
+        sampler_read_stats(&st);
         uint8_t buf[2048];
         rec_out o;
         rec_out_init(&o, buf, sizeof buf);
         uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
         rec_put_uvarint(&o, clock_ns(CLOCK_REALTIME));
-        rec_put_uvarint(&o, mono_ns() - g->t0_ns);
+        rec_put_uvarint(&o, mono_ns() - sampler_t0_ns());
         rec_put_uvarint(&o, W.samples);
-        rec_put_uvarint(&o, atomic_load(&g->signals));
+        rec_put_uvarint(&o, st.signals);
         rec_put_uvarint(&o, PYPROF_DROP_COUNT);
         for (int i = 0; i < PYPROF_DROP_COUNT; i++) {
             rec_put_uvarint(&o, (uint64_t)i);
-            rec_put_uvarint(&o, atomic_load(&g->drops[i]));
+            rec_put_uvarint(&o, st.drops[i]);
         }
         rec_put_uvarint(&o, (uint64_t)end);
         rec_put_u8(&o, (uint8_t)(status_known != 0));
         rec_put_svarint(&o, status);
         /* The rate achieved: samples per CPU second (cpu clock); sampling passes over
          * all threads per second (wall clock). */
-        uint64_t wall = mono_ns() - g->t0_ns;
+        uint64_t wall = mono_ns() - sampler_t0_ns();
         uint64_t hz_milli =
             W.cfg.clock == PYPROF_CLOCK_WALL
                 ? (wall ? (uint64_t)((double)sampler_wall_passes() * 1e12 / (double)wall) : 0)
                 : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
         rec_put_uvarint(&o, hz_milli);
-        rec_put_uvarint(&o, atomic_load(&g->handler_ns) + W.writer_cpu_ns +
+        rec_put_uvarint(&o, st.handler_ns + W.writer_cpu_ns +
                                 threadtimer_cpu_ns());
-        rec_put_uvarint(&o, atomic_load(&g->handler_ns));
+        rec_put_uvarint(&o, st.handler_ns);
         rec_put_uvarint(&o, W.writer_cpu_ns);
         static const uint32_t time_bounds[] = PYPROF_COST_TIME_BOUNDS_NS;
         static const uint32_t depth_bounds[] = PYPROF_COST_DEPTH_BOUNDS;
@@ -979,7 +991,7 @@ static void finish_log(int end, int status_known, int status)
         for (int d = 0; d < PYPROF_COST_NDEPTH; d++) {
             rec_put_uvarint(&o, depth_bounds[d]);
             for (int t = 0; t < PYPROF_COST_NTIME; t++)
-                rec_put_uvarint(&o, atomic_load(&g->cost[d][t]));
+                rec_put_uvarint(&o, st.cost[d][t]);
         }
         rec_put_uvarint(&o, threadtimer_cpu_ns());
         rec_put_uvarint(&o, threadtimer_untimed_ns());
@@ -1004,8 +1016,7 @@ void writer_finish(int end, int status_known, int status)
 {
     if (W.pid != getpid())
         return;
-    /* From the writer itself when it ends the process (ownthreads.h): no join. */
-    if (W.thread_running && !pthread_equal(W.thread, pthread_self())) {
+    if (W.thread_running) {
         atomic_store(&W.stop, 1);
         sem_post(&W.wake);
         pthread_join(W.thread, NULL);

@@ -13,7 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pyprof/format.h>
+
 #include "pyabi.h"
+#include "ring.h"
+
+/* What the handlers counted since sampler_start, read at once. */
+typedef struct sampler_stats {
+    uint64_t signals;    /* sampling signals handled while enabled */
+    uint64_t handler_ns; /* time spent inside the handler */
+    uint64_t drops[PYPROF_DROP_COUNT];
+    uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME]; /* samples by depth and time */
+} sampler_stats;
 
 /* [not sigsafe] Allocates the rings and tables, installs the handlers and arms the timer
  * for every thread of the process (clock PYPROF_CLOCK_CPU), or starts the wall-clock
@@ -35,10 +46,19 @@ const char *sampler_timer_name(void);
 /* Passes the wall-clock sampler made over the threads since start (0 in cpu mode). */
 uint64_t sampler_wall_passes(void);
 
-/* [not sigsafe] Interposed sigaction for SIGTRAP/SIGPROF.  Returns 1 when handled (the
- * program's disposition recorded, ours left in place), 0 when the caller passes it on.
- * A program that takes SIGPROF while it is our timer's signal ends sampling, counted as
- * SIGNAL_STOLEN. */
-int sampler_app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* The handler's counters since sampler_start. */
+void sampler_read_stats(sampler_stats *out);
+
+/* Counts a sample lost outside the handler (the writer's, say) under `reason`. */
+void sampler_count_drop(int reason);
+
+/* The rings the handlers fill and the writer drains: samples (rrec_sample) and code
+ * records (rrec_code), both in sighandler.h.  Valid from sampler_start until the next
+ * one, or a fork child's sampler_forget_in_child. */
+ring *sampler_sample_ring(void);
+ring *sampler_code_ring(void);
+
+/* CLOCK_MONOTONIC at sampler_start: the zero of the samples' time stamps. */
+uint64_t sampler_t0_ns(void);
 
 #endif

@@ -7,11 +7,13 @@
  *
  *  - procstat (preload/) leaves them out of the thread count /proc/self/stat shows
  *    through fopen, where CPython 3.12+ counts threads before warning at fork;
- *  - the writer asks ownthreads_program_gone() now and then: when every thread of the
- *    program has ended (the last one returned from its start routine or called
- *    pthread_exit), glibc would have ended the process with exit(0), and only our threads
- *    keep it alive, so the writer calls exit(0) itself.  That happens in a child forked
- *    from a thread other than main, whose only thread is the forking one.
+ *  - the writer (and the control thread of a paused process) asks now and then whether
+ *    every thread of the program has ended (the last one returned from its start
+ *    routine or called pthread_exit): glibc would have ended the process with exit(0),
+ *    and only our threads keep it alive.  The first to see it finishes what it owns and
+ *    ends the process the way the library's entry says (ownthreads_claim_end).  That
+ *    happens in a child forked from a thread other than main, whose only thread is the
+ *    forking one.
  *
  * A zombie thread (a main thread that called pthread_exit while others run) is not a
  * running thread of the program.  Nothing here is async-signal-safe.
@@ -39,9 +41,18 @@ int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end);
  * more threads than the library can run (one read of /proc/self/stat). */
 int ownthreads_program_gone(void);
 
-/* [not sigsafe] From a thread of the library: when the program's threads are all gone,
- * ends the process the way glibc would have, with exit(0) (the exit hooks finish the
- * log), and does not return; the first caller only.  Otherwise returns. */
-void ownthreads_end_if_program_gone(void);
+/* [not sigsafe] How the process ends once the program's threads are gone: the
+ * library's entry sets it (exit(0), through the exit hooks that finish the log).  No
+ * thread of the library ends the process itself. */
+void ownthreads_set_end_process(void (*end)(void));
+
+/* [not sigsafe] From a thread of the library: 1 for the first caller once the program's
+ * threads are all gone (and an end is set); that caller finishes what it owns and then
+ * calls ownthreads_end_process.  0 otherwise. */
+int ownthreads_claim_end(void);
+
+/* [not sigsafe] Ends the process with the end set by ownthreads_set_end_process; for
+ * the caller ownthreads_claim_end chose.  Does not return. */
+void ownthreads_end_process(void);
 
 #endif
