@@ -19,6 +19,7 @@
 
 #include <pyprof/format.h>
 
+#include "common/clock.h"
 #include "libc_next.h"
 #include "ownthreads.h"
 #include "sigdisp.h"
@@ -79,13 +80,7 @@ static void *control_main(void *arg)
     for (;;) {
         /* Woken by the toggle's handler; every 200 ms it also looks whether only the
          * library's threads are left (a paused process has no writer to look). */
-        struct timespec dl;
-        clock_gettime(CLOCK_MONOTONIC, &dl);
-        dl.tv_nsec += 200000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        struct timespec dl = clock_mono_deadline(200000000u);
         if (sem_clockwait(&toggle_sem, CLOCK_MONOTONIC, &dl) == 0)
             toggle_fn();
         else if (ownthreads_claim_end())

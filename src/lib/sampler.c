@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "libc_next.h"
 #include "ownthreads.h"
 #include "pthread_tid.h"
@@ -139,31 +140,24 @@ static int arm_posix_timer(uint64_t period_ns)
     return 0;
 }
 
-static uint64_t mono_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *wall_main(void *arg)
 {
     (void)arg;
     ownthreads_name_self("wall");
     safe_read_unblock_faults(); /* its thread-state reads run under the guard */
-    uint64_t next = mono_now_ns() + wall_period_ns;
+    uint64_t next = clock_mono_ns() + wall_period_ns;
     while (!atomic_load(&wall_stop)) {
         struct timespec dl = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL) == EINTR)
             ;
         if (atomic_load(&wall_stop))
             break;
-        uint64_t t0 = mono_now_ns();
+        uint64_t t0 = clock_mono_ns();
         /* The achieved rate counts the passes that recorded a sample, never the ones
          * that found nothing to record. */
         if (atomic_load(&sighandler_g.enabled) && sighandler_sample_threads() > 0)
             atomic_fetch_add_explicit(&wall_passes, 1, memory_order_relaxed);
-        uint64_t now = mono_now_ns();
+        uint64_t now = clock_mono_ns();
         atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
         next += wall_period_ns;
         if (next < now) /* late by more than a period: skip, do not burst */
@@ -240,9 +234,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     g->max_depth = max_depth;
     g->period_ns = period_ns;
     atomic_store(&g->next_code_id, PYPROF_CODE_FIRST);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    g->t0_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    g->t0_ns = clock_mono_ns();
     if (getrandom(&g->perf_cookie, sizeof g->perf_cookie, GRND_NONBLOCK) != sizeof g->perf_cookie)
         g->perf_cookie = g->t0_ns ^ (uint64_t)getpid() << 32;
 

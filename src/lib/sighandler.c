@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "pthread_tid.h"
 #include "safe_read.h"
 #include "sigdisp.h"
@@ -84,13 +85,6 @@ uint32_t sighandler_tid(void)
 }
 
 void sighandler_reset_tid(void) { tls_tid = 0; }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void drop(int reason) { atomic_fetch_add_explicit(&sighandler_g.drops[reason], 1, memory_order_relaxed); }
 
@@ -677,7 +671,7 @@ static uint32_t commit_sample(rrec_sample *r, uint32_t tid)
     sighandler_state *g = &sighandler_g;
     r->kind = RREC_SAMPLE;
     r->tid = tid;
-    r->t_ns = now_ns() - g->t0_ns;
+    r->t_ns = clock_mono_ns() - g->t0_ns;
     uint32_t depth = (uint32_t)r->nframes + r->cut;
     ring_commit(&g->samples, (void *)r);
     return depth;
@@ -980,10 +974,10 @@ sample:
     int t = table_enter();
     for (unsigned i = 0; i < n; i++) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = clock_mono_ns();
         uint32_t depth = sample_other(t, ts_of[i], tid_of[i]);
         if (depth) {
-            account_cost(depth, now_ns() - t0);
+            account_cost(depth, clock_mono_ns() - t0);
             taken++;
         }
     }
@@ -1027,9 +1021,9 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
             drop(PYPROF_DROP_THROTTLED);
         } else {
             tls_busy = 1;
-            uint64_t t0 = now_ns();
+            uint64_t t0 = clock_mono_ns();
             uint32_t depth = take_sample();
-            uint64_t cost = now_ns() - t0;
+            uint64_t cost = clock_mono_ns() - t0;
             if (depth)
                 account_cost(depth, cost);
             atomic_fetch_add_explicit(&g->handler_ns, cost, memory_order_relaxed);

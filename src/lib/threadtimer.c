@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "ownthreads.h"
 
 #define TT_SLOTS 16384u               /* threads timed at once */
@@ -88,13 +89,8 @@ static int have_exit_key;
 
 static uint32_t gettid_raw(void) { return (uint32_t)syscall(SYS_gettid); }
 
-/* [sigsafe] The calling thread's CPU time (clock_gettime is on signal-safety(7)). */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* [sigsafe] The calling thread's CPU time. */
+static uint64_t thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* [sigsafe] Adds the CPU from `since` to now to what the library spent on timers, and to
  * the threads' untimed CPU (no event of the thread counted it). */

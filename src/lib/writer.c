@@ -39,6 +39,7 @@
 
 #include "diag.h"
 #include "libc_next.h"
+#include "common/clock.h"
 #include "common/linetable.h"
 #include "ownthreads.h"
 #include "pynames.h"
@@ -138,20 +139,6 @@ static struct {
 } W = { .fd = -1, .statm_fd = -1 };
 
 const char *writer_path(void) { return W.path; }
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- output ------------------------------------------------------------------------- */
 
@@ -291,7 +278,7 @@ static int create_file(void)
     for (int attempt = 0; attempt < 20; attempt++) {
         char rnd[8];
         if (random_suffix(rnd, 6) < 0)
-            snprintf(rnd, sizeof rnd, "%06d", (int)(mono_ns() % 1000000));
+            snprintf(rnd, sizeof rnd, "%06d", (int)(clock_mono_ns() % 1000000));
         if (template) {
             if (config_expand_template(out, &v, name, sizeof name) < 0)
                 return -1;
@@ -492,7 +479,7 @@ static void refresh_names(void)
     if (!W.names && !(W.names = malloc(NAMES_MAX * sizeof *W.names)))
         return;
     W.names_n = pynames_collect(&W.abi, W.names, NAMES_MAX);
-    W.names_t_ns = mono_ns();
+    W.names_t_ns = clock_mono_ns();
     for (int i = 0; i < W.names_n; i++)
         for (size_t j = 0; j < W.threads_n; j++) {
             wthread *t = &W.threads[j];
@@ -523,7 +510,7 @@ static uint32_t thread_idx(uint32_t tid)
     if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads, 16) < 0)
         return 0;
     /* A thread seen for the first time: its name may be newer than our last read. */
-    if (!name_of(tid)[0] && mono_ns() - W.names_t_ns >= NAMES_NEW_NS)
+    if (!name_of(tid)[0] && clock_mono_ns() - W.names_t_ns >= NAMES_NEW_NS)
         refresh_names();
     wthread *t = &W.threads[W.threads_n++];
     t->tid = tid;
@@ -756,7 +743,7 @@ static void record_rss(void)
     if (sscanf(buf, "%lu %lu", &size_pages, &rss_pages) != 2)
         return;
     uint64_t rss = (uint64_t)rss_pages * (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t t = mono_ns() - sampler_t0_ns();
+    uint64_t t = clock_mono_ns() - sampler_t0_ns();
     uint8_t out[32];
     rec_out o;
     rec_out_init(&o, out, sizeof out);
@@ -824,15 +811,9 @@ static void *writer_main(void *arg)
     (void)arg;
     ownthreads_name_self("writer");
     safe_read_unblock_faults(); /* pynames reads interpreter memory under the guard */
-    uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = mono_ns();
+    uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
     while (!atomic_load(&W.stop)) {
-        struct timespec dl;
-        clock_gettime(CLOCK_MONOTONIC, &dl);
-        dl.tv_nsec += (long)wake_ns;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        struct timespec dl = clock_mono_deadline(wake_ns);
         sem_clockwait(&W.wake, CLOCK_MONOTONIC, &dl);
         if (atomic_load(&W.stop))
             break;
@@ -852,7 +833,7 @@ static void *writer_main(void *arg)
                       ? WAKE_BUSY_NS
                       : WAKE_IDLE_NS;
         drain();
-        uint64_t now = mono_ns();
+        uint64_t now = clock_mono_ns();
         if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss();
         if (atomic_load(&sighandler_g.flip_wanted))
@@ -895,7 +876,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     W.pid = getpid();
     W.unix_start_ns = clock_ns(CLOCK_REALTIME);
     W.cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-    W.last_flush_ns = mono_ns();
+    W.last_flush_ns = clock_mono_ns();
     /* The directory must be writable now, so a bad PYPROF_OUTPUT is reported at start. */
     const char *out = cfg->output;
     if (out[0]) {
@@ -959,7 +940,7 @@ static void finish_log(int end, int status_known, int status)
         rec_out_init(&o, buf, sizeof buf);
         uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
         rec_put_uvarint(&o, clock_ns(CLOCK_REALTIME));
-        rec_put_uvarint(&o, mono_ns() - sampler_t0_ns());
+        rec_put_uvarint(&o, clock_mono_ns() - sampler_t0_ns());
         rec_put_uvarint(&o, W.samples);
         rec_put_uvarint(&o, st.signals);
         rec_put_uvarint(&o, PYPROF_DROP_COUNT);
@@ -972,7 +953,7 @@ static void finish_log(int end, int status_known, int status)
         rec_put_svarint(&o, status);
         /* The rate achieved: samples per CPU second (cpu clock); sampling passes over
          * all threads per second (wall clock). */
-        uint64_t wall = mono_ns() - sampler_t0_ns();
+        uint64_t wall = clock_mono_ns() - sampler_t0_ns();
         uint64_t hz_milli =
             W.cfg.clock == PYPROF_CLOCK_WALL
                 ? (wall ? (uint64_t)((double)sampler_wall_passes() * 1e12 / (double)wall) : 0)

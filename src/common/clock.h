@@ -1,0 +1,32 @@
+/*
+ * clock: nanosecond readings of the POSIX clocks, and deadlines for the timed waits of
+ * the library's threads.  clock_gettime is on signal-safety(7), so clock_ns may be
+ * called from a signal handler.
+ */
+#ifndef PYPROF_CLOCK_H
+#define PYPROF_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* [sigsafe] Clock `c` in nanoseconds (0 if it cannot be read). */
+static inline uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* [sigsafe] CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+/* CLOCK_MONOTONIC `ns` nanoseconds from now, for sem_clockwait and the like. */
+static inline struct timespec clock_mono_deadline(uint64_t ns)
+{
+    uint64_t t = clock_mono_ns() + ns;
+    struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+    return ts;
+}
+
+#endif
