@@ -8,7 +8,8 @@
 # map's `global:` sections are shell globs, matched here the same way.
 #
 # Exit status: 0 and "check-exports: OK (N symbols)" when every exported symbol matches a
-# pattern; 1 with the offending symbols listed otherwise; 2 on a usage or tool error.
+# pattern and every plain name of the map is exported; 1 with the offending symbols
+# listed otherwise; 2 on a usage or tool error.
 set -u
 
 lib=${1:-}
@@ -68,6 +69,7 @@ done < <(printf '%s\n' "$out" | grep -o '@@\?[^@[:space:]]*$' | tr -d '@' | sort
 
 count=0
 offenders=()
+exported=()
 while read -r _addr _type name _rest; do
     # Lines of nm's output are "ADDRESS TYPE NAME"; undefined-weak and odd lines have
     # fewer fields.
@@ -82,6 +84,7 @@ while read -r _addr _type name _rest; do
     done
     [ $skip = 1 ] && continue
     count=$((count + 1))
+    exported+=("$name")
     ok=0
     for p in "${patterns[@]}"; do
         # shellcheck disable=SC2053  # The pattern is a glob on purpose.
@@ -96,6 +99,22 @@ done <<<"$out"
 if [ ${#offenders[@]} -gt 0 ]; then
     echo "check-exports: FAILED: $lib exports ${#offenders[@]} symbol(s) not in $map:"
     printf '  %s\n' "${offenders[@]}" | sort -u
+    exit 1
+fi
+# And the other way: a name the map lists (not a glob) that the library does not define
+# is a stale entry, so the map stays the exact list of what is interposed.
+stale=()
+for p in "${patterns[@]}"; do
+    case "$p" in *[*?[]*) continue ;; esac
+    found=0
+    for n in "${exported[@]+"${exported[@]}"}"; do
+        [ "$n" = "$p" ] && found=1 && break
+    done
+    [ $found = 0 ] && stale+=("$p")
+done
+if [ ${#stale[@]} -gt 0 ]; then
+    echo "check-exports: FAILED: $map lists ${#stale[@]} name(s) $lib does not define:"
+    printf '  %s\n' "${stale[@]}"
     exit 1
 fi
 echo "check-exports: OK ($count symbols)"

@@ -23,7 +23,7 @@
  * first record that refers to it.  The FOOTER comes last; a log without one was cut short
  * (the process was killed, or crashed), and everything before the cut is valid data.
  *
- * Time.  Timed records (SAMPLE, RSS, MARK) carry `dt_us`: microseconds since the previous
+ * Time.  Timed records (SAMPLE, RSS) carry `dt_us`: microseconds since the previous
  * timed record, or since the start of profiling for the first one.  Start of profiling is
  * HEADER.start_unix_ns on the wall clock and 0 on the monotonic clock used for dt.
  */
@@ -65,8 +65,7 @@ enum pyprof_record_type {
     PYPROF_REC_SAMPLE = 5,
     /* svarint dt_us; uvarint rss_bytes (resident set size of the process) */
     PYPROF_REC_RSS = 6,
-    /* svarint dt_us; uvarint thread_idx; str text (a trace-point mark) */
-    PYPROF_REC_MARK = 7,
+    /* 7 is reserved: never written; a reader skips it like any unknown type. */
     /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
      * uvarint signals (sampling signals handled); uvarint ndrop;
      * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
