@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "read/aggregate.h"
 #include "read/profile.h"
 
 /* Exit codes (pyprof(1), EXIT STATUS). */

@@ -380,7 +380,7 @@ static void write_procs(FILE *f, const page *g)
                 ",\"duration_s\":%.6f,\"samples\":%" PRIu64 ",\"dropped\":%" PRIu64
                 ",\"rss\":[",
                 clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
-                profile_process_duration(p, i), pr->samples, profile_process_dropped(p, i));
+                aggregate_process_duration(p, i), pr->samples, aggregate_process_dropped(p, i));
         /* RSS points as (microseconds since the previous point, KiB). */
         int64_t prev = 0;
         const char *sep = "";

@@ -50,7 +50,7 @@ static void print_footer(const profile *p, size_t i)
            cli_fmt_unix_ns(f->end_unix_ns, b2, sizeof b2), (double)f->duration_ns / 1e9);
     printf("  samples         %" PRIu64 " written, %" PRIu64 " sampling signals handled\n",
            f->samples, f->signals);
-    uint64_t lost = profile_process_dropped(p, i);
+    uint64_t lost = aggregate_process_dropped(p, i);
     printf("  dropped         %" PRIu64 " samples lost", lost);
     if (lost)
         printf(" (%.1f%% of %" PRIu64 ")", cli_pct(lost, f->samples + lost),
@@ -121,9 +121,8 @@ static void print_log(const profile *p, size_t i, int filtered)
            pr->flags & PYPROF_HDR_NATIVE ? "on" : "off");
     print_footer(p, i);
     printf("  contents        %" PRIu64 " threads, %" PRIu64 " code objects, %" PRIu64
-           " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points, %" PRIu64 " marks",
-           pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read,
-           pr->marks_read);
+           " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points",
+           pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read);
     if (pr->unknown_read)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');

@@ -47,42 +47,9 @@ static void print_func(const profile_func *f)
         fputs(f->name, stdout);
 }
 
-static uint64_t total_dropped(const profile *p)
-{
-    uint64_t d = 0;
-    for (size_t i = 0; i < p->nprocs; i++)
-        d += profile_process_dropped(p, i);
-    return d;
-}
-
 static const char *clock_name(int clock)
 {
     return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
-}
-
-/* Threads in report order: by process, busiest first. */
-static const profile *sort_p;
-static int cmp_thread(const void *a, const void *b)
-{
-    const profile_thread *x = &sort_p->threads[*(const uint32_t *)a];
-    const profile_thread *y = &sort_p->threads[*(const uint32_t *)b];
-    if (x->process != y->process)
-        return x->process < y->process ? -1 : 1;
-    if (x->samples != y->samples)
-        return x->samples > y->samples ? -1 : 1;
-    return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-static uint32_t *thread_order(const profile *p)
-{
-    uint32_t *o = malloc((p->nthreads ? p->nthreads : 1) * sizeof *o);
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < p->nthreads; i++)
-        o[i] = (uint32_t)i;
-    sort_p = p;
-    qsort(o, p->nthreads, sizeof *o, cmp_thread);
-    return o;
 }
 
 static void print_process_text(const profile *p, size_t i)
@@ -106,7 +73,7 @@ static void print_process_text(const profile *p, size_t i)
     printf("  samples  %" PRIu64 " reported", pr->samples);
     if (pr->samples != pr->samples_read)
         printf(" (of %" PRIu64 " in the log)", pr->samples_read);
-    uint64_t dropped = profile_process_dropped(p, i);
+    uint64_t dropped = aggregate_process_dropped(p, i);
     if (dropped) {
         printf(", %" PRIu64 " lost:", dropped);
         const char *sep = " ";
@@ -127,7 +94,7 @@ static void print_process_text(const profile *p, size_t i)
         printf("\n  memory   no RSS recorded\n");
 }
 
-static void print_funcs_text(const profile *p, const profile_agg *a, const uint32_t *order,
+static void print_funcs_text(const profile *p, const aggregate_counts *a, const uint32_t *order,
                              size_t n, int by_self, size_t top)
 {
     uint64_t total = p->nsamples;
@@ -150,12 +117,12 @@ static void print_funcs_text(const profile *p, const profile_agg *a, const uint3
         printf("  ... %zu more (--top N)\n", n - top);
 }
 
-static int print_text(const profile *p, const profile_agg *a, size_t top)
+static int print_text(const profile *p, const aggregate_counts *a, size_t top)
 {
-    uint64_t total = p->nsamples, dropped = total_dropped(p);
+    uint64_t total = p->nsamples, dropped = aggregate_dropped(p);
     printf("pyprof report: %zu process%s, %zu thread%s, %" PRIu64 " samples, %.2f s",
            p->nprocs, p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",
-           total, profile_duration(p));
+           total, aggregate_duration(p));
     if (dropped)
         printf(", %" PRIu64 " lost (%.1f%%)", dropped, cli_pct(dropped, total + dropped));
     putchar('\n');
@@ -167,16 +134,16 @@ static int print_text(const profile *p, const profile_agg *a, size_t top)
         return CLI_EXIT_OK;
     }
     uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = thread_order(p);
+    uint32_t *threads = aggregate_threads_by_samples(p);
     if (!order || !threads) {
         free(order);
         free(threads);
         cli_error("out of memory");
         return CLI_EXIT_BAD_INPUT;
     }
-    size_t n = profile_sort_funcs(p, a, a->self, order);
+    size_t n = aggregate_sort_funcs(p, a, a->self, order);
     print_funcs_text(p, a, order, n, 1, top);
-    n = profile_sort_funcs(p, a, a->total, order);
+    n = aggregate_sort_funcs(p, a, a->total, order);
     print_funcs_text(p, a, order, n, 0, top);
 
     printf("\nby process:\n  %6s %9s %9s  %s\n", "share", "samples", "pid", "command");
@@ -257,7 +224,7 @@ static void print_process_json(const profile *p, size_t i)
     cli_json_str(stdout, pr->timer);
     printf(", \"samples\": %" PRIu64 ", \"samples_in_log\": %" PRIu64
            ", \"duration_s\": %.6f, \"ended\": ",
-           pr->samples, pr->samples_read, profile_process_duration(p, i));
+           pr->samples, pr->samples_read, aggregate_process_duration(p, i));
     cli_json_str(stdout, pr->has_footer ? cli_end_text(f->end) : "truncated");
     fputs(", \"exit_status\": ", stdout);
     if (pr->has_footer && f->status_known && f->end != PYPROF_END_SIGNAL)
@@ -294,10 +261,10 @@ static void print_process_json(const profile *p, size_t i)
     putchar('}');
 }
 
-static int print_json(const profile *p, const profile_agg *a, const report_opts *o)
+static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)
 {
     uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = thread_order(p);
+    uint32_t *threads = aggregate_threads_by_samples(p);
     if (!order || !threads) {
         free(order);
         free(threads);
@@ -306,7 +273,7 @@ static int print_json(const profile *p, const profile_agg *a, const report_opts 
     }
     printf("{\"samples\": %zu, \"dropped\": %" PRIu64 ", \"duration_s\": %.6f,\n"
            " \"processes\": [",
-           p->nsamples, total_dropped(p), profile_duration(p));
+           p->nsamples, aggregate_dropped(p), aggregate_duration(p));
     for (size_t i = 0; i < p->nprocs; i++) {
         fputs(i ? ",\n  " : "\n  ", stdout);
         print_process_json(p, i);
@@ -320,7 +287,7 @@ static int print_json(const profile *p, const profile_agg *a, const report_opts 
         printf(", \"samples\": %" PRIu64 "}", t->samples);
     }
     fputs("],\n \"functions\": [", stdout);
-    size_t n = profile_sort_funcs(p, a, a->self, order);
+    size_t n = aggregate_sort_funcs(p, a, a->self, order);
     if (o->top_given && n > o->top)
         n = o->top;
     for (size_t k = 0; k < n; k++) {
@@ -357,7 +324,7 @@ int cmd_report(int argc, char **argv)
     cli_filter cf;
     memset(&cf, 0, sizeof cf);
     profile *p = NULL;
-    profile_agg agg;
+    aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
     int rc = CLI_EXIT_OK, c;
 
@@ -401,7 +368,7 @@ int cmd_report(int argc, char **argv)
     rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
     if (rc)
         goto cleanup;
-    if (profile_aggregate(p, &agg) < 0) {
+    if (aggregate_funcs(p, &agg) < 0) {
         cli_error("out of memory");
         rc = CLI_EXIT_BAD_INPUT;
         goto cleanup;
@@ -409,7 +376,7 @@ int cmd_report(int argc, char **argv)
     rc = o.json ? print_json(p, &agg, &o) : print_text(p, &agg, o.top);
 
 cleanup:
-    profile_agg_free(&agg);
+    aggregate_counts_free(&agg);
     profile_free(p);
     cli_filter_free(&cf);
     return rc;

@@ -240,7 +240,7 @@ int cmd_tree(int argc, char **argv)
     cli_filter cf;
     memset(&cf, 0, sizeof cf);
     profile *p = NULL;
-    profile_agg agg;
+    aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
     calltree t;
     memset(&t, 0, sizeof t);
@@ -280,7 +280,7 @@ int cmd_tree(int argc, char **argv)
     rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
     if (rc)
         goto cleanup;
-    if (profile_aggregate(p, &agg) < 0 || calltree_build(&t, p, agg.stack_weight, 0) < 0) {
+    if (aggregate_funcs(p, &agg) < 0 || calltree_build(&t, p, agg.stack_weight, 0) < 0) {
         cli_error("out of memory");
         rc = CLI_EXIT_BAD_INPUT;
         goto cleanup;
@@ -289,7 +289,7 @@ int cmd_tree(int argc, char **argv)
 
 cleanup:
     calltree_free(&t);
-    profile_agg_free(&agg);
+    aggregate_counts_free(&agg);
     profile_free(p);
     cli_filter_free(&cf);
     return rc;

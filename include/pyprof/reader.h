@@ -81,12 +81,6 @@ typedef struct pyprof_rss_rec {
     uint64_t rss_bytes;
 } pyprof_rss_rec;
 
-typedef struct pyprof_mark_rec {
-    int64_t t_us;
-    uint64_t thread_idx;
-    pyprof_str text;
-} pyprof_mark_rec;
-
 #define PYPROF_COST_MAX 16 /* cost-histogram buckets a reader keeps, per dimension */
 
 typedef struct pyprof_footer {
@@ -107,7 +101,9 @@ typedef struct pyprof_footer {
 } pyprof_footer;
 
 typedef struct pyprof_record {
-    int type; /* enum pyprof_record_type, or another value for a skipped unknown type */
+    /* enum pyprof_record_type, or another value for a skipped unknown type; MARK (7) is
+     * reserved and skipped like an unknown type. */
+    int type;
     union {
         pyprof_header header;
         pyprof_thread_rec thread;
@@ -115,7 +111,6 @@ typedef struct pyprof_record {
         pyprof_stack_rec stack;
         pyprof_sample_rec sample;
         pyprof_rss_rec rss;
-        pyprof_mark_rec mark;
         pyprof_footer footer;
     } u;
 } pyprof_record;
