@@ -31,6 +31,7 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/calltree.h"
 #include "cli.h"
 
 /* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
@@ -80,108 +81,16 @@ const char cmd_html_usage[] =
     "  pyprof html /tmp/pyprof.Ab12Cd -o profile.html\n"
     "  pyprof html --pid 4242 --from 10 --to 20 logs/ -o window.html\n";
 
-/* ---- the tree of functions ---------------------------------------------------------- */
-
-/* Node 0 is the root (no function); node i > 0 is the frame func[i] called from
- * parent[i] < i.  Children are found through an open-addressing hash table. */
-typedef struct ftree {
-    uint32_t *parent, *func;
-    size_t n, cap;
-    uint32_t *slots; /* node ids; 0 is empty (the root is nobody's child) */
-    size_t nslots;
-} ftree;
-
-static uint32_t ftree_hash(uint32_t parent, uint32_t func)
-{
-    uint64_t h = ((uint64_t)parent << 32 | func) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(h >> 32);
-}
-
-static int ftree_init(ftree *t)
-{
-    memset(t, 0, sizeof *t);
-    t->cap = 1024;
-    t->nslots = 2048;
-    t->parent = malloc(t->cap * sizeof *t->parent);
-    t->func = malloc(t->cap * sizeof *t->func);
-    t->slots = calloc(t->nslots, sizeof *t->slots);
-    if (!t->parent || !t->func || !t->slots)
-        return -1;
-    t->parent[0] = UINT32_MAX;
-    t->func[0] = UINT32_MAX;
-    t->n = 1;
-    return 0;
-}
-
-static void ftree_free(ftree *t)
-{
-    free(t->parent);
-    free(t->func);
-    free(t->slots);
-}
-
-static int ftree_rehash(ftree *t)
-{
-    size_t nslots = t->nslots * 2;
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (uint32_t id = 1; id < t->n; id++) {
-        size_t i = ftree_hash(t->parent[id], t->func[id]) & (nslots - 1);
-        while (slots[i])
-            i = (i + 1) & (nslots - 1);
-        slots[i] = id;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
-}
-
-/* The child of `parent` for `func`, made if new.  Returns its id, or 0 when out of
- * memory (or past 2^32 nodes). */
-static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t func)
-{
-    size_t i = ftree_hash(parent, func) & (t->nslots - 1);
-    for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-        uint32_t id = t->slots[i];
-        if (t->parent[id] == parent && t->func[id] == func)
-            return id;
-    }
-    if (t->n >= UINT32_MAX)
-        return 0;
-    if (t->n == t->cap) {
-        size_t cap = t->cap * 2;
-        uint32_t *p = realloc(t->parent, cap * sizeof *p);
-        if (!p)
-            return 0;
-        t->parent = p;
-        uint32_t *f = realloc(t->func, cap * sizeof *f);
-        if (!f)
-            return 0;
-        t->func = f;
-        t->cap = cap;
-    }
-    uint32_t id = (uint32_t)t->n++;
-    t->parent[id] = parent;
-    t->func[id] = func;
-    t->slots[i] = id;
-    if (t->n * 2 > t->nslots && ftree_rehash(t) < 0)
-        return 0;
-    return id;
-}
-
 /* ---- what the page gets --------------------------------------------------------------- */
 
 typedef struct page {
     const profile *p;
-    ftree tree;
+    calltree tree;        /* nodes keyed by function only, numbered in order of use */
     uint32_t *func_out;  /* profile func -> index in "funcs", UINT32_MAX: unused */
     uint32_t *func_list; /* index in "funcs" -> profile func */
     size_t nfuncs;
     uint32_t *stack_out;  /* profile stack -> index in "stacks", UINT32_MAX: unused */
     uint32_t *stack_list; /* index in "stacks" -> profile stack */
-    uint32_t *stack_leaf; /* index in "stacks" -> its leaf node */
     size_t nstacks;
     uint32_t *thread_out; /* profile thread -> index in "threads", UINT32_MAX: no samples */
     uint32_t *order;      /* sample indexes by (thread, time) */
@@ -193,12 +102,11 @@ typedef struct page {
 
 static void page_free(page *g)
 {
-    ftree_free(&g->tree);
+    calltree_free(&g->tree);
     free(g->func_out);
     free(g->func_list);
     free(g->stack_out);
     free(g->stack_list);
-    free(g->stack_leaf);
     free(g->thread_out);
     free(g->order);
     free(g->thread_first);
@@ -216,39 +124,25 @@ static int64_t sample_time(const page *g, const profile_sample *s)
     return g->proc_offset_us[s->process] + s->t_us;
 }
 
-/* Sorts the samples of each thread by time (they are nearly sorted: each log is written
- * in time order per writer pass), keeping the log's order for equal times. */
-static const page *sort_page;
-static int cmp_sample(const void *a, const void *b)
-{
-    const page *g = sort_page;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    int64_t tx = sample_time(g, &g->p->samples[x]), ty = sample_time(g, &g->p->samples[y]);
-    if (tx != ty)
-        return tx < ty ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
 /* Numbers the stacks and functions that kept samples use, builds the tree of functions
  * and the per-thread sample order.  Returns 0, or -1 when out of memory. */
 static int page_build(page *g, const profile *p)
 {
     memset(g, 0, sizeof *g);
     g->p = p;
-    if (ftree_init(&g->tree) < 0)
+    if (calltree_init(&g->tree, p) < 0)
         return -1;
     size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
-    size_t nt = p->nthreads, nsa = p->nsamples ? p->nsamples : 1;
+    size_t nt = p->nthreads;
     g->func_out = malloc(nf * sizeof *g->func_out);
     g->func_list = malloc(nf * sizeof *g->func_list);
     g->stack_out = malloc(ns * sizeof *g->stack_out);
     g->stack_list = malloc(ns * sizeof *g->stack_list);
-    g->stack_leaf = malloc(ns * sizeof *g->stack_leaf);
     g->thread_out = malloc((nt ? nt : 1) * sizeof *g->thread_out);
-    g->order = malloc(nsa * sizeof *g->order);
+    g->order = aggregate_samples_by_thread(p);
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
-    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->stack_leaf ||
+    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list ||
         !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us)
         return -1;
     memset(g->func_out, 0xff, nf * sizeof *g->func_out);
@@ -262,29 +156,12 @@ static int page_build(page *g, const profile *p)
     for (size_t i = 0; i < p->nprocs; i++)
         g->proc_offset_us[i] = (int64_t)((p->procs[i].start_unix_ns - g->t0_unix_ns) / 1000);
 
-    /* Samples grouped by thread (a counting sort), then by time within each thread. */
+    /* Samples by thread, then time (within a thread the process, so the offset, is
+     * one), then position in the log; each thread's share of the order. */
     for (size_t i = 0; i < p->nsamples; i++)
         g->thread_first[p->samples[i].thread + 1]++;
     for (size_t t = 0; t < nt; t++)
         g->thread_first[t + 1] += g->thread_first[t];
-    size_t *fill = malloc((nt ? nt : 1) * sizeof *fill);
-    if (!fill)
-        return -1;
-    memcpy(fill, g->thread_first, nt * sizeof *fill);
-    for (size_t i = 0; i < p->nsamples; i++)
-        g->order[fill[p->samples[i].thread]++] = (uint32_t)i;
-    free(fill);
-    sort_page = g;
-    for (size_t t = 0; t < nt; t++) {
-        uint32_t *o = g->order + g->thread_first[t];
-        size_t n = g->thread_first[t + 1] - g->thread_first[t];
-        size_t k = 1;
-        while (k < n && sample_time(g, &p->samples[o[k - 1]]) <=
-                            sample_time(g, &p->samples[o[k]]))
-            k++;
-        if (k < n)
-            qsort(o, n, sizeof *o, cmp_sample);
-    }
 
     /* Stacks and functions in the order the samples first use them. */
     size_t nth = 0;
@@ -302,20 +179,19 @@ static int page_build(page *g, const profile *p)
                 g->t_max_us = ts + period_us(&p->procs[s->process]);
             if (g->stack_out[s->stack] != UINT32_MAX)
                 continue;
+            /* Functions are numbered as first used, and so are nodes: the tree of
+             * functions is made in this order. */
             const profile_stack *st = &p->stacks[s->stack];
-            uint32_t node = 0;
             for (uint32_t d = 0; d < st->nframes; d++) {
                 uint32_t f = p->frames[st->first + d].func;
                 if (g->func_out[f] == UINT32_MAX) {
                     g->func_list[g->nfuncs] = f;
                     g->func_out[f] = (uint32_t)g->nfuncs++;
                 }
-                node = ftree_child(&g->tree, node, g->func_out[f]);
-                if (!node)
-                    return -1;
             }
+            if (calltree_add(&g->tree, p, s->stack, 1, 0) == CALLTREE_NONE)
+                return -1;
             g->stack_list[g->nstacks] = s->stack;
-            g->stack_leaf[g->nstacks] = node;
             g->stack_out[s->stack] = (uint32_t)g->nstacks++;
         }
     }
@@ -460,14 +336,14 @@ static void write_funcs_nodes_stacks(FILE *f, const page *g)
     }
     /* Nodes 1.. as (parent, function); node 0, the root, is implicit. */
     fputs("],\n\"nodes\":[", f);
-    for (size_t i = 1; i < g->tree.n; i++)
-        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.parent[i],
-                g->tree.func[i]);
+    for (size_t i = 1; i < g->tree.nnodes; i++)
+        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.nodes[i].parent,
+                g->func_out[g->tree.nodes[i].func]);
     /* Stacks as (leaf node, the line of each frame outermost first; -1: unknown). */
     fputs("],\n\"stacks\":[", f);
     for (size_t i = 0; i < g->nstacks; i++) {
         const profile_stack *st = &p->stacks[g->stack_list[i]];
-        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->stack_leaf[i]);
+        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->tree.stack_leaf[g->stack_list[i]]);
         for (uint32_t d = 0; d < st->nframes; d++)
             fprintf(f, ",%" PRId32, p->frames[st->first + d].line);
         fputc(']', f);
