@@ -211,11 +211,6 @@ static int page_build(page *g, const profile *p)
 
 /* ---- the JSON document ------------------------------------------------------------- */
 
-static const char *clock_name(int clock)
-{
-    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
-}
-
 static void write_argv_line(FILE *f, const profile_process *pr)
 {
     char *line = NULL;
@@ -255,7 +250,7 @@ static void write_procs(FILE *f, const page *g)
                 ",\"clock\":\"%s\",\"period_us\":%" PRId64 ",\"start_us\":%" PRId64
                 ",\"duration_s\":%.6f,\"samples\":%" PRIu64 ",\"dropped\":%" PRIu64
                 ",\"rss\":[",
-                clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
+                cli_clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
                 aggregate_process_duration(p, i), pr->samples, aggregate_process_dropped(p, i));
         /* RSS points as (microseconds since the previous point, KiB). */
         int64_t prev = 0;
@@ -405,14 +400,12 @@ static int write_page(const page *g, const char *title, const char *path)
     size_t json_len = 0;
     FILE *m = open_memstream(&json, &json_len);
     if (!m) {
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
+        return cli_oom();
     }
     write_json(m, g, title);
     if (ferror(m) | fclose(m)) {
         free(json);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
+        return cli_oom();
     }
 
     int to_stdout = !strcmp(path, "-");
@@ -466,75 +459,60 @@ static char *default_title(const profile *p)
     return line;
 }
 
+typedef struct html_opts {
+    const char *output, *title;
+} html_opts;
+
+static int html_option(void *ctx, int c, const char *arg)
+{
+    html_opts *o = ctx;
+    if (c == 'o')
+        o->output = arg;
+    else
+        o->title = arg;
+    return 0;
+}
+
+static int html_check(void *ctx, int nlogs)
+{
+    const html_opts *o = ctx;
+    int rc = cli_no_logs("html", nlogs);
+    if (rc < 0 && (!o->output || !o->output[0]))
+        rc = cli_usage_error("html", "no output file given (-o FILE.html)");
+    return rc;
+}
+
 int cmd_html(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
         {"title", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
+    static const cli_command cmd = {"html", cmd_html_usage, 0, "o:", options, html_option,
+                                    html_check, 0};
+    html_opts o = {NULL, NULL};
     page g;
     memset(&g, 0, sizeof g);
-    const char *output = NULL, *title = NULL;
     char *made_title = NULL;
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "html", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'T':
-            title = optarg;
-            break;
-        case 'h':
-            fputs(cmd_html_usage, stdout);
-            goto cleanup;
-        default:
-            rc = cli_bad_option("html", c, argv);
-            goto cleanup;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("html", "no log given");
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
         goto cleanup;
-    }
-    if (!output || !output[0]) {
-        rc = cli_usage_error("html", "no output file given (-o FILE.html)");
-        goto cleanup;
-    }
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
+    const char *title = o.title;
     if (!title) {
-        title = made_title = default_title(p);
+        title = made_title = default_title(a.p);
         if (!title)
             title = "pyprof";
     }
-    if (page_build(&g, p) < 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_BAD_INPUT;
-        goto cleanup;
-    }
-    rc = write_page(&g, title, output);
+    if (page_build(&g, a.p) < 0)
+        rc = cli_oom();
+    else
+        rc = write_page(&g, title, o.output);
 
 cleanup:
     page_free(&g);
     free(made_title);
-    profile_free(p);
-    cli_filter_free(&cf);
+    cli_args_free(&a);
     return rc;
 }

@@ -34,7 +34,6 @@ const char cmd_report_usage[] =
     "  pyprof report --pid 4242 --from 10 --to 20 logs/\n";
 
 typedef struct report_opts {
-    int json;
     int top_given;
     size_t top;
 } report_opts;
@@ -47,9 +46,18 @@ static void print_func(const profile_func *f)
         fputs(f->name, stdout);
 }
 
-static const char *clock_name(int clock)
+/* Room for the functions' order, and the threads in report order.  Returns 0, or -1
+ * when out of memory (both NULL). */
+static int orders(const profile *p, uint32_t **funcs, uint32_t **threads)
 {
-    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
+    *funcs = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof **funcs);
+    *threads = aggregate_threads_by_samples(p);
+    if (*funcs && *threads)
+        return 0;
+    free(*funcs);
+    free(*threads);
+    *funcs = *threads = NULL;
+    return -1;
 }
 
 static void print_process_text(const profile *p, size_t i)
@@ -64,7 +72,7 @@ static void print_process_text(const profile *p, size_t i)
     cli_print_argv(stdout, pr->argv, pr->argc);
     printf("\n  log      %s\n", pr->path);
     printf("  python   %s, %s clock, every %s (%s)", pr->python_version,
-           clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
+           cli_clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
     if (pr->has_footer && pr->footer.achieved_hz_milli)
         printf(", %.1f Hz achieved", (double)pr->footer.achieved_hz_milli / 1000.0);
     printf("\n  started  %s, ended: %s, after %.2f s\n",
@@ -133,14 +141,9 @@ static int print_text(const profile *p, const aggregate_counts *a, size_t top)
         printf("\nno samples\n");
         return CLI_EXIT_OK;
     }
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = aggregate_threads_by_samples(p);
-    if (!order || !threads) {
-        free(order);
-        free(threads);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
-    }
+    uint32_t *order, *threads;
+    if (orders(p, &order, &threads) < 0)
+        return cli_oom();
     size_t n = aggregate_sort_funcs(p, a, a->self, order);
     print_funcs_text(p, a, order, n, 1, top);
     n = aggregate_sort_funcs(p, a, a->total, order);
@@ -220,7 +223,7 @@ static void print_process_json(const profile *p, size_t i)
     cli_json_str(stdout, pr->python_version);
     printf(", \"window\": %" PRIu64 ", \"start_unix_ns\": %" PRIu64
            ", \"period_ns\": %" PRIu64 ", \"clock\": \"%s\", \"timer\": ",
-           pr->window, pr->start_unix_ns, pr->period_ns, clock_name(pr->clock));
+           pr->window, pr->start_unix_ns, pr->period_ns, cli_clock_name(pr->clock));
     cli_json_str(stdout, pr->timer);
     printf(", \"samples\": %" PRIu64 ", \"samples_in_log\": %" PRIu64
            ", \"duration_s\": %.6f, \"ended\": ",
@@ -263,14 +266,9 @@ static void print_process_json(const profile *p, size_t i)
 
 static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)
 {
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = aggregate_threads_by_samples(p);
-    if (!order || !threads) {
-        free(order);
-        free(threads);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
-    }
+    uint32_t *order, *threads;
+    if (orders(p, &order, &threads) < 0)
+        return cli_oom();
     printf("{\"samples\": %zu, \"dropped\": %" PRIu64 ", \"duration_s\": %.6f,\n"
            " \"processes\": [",
            p->nsamples, aggregate_dropped(p), aggregate_duration(p));
@@ -311,73 +309,41 @@ static int print_json(const profile *p, const aggregate_counts *a, const report_
     return CLI_EXIT_OK;
 }
 
+static int report_option(void *ctx, int c, const char *arg)
+{
+    report_opts *o = ctx;
+    (void)c; /* --top, the only one */
+    uint32_t v;
+    int rc = cli_parse_count("report", "top", arg, &v);
+    if (rc)
+        return rc;
+    o->top = v;
+    o->top_given = 1;
+    return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option options[] = {
         {"top", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    report_opts o = {0, 0, 20};
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
+    static const cli_command cmd = {"report", cmd_report_usage, 1, "", options,
+                                    report_option, NULL, 0};
+    report_opts o = {0, 20};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "report", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        switch (c) {
-        case 'j':
-            o.json = 1;
-            break;
-        case 't': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!optarg[0] || *end || v < 1 || v > 1000000) {
-                rc = cli_usage_error("report", "--top: '%s' is not a number from 1 to 1000000",
-                                     optarg);
-                goto cleanup;
-            }
-            o.top = (size_t)v;
-            o.top_given = 1;
-            break;
-        }
-        case 'h':
-            fputs(cmd_report_usage, stdout);
-            goto cleanup;
-        default:
-            rc = cli_bad_option("report", c, argv);
-            goto cleanup;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("report", "no log given");
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
         goto cleanup;
-    }
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
-    if (aggregate_funcs(p, &agg) < 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_BAD_INPUT;
-        goto cleanup;
-    }
-    rc = o.json ? print_json(p, &agg, &o) : print_text(p, &agg, o.top);
+    if (aggregate_funcs(a.p, &agg) < 0)
+        rc = cli_oom();
+    else
+        rc = a.json ? print_json(a.p, &agg, &o) : print_text(a.p, &agg, o.top);
 
 cleanup:
     aggregate_counts_free(&agg);
-    profile_free(p);
-    cli_filter_free(&cf);
+    cli_args_free(&a);
     return rc;
 }
