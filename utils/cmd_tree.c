@@ -151,15 +151,6 @@ static void print_json_node(tree_out *w, uint32_t n)
     free(kids);
 }
 
-static size_t max_stack_depth(const profile *p)
-{
-    size_t d = 0;
-    for (size_t s = 0; s < p->nstacks; s++)
-        if (p->stacks[s].nframes > d)
-            d = p->stacks[s].nframes;
-    return d;
-}
-
 static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
 {
     tree_out w = {p, t, o, 0, 0};
@@ -190,7 +181,7 @@ static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
         putchar('\n');
         printf("  %6s %9s %7s %9s  %s\n", "total%", "total", "self%", "self", "function");
         /* Guides take three bytes per level below the outermost. */
-        char *prefix = calloc(3 * max_stack_depth(p) + 4, 1);
+        char *prefix = calloc(3 * (size_t)aggregate_max_depth(p) + 4, 1);
         if (!prefix)
             w.oom = 1;
         for (size_t k = 0; k < nk && !w.oom; k++)

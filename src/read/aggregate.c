@@ -63,6 +63,15 @@ uint32_t *aggregate_threads_by_samples(const profile *p)
     return o;
 }
 
+uint32_t aggregate_max_depth(const profile *p)
+{
+    uint32_t d = 0;
+    for (size_t s = 0; s < p->nstacks; s++)
+        if (p->stacks[s].nframes > d)
+            d = p->stacks[s].nframes;
+    return d;
+}
+
 int aggregate_stack_costs(const profile *p, uint64_t **count, uint64_t **us)
 {
     size_t n = p->nstacks ? p->nstacks : 1;

@@ -7,6 +7,7 @@
  *   drops       aggregate_process_dropped, aggregate_dropped
  *   orders      aggregate_samples_by_thread, aggregate_threads_by_samples,
  *               aggregate_sort_funcs
+ *   stacks      aggregate_max_depth
  *   counts      aggregate_stack_costs; aggregate_counts (aggregate_line),
  *               aggregate_funcs, aggregate_counts_free
  *
@@ -45,6 +46,9 @@ uint32_t *aggregate_samples_by_thread(const profile *p);
 /* The indices of p's threads by process, then busiest first, then by tid: a malloc'ed
  * array of p->nthreads entries, or NULL when out of memory. */
 uint32_t *aggregate_threads_by_samples(const profile *p);
+
+/* The most frames any stack of p has (a stack no sample kept included); 0 without any. */
+uint32_t aggregate_max_depth(const profile *p);
 
 /* Per stack: the samples taken with it and the microseconds they stand for.  Fills two
  * calloc'ed arrays of p->nstacks entries; returns 0 or -1 (out of memory). */
