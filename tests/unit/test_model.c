@@ -38,7 +38,7 @@ static const int64_t fline[] = {1, 10, 20, 30};
 
 /* Stacks by stack id, outermost first, as (function, line).  Stack 3 has stack 0's
  * frames under another id (one stack in the model); stack 4 has no frame; g recurses
- * in 2 and h in 5. */
+ * twice in 2 (the call g -> g twice on one stack) and h in 5. */
 typedef struct pstack {
     int n;
     int func[MAXF];
@@ -47,7 +47,7 @@ typedef struct pstack {
 static const pstack plan_stacks[] = {
     {3, {0, 1, 2}, {2, 11, 21}},
     {2, {0, 1}, {2, 12}},
-    {3, {0, 2, 2}, {3, 22, 23}},
+    {4, {0, 2, 2, 2}, {3, 22, 23, 24}},
     {3, {0, 1, 2}, {2, 11, 21}},
     {0, {0}, {0}},
     {4, {0, 3, 1, 3}, {4, 31, 13, 32}},
@@ -71,7 +71,7 @@ static void make_plan(void)
     for (int i = 0; i < NSAMPLES; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t r = (uint32_t)(x >> 33);
-        t += (int64_t)(r % 20000) - 2000;
+        t += r % 5 == 0 ? 0 : (int64_t)(r % 20000) - 2000; /* equal times too */
         plan[i].t_us = t;
         plan[i].thread = (r >> 8) % 3 == 0;
         plan[i].stack = (int)((r >> 12) % 16);
@@ -469,8 +469,9 @@ static void test_calltree(void **state)
         assert_int_equal(t.nodes[n].self, self);
         distinct++;
     }
-    /* main; main f; main f g; main g; main g g; main C.h; main C.h f; main C.h f C.h */
-    assert_int_equal(distinct, 8);
+    /* main; main f; main f g; main g; main g g; main g g g; main C.h; main C.h f;
+     * main C.h f C.h */
+    assert_int_equal(distinct, 9);
     /* Children come by total descending. */
     uint32_t *kids;
     size_t nk = calltree_children(&t, p, CALLTREE_ROOT, &kids);
