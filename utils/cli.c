@@ -203,7 +203,8 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
         if (rc)
             return rc;
     }
-    int rc = cmd->check ? cmd->check(ctx, argc - optind) : cli_no_logs(cmd->name, argc - optind);
+    int nlogs = argc - optind;
+    int rc = cmd->check ? cmd->check(ctx, nlogs) : cli_no_logs(cmd->name, nlogs);
     if (rc >= 0)
         return rc;
     rc = cli_load(argv + optind, argc - optind, &a->cf.f, cmd->load, &a->p);

@@ -7,8 +7,9 @@
  * <script type="application/json"> element.  The work that grows with the number of
  * samples is done here, so the page stays fast on millions of them (docs/HTML.md):
  *
- *   - stacks become paths in a tree of functions (a node is a (parent, function) pair,
- *     numbered so that a parent comes before its children); the flame graph, the depth of
+ *   - stacks become paths in a tree of functions (calltree's, keyed by function only: a
+ *     node is a (parent, function) pair, numbered in the order the samples first use
+ *     them, so a parent comes before its children); the flame graph, the depth of
  *     a sample and the base two samples share are all walks over that tree in the page;
  *   - each distinct stack is written once (its leaf node and the line of each frame);
  *   - each thread's samples, sorted by time, become runs: consecutive samples with the

@@ -5,6 +5,12 @@
  * valid until the next call.  It never trusts the file: every length is checked, and a
  * log cut short (no footer, a partial LZ4 block, a partial record) yields every whole
  * record before the cut and then PYPROF_R_TRUNCATED, so a caller can report what survived.
+ *
+ * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
+ * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
+ * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
+ * pyprof_reader_header, pyprof_reader_next, pyprof_reader_offset, pyprof_reader_close.
  */
 #ifndef PYPROF_READER_H
 #define PYPROF_READER_H

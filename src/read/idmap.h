@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- idmap: uint64_t -> uint32_t ----------------------------------------------------- */
+/* ---- idmap: uint64_t -> uint32_t --------------------------------------------------- */
 
 #define IDMAP_EMPTY UINT32_MAX /* "no value"; never stored */
 #define IDMAP_DIRECT_MAX 65536u
@@ -45,7 +45,7 @@ int idmap_set(idmap *m, uint64_t key, uint32_t val);
 
 void idmap_free(idmap *m);
 
-/* ---- idtab: a set of indices, hashed by what they index ------------------------------- */
+/* ---- idtab: a set of indices, hashed by what they index ---------------------------- */
 
 #define IDTAB_NONE UINT32_MAX
 

@@ -3,9 +3,10 @@
  *
  * Loading is one pass over each log with the reader.  Ids in a log (thread_idx, code_id,
  * stack_id) are the writer's and mean nothing outside their file, so each file gets its
- * own small hash maps from those ids to the profile's global indices; the maps are thrown
- * away when the file is done.  Functions and stacks are interned in global hash tables so
- * the same function, or the same stack, seen in two processes is one entry.  The cost per
+ * own small maps (idmap.h) from those ids to the profile's global indices; the maps are
+ * thrown away when the file is done.  Functions and stacks are interned in global index
+ * tables (idtab) so the same function, or the same stack, seen in two processes is one
+ * entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.  The cost per
  * SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte append,
  * which keeps loading well above five million samples per second.
  *

@@ -8,7 +8,13 @@
  * bytes.
  *
  * Everything is indexed by small integers (uint32_t) into the arrays of struct profile,
- * which callers read directly and never modify.  Not thread-safe; tool-side only.
+ * which callers read directly and never modify.  Sums and orders over a loaded profile
+ * are aggregate.h's, the call tree calltree.h's, the call graph callgraph.h's.  Not
+ * thread-safe; tool-side only.
+ *
+ * Interface: profile_filter, profile_process, profile_thread, profile_func, profile_frame,
+ * profile_stack, profile_sample, profile_rss, PROFILE_KEEP_CORRUPT, profile, profile_new,
+ * profile_free, profile_load.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -50,6 +56,8 @@ typedef struct profile_process {
     uint64_t bytes;        /* decompressed bytes read */
     uint64_t samples_read; /* SAMPLE records in the log, before filtering */
     uint64_t samples;      /* samples kept */
+    /* Records by type; unknown_read counts the types this reader skips, the reserved
+     * type 7 (MARK, never written) included. */
     uint64_t threads_read, codes_read, stacks_read, rss_read, unknown_read;
     int64_t last_t_us; /* time of the last timed record */
     int has_rss;       /* RSS points kept: */

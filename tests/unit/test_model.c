@@ -400,7 +400,8 @@ static void test_funcs(void **state)
             uint64_t want = 0;
             for (int i = 0; i < NSAMPLES; i++) {
                 const pstack *s = &plan_stacks[plan[i].stack];
-                want += s->n && s->func[s->n - 1] == pf && s->line[s->n - 1] == a.lines[l].line;
+                want += s->n && s->func[s->n - 1] == pf &&
+                        s->line[s->n - 1] == a.lines[l].line;
             }
             assert_int_equal(a.lines[l].self, want);
             if (l > a.line_first[f])
@@ -542,7 +543,8 @@ static void test_callgraph(void **state)
             }
             const callgraph_edge *e = NULL;
             for (size_t i = 0; i < g.nedges; i++)
-                if (plan_func(p, g.edges[i].caller) == a && plan_func(p, g.edges[i].callee) == b)
+                if (plan_func(p, g.edges[i].caller) == a &&
+                    plan_func(p, g.edges[i].callee) == b)
                     e = &g.edges[i];
             if (!tn) {
                 assert_null(e);
