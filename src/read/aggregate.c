@@ -17,13 +17,12 @@ uint64_t aggregate_sample_us(const profile *p, const profile_sample *s)
     return p->procs[s->process].period_ns / 1000;
 }
 
-static int cmp_sample_order(const void *a, const void *b, void *arg)
+/* Within one thread: by time, then by position in the log. */
+static int cmp_sample_time(const void *a, const void *b, void *arg)
 {
     const profile *p = arg;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     const profile_sample *x = &p->samples[i], *y = &p->samples[j];
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
     if (x->t_us != y->t_us)
         return x->t_us < y->t_us ? -1 : 1;
     return (i > j) - (i < j);
@@ -31,12 +30,33 @@ static int cmp_sample_order(const void *a, const void *b, void *arg)
 
 uint32_t *aggregate_samples_by_thread(const profile *p)
 {
+    /* A counting sort by thread keeps the log's order within each thread, which is
+     * nearly the time order already (a log is written in time order per writer pass):
+     * a thread's samples are sorted only when they are not in order. */
+    size_t nt = p->nthreads;
     uint32_t *o = malloc((p->nsamples ? p->nsamples : 1) * sizeof *o);
-    if (!o)
+    size_t *first = calloc(nt + 1, sizeof *first);
+    if (!o || !first) {
+        free(o);
+        free(first);
         return NULL;
+    }
     for (size_t i = 0; i < p->nsamples; i++)
-        o[i] = (uint32_t)i;
-    qsort_r(o, p->nsamples, sizeof *o, cmp_sample_order, (void *)p);
+        first[p->samples[i].thread + 1]++;
+    for (size_t t = 0; t < nt; t++)
+        first[t + 1] += first[t];
+    for (size_t i = 0; i < p->nsamples; i++)
+        o[first[p->samples[i].thread]++] = (uint32_t)i;
+    /* first[t] is now where thread t ends, and so where thread t + 1 starts. */
+    for (size_t t = 0, start = 0; t < nt; start = first[t++]) {
+        uint32_t *run = o + start;
+        size_t n = first[t] - start, k = 1;
+        while (k < n && p->samples[run[k - 1]].t_us <= p->samples[run[k]].t_us)
+            k++;
+        if (k < n)
+            qsort_r(run, n, sizeof *run, cmp_sample_time, (void *)p);
+    }
+    free(first);
     return o;
 }
 
