@@ -44,6 +44,12 @@ int cli_bad_option(const char *cmd, int c, char **argv)
     return cli_usage_error(cmd, "unknown option '-%c'", optopt ? optopt : '?');
 }
 
+int cli_oom(void)
+{
+    cli_error("out of memory");
+    return CLI_EXIT_BAD_INPUT;
+}
+
 static int parse_u64(const char *s, uint64_t *v)
 {
     char *end;
@@ -135,6 +141,81 @@ void cli_filter_free(cli_filter *cf)
     free(cf->tids);
     free(cf->runs);
     memset(cf, 0, sizeof *cf);
+}
+
+int cli_no_logs(const char *cmd, int nlogs)
+{
+    return nlogs > 0 ? -1 : cli_usage_error(cmd, "no log given");
+}
+
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v)
+{
+    char *end;
+    long x = strtol(arg, &end, 10);
+    if (!arg[0] || *end || x < 1 || x > 1000000)
+        return cli_usage_error(cmd, "--%s: '%s' is not a number from 1 to 1000000", opt, arg);
+    *v = (uint32_t)x;
+    return 0;
+}
+
+/* The options every command that reads logs takes, before its own. */
+static const struct option common_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    CLI_FILTER_OPTIONS,
+};
+#define NCOMMON (sizeof common_options / sizeof common_options[0])
+#define MAX_OPTIONS 32
+
+int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args *a)
+{
+    memset(a, 0, sizeof *a);
+    struct option longopts[MAX_OPTIONS];
+    size_t n = 0;
+    for (size_t i = 0; i < NCOMMON; i++)
+        longopts[n++] = common_options[i];
+    if (cmd->json)
+        longopts[n++] = (struct option){"json", no_argument, NULL, CLI_OPT_JSON};
+    for (const struct option *o = cmd->options; o && o->name && n + 1 < MAX_OPTIONS; o++)
+        longopts[n++] = *o;
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+    char shortopts[64];
+    snprintf(shortopts, sizeof shortopts, ":h%s", cmd->shortopts ? cmd->shortopts : "");
+
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        int fr = cli_filter_option(&a->cf, cmd->name, c, optarg);
+        if (fr == 1)
+            continue;
+        if (fr)
+            return fr;
+        if (c == 'h') {
+            fputs(cmd->usage, stdout);
+            return CLI_EXIT_OK;
+        }
+        if (c == CLI_OPT_JSON) {
+            a->json = 1;
+            continue;
+        }
+        if (c == '?' || c == ':' || !cmd->option)
+            return cli_bad_option(cmd->name, c, argv);
+        int rc = cmd->option(ctx, c, optarg);
+        if (rc)
+            return rc;
+    }
+    int nlogs = argc - optind;
+    int rc = cmd->check ? cmd->check(ctx, nlogs) : cli_no_logs(cmd->name, nlogs);
+    if (rc >= 0)
+        return rc;
+    rc = cli_load(argv + optind, argc - optind, &a->cf.f, cmd->load, &a->p);
+    return rc ? rc : -1;
+}
+
+void cli_args_free(cli_args *a)
+{
+    profile_free(a->p);
+    cli_filter_free(&a->cf);
+    memset(a, 0, sizeof *a);
 }
 
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
@@ -365,6 +446,11 @@ const char *cli_fmt_end(const profile_process *pr, char *buf, size_t len)
     else
         snprintf(buf, len, "%s", cli_end_text(f->end));
     return buf;
+}
+
+const char *cli_clock_name(int clock)
+{
+    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
 }
 
 const char *cli_drop_name(int reason)

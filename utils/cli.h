@@ -1,8 +1,22 @@
 /*
  * cli: what the `pyprof` subcommands share — the exit codes, one-line error messages,
- * the filter options every command takes (--pid, --thread, --run, --from, --to), loading
- * logs into a profile with its warnings printed, JSON string escaping and small number
- * formatters.  It also declares every command, for main.c's table.
+ * one command-line parser for the commands that read logs (--help, the filters every one
+ * takes: --pid, --thread, --run, --from, --to, and --json where it is offered; then the
+ * logs, loaded into a profile with its warnings printed), JSON string escaping and small
+ * number formatters.  It also declares every command, for main.c's table.
+ *
+ * Interface:
+ *   exits, errors   CLI_EXIT_*, cli_error, cli_usage_error, cli_bad_option, cli_oom
+ *   command line    cli_command, cli_args, cli_start, cli_args_free, cli_no_logs,
+ *                   cli_parse_count; the filters on their own: CLI_OPT_*,
+ *                   CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
+ *                   cli_filter_free; cli_load
+ *   text            cli_utf8_len, cli_utf8_dup, cli_json_str, cli_pct, cli_fmt_bytes,
+ *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
+ *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
+ *   footer          cli_cost_samples, cli_cost_quantile_ns
+ *   output          cli_close_stdout
+ *   commands        cmd_* and cmd_*_usage
  */
 #ifndef PYPROF_CLI_H
 #define PYPROF_CLI_H
@@ -12,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "read/aggregate.h"
 #include "read/profile.h"
 
 /* Exit codes (pyprof(1), EXIT STATUS). */
@@ -45,6 +60,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * CLI_EXIT_USAGE. */
 int cli_bad_option(const char *cmd, int c, char **argv);
 
+/* Prints "pyprof: out of memory"; returns CLI_EXIT_BAD_INPUT. */
+int cli_oom(void);
+
 /* The filter options, as getopt_long `val`s.  Put CLI_FILTER_OPTIONS in a command's long
  * option table and pass those values to cli_filter_option. */
 enum {
@@ -53,6 +71,7 @@ enum {
     CLI_OPT_RUN,
     CLI_OPT_FROM,
     CLI_OPT_TO,
+    CLI_OPT_JSON,
 };
 #define CLI_FILTER_OPTIONS                                                              \
     {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
@@ -86,6 +105,45 @@ void cli_filter_free(cli_filter *cf);
  * Returns CLI_EXIT_OK with *out set, or CLI_EXIT_BAD_INPUT after printing the error. */
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
              profile **out);
+
+/* A command that reads logs, for cli_start. */
+typedef struct cli_command {
+    const char *name;       /* "report": in messages as "pyprof report: ..." */
+    const char *usage;      /* printed by -h, --help */
+    int json;               /* --json is one of its options */
+    const char *shortopts;  /* its own short options, getopt style ("o:"), or "" */
+    const struct option *options; /* its own long options, ended by a zero entry */
+    /* Takes one of its own options (`c` is the option's getopt value); returns 0, or an
+     * exit code after printing why.  NULL when it has none. */
+    int (*option)(void *ctx, int c, const char *arg);
+    /* After the options, before loading: returns -1 to go on, or an exit code.  NULL:
+     * cli_no_logs, the check that at least one log was given. */
+    int (*check)(void *ctx, int nlogs);
+    unsigned load; /* profile_new options */
+} cli_command;
+
+/* What cli_start leaves for the command. */
+typedef struct cli_args {
+    cli_filter cf;
+    int json;   /* --json was given */
+    profile *p; /* the logs, loaded and filtered */
+} cli_args;
+
+/* Parses the command line of `cmd` (its options, --help, the filters, --json when
+ * offered; getopt's errors as cli_bad_option reports them) and loads the logs it names.
+ * Returns -1 with a->p loaded for the command to go on, or the exit code to return now:
+ * CLI_EXIT_OK after printing the usage for --help, CLI_EXIT_USAGE or CLI_EXIT_BAD_INPUT
+ * after printing why.  Either way the caller ends with cli_args_free. */
+int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args *a);
+
+void cli_args_free(cli_args *a);
+
+/* The default check: CLI_EXIT_USAGE with "no log given" when nlogs is 0, else -1. */
+int cli_no_logs(const char *cmd, int nlogs);
+
+/* Parses option --`opt`'s value as a whole number from 1 to 1000000 into *v.  Returns 0,
+ * or CLI_EXIT_USAGE after printing "--OPT: 'ARG' is not a number from 1 to 1000000". */
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v);
 
 /* Length of the valid UTF-8 sequence that starts at `s` (1 to 4 bytes; 1 for an ASCII
  * byte), or 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
@@ -124,6 +182,9 @@ void cli_print_argv(FILE *f, char *const *argv, size_t argc);
 /* How a process's profiling ended, in words: "exit status 0", "signal 15 (Terminated)",
  * "truncated (no footer)". */
 const char *cli_fmt_end(const profile_process *pr, char *buf, size_t len);
+
+/* The name of an enum pyprof_clock: "wall", "cpu" or "unknown". */
+const char *cli_clock_name(int clock);
 
 /* The lowercase name of a drop reason ("ring_full") and its description. */
 const char *cli_drop_name(int reason);

@@ -136,51 +136,36 @@ typedef struct export_args {
     export_opts o;
 } export_args;
 
-/* Parses the options into `a` and `cf`.  Returns -1 to go on, or an exit code. */
-static int parse_args(int argc, char **argv, export_args *a, cli_filter *cf)
+static int export_option(void *ctx, int c, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"lines", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    int c;
+    export_args *a = ctx;
     char msg[256];
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(cf, "export", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr)
-            return fr;
-        switch (c) {
-        case 'f':
-            a->fmt = find_format(optarg);
-            if (!a->fmt) {
-                snprintf(msg, sizeof msg, "unknown format '%.100s'", optarg);
-                return format_names_error(msg);
-            }
-            break;
-        case 'o':
-            a->output = optarg;
-            break;
-        case 'l':
-            a->o.lines = 1;
-            break;
-        case 'h':
-            fputs(cmd_export_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_bad_option("export", c, argv);
+    switch (c) {
+    case 'f':
+        a->fmt = find_format(arg);
+        if (!a->fmt) {
+            snprintf(msg, sizeof msg, "unknown format '%.100s'", arg);
+            return format_names_error(msg);
         }
+        break;
+    case 'o':
+        a->output = arg;
+        break;
+    default: /* --lines */
+        a->o.lines = 1;
+        break;
     }
+    return 0;
+}
+
+static int export_check(void *ctx, int nlogs)
+{
+    const export_args *a = ctx;
     if (!a->fmt)
         return format_names_error("no format given: -f FORMAT");
-    if (optind >= argc)
-        return cli_usage_error("export", "no log given");
+    int rc = cli_no_logs("export", nlogs);
+    if (rc >= 0)
+        return rc;
     if (!a->output[0])
         return cli_usage_error("export", "-o: empty file name");
     if (a->fmt->binary && !strcmp(a->output, "-") && isatty(STDOUT_FILENO))
@@ -191,22 +176,24 @@ static int parse_args(int argc, char **argv, export_args *a, cli_filter *cf)
 
 int cmd_export(int argc, char **argv)
 {
-    export_args a = {NULL, "-", {0}};
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
-    int rc = parse_args(argc, argv, &a, &cf);
+    static const struct option options[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"lines", no_argument, NULL, 'l'},
+        {NULL, 0, NULL, 0},
+    };
+    static const cli_command cmd = {"export", cmd_export_usage, 0, "f:o:", options,
+                                    export_option, export_check, 0};
+    export_args e = {NULL, "-", {0}};
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &e, &a);
     if (rc >= 0)
         goto cleanup;
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
-    if (!p->nsamples) /* still a valid file, though pstats.Stats refuses an empty one */
+    if (!a.p->nsamples) /* still a valid file, though pstats.Stats refuses an empty one */
         cli_error("warning: no samples to export (the logs or the filters hold none)");
-    rc = write_output(a.fmt, p, &a.o, a.output);
+    rc = write_output(e.fmt, a.p, &e.o, e.output);
 
 cleanup:
-    profile_free(p);
-    cli_filter_free(&cf);
+    cli_args_free(&a);
     return rc;
 }

@@ -7,8 +7,9 @@
  * <script type="application/json"> element.  The work that grows with the number of
  * samples is done here, so the page stays fast on millions of them (docs/HTML.md):
  *
- *   - stacks become paths in a tree of functions (a node is a (parent, function) pair,
- *     numbered so that a parent comes before its children); the flame graph, the depth of
+ *   - stacks become paths in a tree of functions (calltree's, keyed by function only: a
+ *     node is a (parent, function) pair, numbered in the order the samples first use
+ *     them, so a parent comes before its children); the flame graph, the depth of
  *     a sample and the base two samples share are all walks over that tree in the page;
  *   - each distinct stack is written once (its leaf node and the line of each frame);
  *   - each thread's samples, sorted by time, become runs: consecutive samples with the
@@ -31,6 +32,7 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/calltree.h"
 #include "cli.h"
 
 /* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
@@ -80,108 +82,16 @@ const char cmd_html_usage[] =
     "  pyprof html /tmp/pyprof.Ab12Cd -o profile.html\n"
     "  pyprof html --pid 4242 --from 10 --to 20 logs/ -o window.html\n";
 
-/* ---- the tree of functions ---------------------------------------------------------- */
-
-/* Node 0 is the root (no function); node i > 0 is the frame func[i] called from
- * parent[i] < i.  Children are found through an open-addressing hash table. */
-typedef struct ftree {
-    uint32_t *parent, *func;
-    size_t n, cap;
-    uint32_t *slots; /* node ids; 0 is empty (the root is nobody's child) */
-    size_t nslots;
-} ftree;
-
-static uint32_t ftree_hash(uint32_t parent, uint32_t func)
-{
-    uint64_t h = ((uint64_t)parent << 32 | func) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(h >> 32);
-}
-
-static int ftree_init(ftree *t)
-{
-    memset(t, 0, sizeof *t);
-    t->cap = 1024;
-    t->nslots = 2048;
-    t->parent = malloc(t->cap * sizeof *t->parent);
-    t->func = malloc(t->cap * sizeof *t->func);
-    t->slots = calloc(t->nslots, sizeof *t->slots);
-    if (!t->parent || !t->func || !t->slots)
-        return -1;
-    t->parent[0] = UINT32_MAX;
-    t->func[0] = UINT32_MAX;
-    t->n = 1;
-    return 0;
-}
-
-static void ftree_free(ftree *t)
-{
-    free(t->parent);
-    free(t->func);
-    free(t->slots);
-}
-
-static int ftree_rehash(ftree *t)
-{
-    size_t nslots = t->nslots * 2;
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (uint32_t id = 1; id < t->n; id++) {
-        size_t i = ftree_hash(t->parent[id], t->func[id]) & (nslots - 1);
-        while (slots[i])
-            i = (i + 1) & (nslots - 1);
-        slots[i] = id;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
-}
-
-/* The child of `parent` for `func`, made if new.  Returns its id, or 0 when out of
- * memory (or past 2^32 nodes). */
-static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t func)
-{
-    size_t i = ftree_hash(parent, func) & (t->nslots - 1);
-    for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-        uint32_t id = t->slots[i];
-        if (t->parent[id] == parent && t->func[id] == func)
-            return id;
-    }
-    if (t->n >= UINT32_MAX)
-        return 0;
-    if (t->n == t->cap) {
-        size_t cap = t->cap * 2;
-        uint32_t *p = realloc(t->parent, cap * sizeof *p);
-        if (!p)
-            return 0;
-        t->parent = p;
-        uint32_t *f = realloc(t->func, cap * sizeof *f);
-        if (!f)
-            return 0;
-        t->func = f;
-        t->cap = cap;
-    }
-    uint32_t id = (uint32_t)t->n++;
-    t->parent[id] = parent;
-    t->func[id] = func;
-    t->slots[i] = id;
-    if (t->n * 2 > t->nslots && ftree_rehash(t) < 0)
-        return 0;
-    return id;
-}
-
 /* ---- what the page gets --------------------------------------------------------------- */
 
 typedef struct page {
     const profile *p;
-    ftree tree;
+    calltree tree;        /* nodes keyed by function only, numbered in order of use */
     uint32_t *func_out;  /* profile func -> index in "funcs", UINT32_MAX: unused */
     uint32_t *func_list; /* index in "funcs" -> profile func */
     size_t nfuncs;
     uint32_t *stack_out;  /* profile stack -> index in "stacks", UINT32_MAX: unused */
     uint32_t *stack_list; /* index in "stacks" -> profile stack */
-    uint32_t *stack_leaf; /* index in "stacks" -> its leaf node */
     size_t nstacks;
     uint32_t *thread_out; /* profile thread -> index in "threads", UINT32_MAX: no samples */
     uint32_t *order;      /* sample indexes by (thread, time) */
@@ -193,12 +103,11 @@ typedef struct page {
 
 static void page_free(page *g)
 {
-    ftree_free(&g->tree);
+    calltree_free(&g->tree);
     free(g->func_out);
     free(g->func_list);
     free(g->stack_out);
     free(g->stack_list);
-    free(g->stack_leaf);
     free(g->thread_out);
     free(g->order);
     free(g->thread_first);
@@ -216,39 +125,25 @@ static int64_t sample_time(const page *g, const profile_sample *s)
     return g->proc_offset_us[s->process] + s->t_us;
 }
 
-/* Sorts the samples of each thread by time (they are nearly sorted: each log is written
- * in time order per writer pass), keeping the log's order for equal times. */
-static const page *sort_page;
-static int cmp_sample(const void *a, const void *b)
-{
-    const page *g = sort_page;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    int64_t tx = sample_time(g, &g->p->samples[x]), ty = sample_time(g, &g->p->samples[y]);
-    if (tx != ty)
-        return tx < ty ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
 /* Numbers the stacks and functions that kept samples use, builds the tree of functions
  * and the per-thread sample order.  Returns 0, or -1 when out of memory. */
 static int page_build(page *g, const profile *p)
 {
     memset(g, 0, sizeof *g);
     g->p = p;
-    if (ftree_init(&g->tree) < 0)
+    if (calltree_init(&g->tree, p) < 0)
         return -1;
     size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
-    size_t nt = p->nthreads, nsa = p->nsamples ? p->nsamples : 1;
+    size_t nt = p->nthreads;
     g->func_out = malloc(nf * sizeof *g->func_out);
     g->func_list = malloc(nf * sizeof *g->func_list);
     g->stack_out = malloc(ns * sizeof *g->stack_out);
     g->stack_list = malloc(ns * sizeof *g->stack_list);
-    g->stack_leaf = malloc(ns * sizeof *g->stack_leaf);
     g->thread_out = malloc((nt ? nt : 1) * sizeof *g->thread_out);
-    g->order = malloc(nsa * sizeof *g->order);
+    g->order = aggregate_samples_by_thread(p);
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
-    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->stack_leaf ||
+    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list ||
         !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us)
         return -1;
     memset(g->func_out, 0xff, nf * sizeof *g->func_out);
@@ -262,29 +157,12 @@ static int page_build(page *g, const profile *p)
     for (size_t i = 0; i < p->nprocs; i++)
         g->proc_offset_us[i] = (int64_t)((p->procs[i].start_unix_ns - g->t0_unix_ns) / 1000);
 
-    /* Samples grouped by thread (a counting sort), then by time within each thread. */
+    /* Samples by thread, then time (within a thread the process, so the offset, is
+     * one), then position in the log; each thread's share of the order. */
     for (size_t i = 0; i < p->nsamples; i++)
         g->thread_first[p->samples[i].thread + 1]++;
     for (size_t t = 0; t < nt; t++)
         g->thread_first[t + 1] += g->thread_first[t];
-    size_t *fill = malloc((nt ? nt : 1) * sizeof *fill);
-    if (!fill)
-        return -1;
-    memcpy(fill, g->thread_first, nt * sizeof *fill);
-    for (size_t i = 0; i < p->nsamples; i++)
-        g->order[fill[p->samples[i].thread]++] = (uint32_t)i;
-    free(fill);
-    sort_page = g;
-    for (size_t t = 0; t < nt; t++) {
-        uint32_t *o = g->order + g->thread_first[t];
-        size_t n = g->thread_first[t + 1] - g->thread_first[t];
-        size_t k = 1;
-        while (k < n && sample_time(g, &p->samples[o[k - 1]]) <=
-                            sample_time(g, &p->samples[o[k]]))
-            k++;
-        if (k < n)
-            qsort(o, n, sizeof *o, cmp_sample);
-    }
 
     /* Stacks and functions in the order the samples first use them. */
     size_t nth = 0;
@@ -302,20 +180,19 @@ static int page_build(page *g, const profile *p)
                 g->t_max_us = ts + period_us(&p->procs[s->process]);
             if (g->stack_out[s->stack] != UINT32_MAX)
                 continue;
+            /* Functions are numbered as first used, and so are nodes: the tree of
+             * functions is made in this order. */
             const profile_stack *st = &p->stacks[s->stack];
-            uint32_t node = 0;
             for (uint32_t d = 0; d < st->nframes; d++) {
                 uint32_t f = p->frames[st->first + d].func;
                 if (g->func_out[f] == UINT32_MAX) {
                     g->func_list[g->nfuncs] = f;
                     g->func_out[f] = (uint32_t)g->nfuncs++;
                 }
-                node = ftree_child(&g->tree, node, g->func_out[f]);
-                if (!node)
-                    return -1;
             }
+            if (calltree_add(&g->tree, p, s->stack, 1, 0) == CALLTREE_NONE)
+                return -1;
             g->stack_list[g->nstacks] = s->stack;
-            g->stack_leaf[g->nstacks] = node;
             g->stack_out[s->stack] = (uint32_t)g->nstacks++;
         }
     }
@@ -334,11 +211,6 @@ static int page_build(page *g, const profile *p)
 }
 
 /* ---- the JSON document ------------------------------------------------------------- */
-
-static const char *clock_name(int clock)
-{
-    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
-}
 
 static void write_argv_line(FILE *f, const profile_process *pr)
 {
@@ -379,8 +251,8 @@ static void write_procs(FILE *f, const page *g)
                 ",\"clock\":\"%s\",\"period_us\":%" PRId64 ",\"start_us\":%" PRId64
                 ",\"duration_s\":%.6f,\"samples\":%" PRIu64 ",\"dropped\":%" PRIu64
                 ",\"rss\":[",
-                clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
-                profile_process_duration(p, i), pr->samples, profile_process_dropped(p, i));
+                cli_clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
+                aggregate_process_duration(p, i), pr->samples, aggregate_process_dropped(p, i));
         /* RSS points as (microseconds since the previous point, KiB). */
         int64_t prev = 0;
         const char *sep = "";
@@ -460,14 +332,14 @@ static void write_funcs_nodes_stacks(FILE *f, const page *g)
     }
     /* Nodes 1.. as (parent, function); node 0, the root, is implicit. */
     fputs("],\n\"nodes\":[", f);
-    for (size_t i = 1; i < g->tree.n; i++)
-        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.parent[i],
-                g->tree.func[i]);
+    for (size_t i = 1; i < g->tree.nnodes; i++)
+        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.nodes[i].parent,
+                g->func_out[g->tree.nodes[i].func]);
     /* Stacks as (leaf node, the line of each frame outermost first; -1: unknown). */
     fputs("],\n\"stacks\":[", f);
     for (size_t i = 0; i < g->nstacks; i++) {
         const profile_stack *st = &p->stacks[g->stack_list[i]];
-        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->stack_leaf[i]);
+        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->tree.stack_leaf[g->stack_list[i]]);
         for (uint32_t d = 0; d < st->nframes; d++)
             fprintf(f, ",%" PRId32, p->frames[st->first + d].line);
         fputc(']', f);
@@ -529,14 +401,12 @@ static int write_page(const page *g, const char *title, const char *path)
     size_t json_len = 0;
     FILE *m = open_memstream(&json, &json_len);
     if (!m) {
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
+        return cli_oom();
     }
     write_json(m, g, title);
     if (ferror(m) | fclose(m)) {
         free(json);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
+        return cli_oom();
     }
 
     int to_stdout = !strcmp(path, "-");
@@ -590,75 +460,60 @@ static char *default_title(const profile *p)
     return line;
 }
 
+typedef struct html_opts {
+    const char *output, *title;
+} html_opts;
+
+static int html_option(void *ctx, int c, const char *arg)
+{
+    html_opts *o = ctx;
+    if (c == 'o')
+        o->output = arg;
+    else
+        o->title = arg;
+    return 0;
+}
+
+static int html_check(void *ctx, int nlogs)
+{
+    const html_opts *o = ctx;
+    int rc = cli_no_logs("html", nlogs);
+    if (rc < 0 && (!o->output || !o->output[0]))
+        rc = cli_usage_error("html", "no output file given (-o FILE.html)");
+    return rc;
+}
+
 int cmd_html(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
         {"title", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
+    static const cli_command cmd = {"html", cmd_html_usage, 0, "o:", options, html_option,
+                                    html_check, 0};
+    html_opts o = {NULL, NULL};
     page g;
     memset(&g, 0, sizeof g);
-    const char *output = NULL, *title = NULL;
     char *made_title = NULL;
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "html", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'T':
-            title = optarg;
-            break;
-        case 'h':
-            fputs(cmd_html_usage, stdout);
-            goto cleanup;
-        default:
-            rc = cli_bad_option("html", c, argv);
-            goto cleanup;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("html", "no log given");
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
         goto cleanup;
-    }
-    if (!output || !output[0]) {
-        rc = cli_usage_error("html", "no output file given (-o FILE.html)");
-        goto cleanup;
-    }
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
+    const char *title = o.title;
     if (!title) {
-        title = made_title = default_title(p);
+        title = made_title = default_title(a.p);
         if (!title)
             title = "pyprof";
     }
-    if (page_build(&g, p) < 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_BAD_INPUT;
-        goto cleanup;
-    }
-    rc = write_page(&g, title, output);
+    if (page_build(&g, a.p) < 0)
+        rc = cli_oom();
+    else
+        rc = write_page(&g, title, o.output);
 
 cleanup:
     page_free(&g);
     free(made_title);
-    profile_free(p);
-    cli_filter_free(&cf);
+    cli_args_free(&a);
     return rc;
 }

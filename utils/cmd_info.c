@@ -30,11 +30,6 @@ const char cmd_info_usage[] =
     "  pyprof info /tmp/pyprof.Ab12Cd\n"
     "  pyprof info --run 0123456789abcdef logs/\n";
 
-static const char *clock_text(int clock)
-{
-    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
-}
-
 static void print_footer(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -50,7 +45,7 @@ static void print_footer(const profile *p, size_t i)
            cli_fmt_unix_ns(f->end_unix_ns, b2, sizeof b2), (double)f->duration_ns / 1e9);
     printf("  samples         %" PRIu64 " written, %" PRIu64 " sampling signals handled\n",
            f->samples, f->signals);
-    uint64_t lost = profile_process_dropped(p, i);
+    uint64_t lost = aggregate_process_dropped(p, i);
     printf("  dropped         %" PRIu64 " samples lost", lost);
     if (lost)
         printf(" (%.1f%% of %" PRIu64 ")", cli_pct(lost, f->samples + lost),
@@ -114,16 +109,15 @@ static void print_log(const profile *p, size_t i, int filtered)
     putchar('\n');
     printf("  python          %s (0x%08" PRIx64 ")\n", pr->python_version, pr->python_hex);
     printf("  sampling        %s clock, every %s requested, timer %s\n",
-           clock_text(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
+           cli_clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
     printf("  max depth       %" PRIu64 " frames\n", pr->max_depth);
     printf("  options         memory %s, native %s\n",
            pr->flags & PYPROF_HDR_MEMORY ? "on" : "off",
            pr->flags & PYPROF_HDR_NATIVE ? "on" : "off");
     print_footer(p, i);
     printf("  contents        %" PRIu64 " threads, %" PRIu64 " code objects, %" PRIu64
-           " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points, %" PRIu64 " marks",
-           pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read,
-           pr->marks_read);
+           " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points",
+           pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read);
     if (pr->unknown_read)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');
@@ -154,41 +148,16 @@ static void print_log(const profile *p, size_t i, int filtered)
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "info", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        if (c == 'h') {
-            fputs(cmd_info_usage, stdout);
-            goto cleanup;
-        }
-        rc = cli_bad_option("info", c, argv);
-        goto cleanup;
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("info", "no log given");
-        goto cleanup;
-    }
     /* A corrupted log is shown up to the damage, and still fails the command. */
-    rc = cli_load(argv + optind, argc - optind, &cf.f, PROFILE_KEEP_CORRUPT, &p);
-    if (rc)
+    static const cli_command cmd = {"info", cmd_info_usage, 0, "", NULL, NULL, NULL,
+                                    PROFILE_KEEP_CORRUPT};
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, NULL, &a);
+    if (rc >= 0)
         goto cleanup;
-    int filtered = cf.f.ntids || cf.f.has_from || cf.f.has_to;
+    rc = CLI_EXIT_OK;
+    const profile *p = a.p;
+    int filtered = a.cf.f.ntids || a.cf.f.has_from || a.cf.f.has_to;
     for (size_t i = 0; i < p->nprocs; i++) {
         print_log(p, i, filtered);
         if (p->procs[i].end_error && p->procs[i].end_error != -PYPROF_R_TRUNCATED)
@@ -198,7 +167,6 @@ int cmd_info(int argc, char **argv)
         printf("no log matches the filters\n");
 
 cleanup:
-    profile_free(p);
-    cli_filter_free(&cf);
+    cli_args_free(&a);
     return rc;
 }

@@ -34,7 +34,6 @@ const char cmd_report_usage[] =
     "  pyprof report --pid 4242 --from 10 --to 20 logs/\n";
 
 typedef struct report_opts {
-    int json;
     int top_given;
     size_t top;
 } report_opts;
@@ -47,42 +46,18 @@ static void print_func(const profile_func *f)
         fputs(f->name, stdout);
 }
 
-static uint64_t total_dropped(const profile *p)
+/* Room for the functions' order, and the threads in report order.  Returns 0, or -1
+ * when out of memory (both NULL). */
+static int orders(const profile *p, uint32_t **funcs, uint32_t **threads)
 {
-    uint64_t d = 0;
-    for (size_t i = 0; i < p->nprocs; i++)
-        d += profile_process_dropped(p, i);
-    return d;
-}
-
-static const char *clock_name(int clock)
-{
-    return clock == PYPROF_CLOCK_WALL ? "wall" : clock == PYPROF_CLOCK_CPU ? "cpu" : "unknown";
-}
-
-/* Threads in report order: by process, busiest first. */
-static const profile *sort_p;
-static int cmp_thread(const void *a, const void *b)
-{
-    const profile_thread *x = &sort_p->threads[*(const uint32_t *)a];
-    const profile_thread *y = &sort_p->threads[*(const uint32_t *)b];
-    if (x->process != y->process)
-        return x->process < y->process ? -1 : 1;
-    if (x->samples != y->samples)
-        return x->samples > y->samples ? -1 : 1;
-    return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-static uint32_t *thread_order(const profile *p)
-{
-    uint32_t *o = malloc((p->nthreads ? p->nthreads : 1) * sizeof *o);
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < p->nthreads; i++)
-        o[i] = (uint32_t)i;
-    sort_p = p;
-    qsort(o, p->nthreads, sizeof *o, cmp_thread);
-    return o;
+    *funcs = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof **funcs);
+    *threads = aggregate_threads_by_samples(p);
+    if (*funcs && *threads)
+        return 0;
+    free(*funcs);
+    free(*threads);
+    *funcs = *threads = NULL;
+    return -1;
 }
 
 static void print_process_text(const profile *p, size_t i)
@@ -97,7 +72,7 @@ static void print_process_text(const profile *p, size_t i)
     cli_print_argv(stdout, pr->argv, pr->argc);
     printf("\n  log      %s\n", pr->path);
     printf("  python   %s, %s clock, every %s (%s)", pr->python_version,
-           clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
+           cli_clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
     if (pr->has_footer && pr->footer.achieved_hz_milli)
         printf(", %.1f Hz achieved", (double)pr->footer.achieved_hz_milli / 1000.0);
     printf("\n  started  %s, ended: %s, after %.2f s\n",
@@ -106,7 +81,7 @@ static void print_process_text(const profile *p, size_t i)
     printf("  samples  %" PRIu64 " reported", pr->samples);
     if (pr->samples != pr->samples_read)
         printf(" (of %" PRIu64 " in the log)", pr->samples_read);
-    uint64_t dropped = profile_process_dropped(p, i);
+    uint64_t dropped = aggregate_process_dropped(p, i);
     if (dropped) {
         printf(", %" PRIu64 " lost:", dropped);
         const char *sep = " ";
@@ -127,7 +102,7 @@ static void print_process_text(const profile *p, size_t i)
         printf("\n  memory   no RSS recorded\n");
 }
 
-static void print_funcs_text(const profile *p, const profile_agg *a, const uint32_t *order,
+static void print_funcs_text(const profile *p, const aggregate_counts *a, const uint32_t *order,
                              size_t n, int by_self, size_t top)
 {
     uint64_t total = p->nsamples;
@@ -150,12 +125,12 @@ static void print_funcs_text(const profile *p, const profile_agg *a, const uint3
         printf("  ... %zu more (--top N)\n", n - top);
 }
 
-static int print_text(const profile *p, const profile_agg *a, size_t top)
+static int print_text(const profile *p, const aggregate_counts *a, size_t top)
 {
-    uint64_t total = p->nsamples, dropped = total_dropped(p);
+    uint64_t total = p->nsamples, dropped = aggregate_dropped(p);
     printf("pyprof report: %zu process%s, %zu thread%s, %" PRIu64 " samples, %.2f s",
            p->nprocs, p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",
-           total, profile_duration(p));
+           total, aggregate_duration(p));
     if (dropped)
         printf(", %" PRIu64 " lost (%.1f%%)", dropped, cli_pct(dropped, total + dropped));
     putchar('\n');
@@ -166,17 +141,12 @@ static int print_text(const profile *p, const profile_agg *a, size_t top)
         printf("\nno samples\n");
         return CLI_EXIT_OK;
     }
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = thread_order(p);
-    if (!order || !threads) {
-        free(order);
-        free(threads);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
-    }
-    size_t n = profile_sort_funcs(p, a, a->self, order);
+    uint32_t *order, *threads;
+    if (orders(p, &order, &threads) < 0)
+        return cli_oom();
+    size_t n = aggregate_sort_funcs(p, a, a->self, order);
     print_funcs_text(p, a, order, n, 1, top);
-    n = profile_sort_funcs(p, a, a->total, order);
+    n = aggregate_sort_funcs(p, a, a->total, order);
     print_funcs_text(p, a, order, n, 0, top);
 
     printf("\nby process:\n  %6s %9s %9s  %s\n", "share", "samples", "pid", "command");
@@ -253,11 +223,11 @@ static void print_process_json(const profile *p, size_t i)
     cli_json_str(stdout, pr->python_version);
     printf(", \"window\": %" PRIu64 ", \"start_unix_ns\": %" PRIu64
            ", \"period_ns\": %" PRIu64 ", \"clock\": \"%s\", \"timer\": ",
-           pr->window, pr->start_unix_ns, pr->period_ns, clock_name(pr->clock));
+           pr->window, pr->start_unix_ns, pr->period_ns, cli_clock_name(pr->clock));
     cli_json_str(stdout, pr->timer);
     printf(", \"samples\": %" PRIu64 ", \"samples_in_log\": %" PRIu64
            ", \"duration_s\": %.6f, \"ended\": ",
-           pr->samples, pr->samples_read, profile_process_duration(p, i));
+           pr->samples, pr->samples_read, aggregate_process_duration(p, i));
     cli_json_str(stdout, pr->has_footer ? cli_end_text(f->end) : "truncated");
     fputs(", \"exit_status\": ", stdout);
     if (pr->has_footer && f->status_known && f->end != PYPROF_END_SIGNAL)
@@ -294,19 +264,14 @@ static void print_process_json(const profile *p, size_t i)
     putchar('}');
 }
 
-static int print_json(const profile *p, const profile_agg *a, const report_opts *o)
+static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)
 {
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    uint32_t *threads = thread_order(p);
-    if (!order || !threads) {
-        free(order);
-        free(threads);
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
-    }
+    uint32_t *order, *threads;
+    if (orders(p, &order, &threads) < 0)
+        return cli_oom();
     printf("{\"samples\": %zu, \"dropped\": %" PRIu64 ", \"duration_s\": %.6f,\n"
            " \"processes\": [",
-           p->nsamples, total_dropped(p), profile_duration(p));
+           p->nsamples, aggregate_dropped(p), aggregate_duration(p));
     for (size_t i = 0; i < p->nprocs; i++) {
         fputs(i ? ",\n  " : "\n  ", stdout);
         print_process_json(p, i);
@@ -320,7 +285,7 @@ static int print_json(const profile *p, const profile_agg *a, const report_opts 
         printf(", \"samples\": %" PRIu64 "}", t->samples);
     }
     fputs("],\n \"functions\": [", stdout);
-    size_t n = profile_sort_funcs(p, a, a->self, order);
+    size_t n = aggregate_sort_funcs(p, a, a->self, order);
     if (o->top_given && n > o->top)
         n = o->top;
     for (size_t k = 0; k < n; k++) {
@@ -344,73 +309,41 @@ static int print_json(const profile *p, const profile_agg *a, const report_opts 
     return CLI_EXIT_OK;
 }
 
+static int report_option(void *ctx, int c, const char *arg)
+{
+    report_opts *o = ctx;
+    (void)c; /* --top, the only one */
+    uint32_t v;
+    int rc = cli_parse_count("report", "top", arg, &v);
+    if (rc)
+        return rc;
+    o->top = v;
+    o->top_given = 1;
+    return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option options[] = {
         {"top", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    report_opts o = {0, 0, 20};
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
-    profile_agg agg;
+    static const cli_command cmd = {"report", cmd_report_usage, 1, "", options,
+                                    report_option, NULL, 0};
+    report_opts o = {0, 20};
+    aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "report", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        switch (c) {
-        case 'j':
-            o.json = 1;
-            break;
-        case 't': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!optarg[0] || *end || v < 1 || v > 1000000) {
-                rc = cli_usage_error("report", "--top: '%s' is not a number from 1 to 1000000",
-                                     optarg);
-                goto cleanup;
-            }
-            o.top = (size_t)v;
-            o.top_given = 1;
-            break;
-        }
-        case 'h':
-            fputs(cmd_report_usage, stdout);
-            goto cleanup;
-        default:
-            rc = cli_bad_option("report", c, argv);
-            goto cleanup;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("report", "no log given");
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
         goto cleanup;
-    }
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
-    if (profile_aggregate(p, &agg) < 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_BAD_INPUT;
-        goto cleanup;
-    }
-    rc = o.json ? print_json(p, &agg, &o) : print_text(p, &agg, o.top);
+    if (aggregate_funcs(a.p, &agg) < 0)
+        rc = cli_oom();
+    else
+        rc = a.json ? print_json(a.p, &agg, &o) : print_text(a.p, &agg, o.top);
 
 cleanup:
-    profile_agg_free(&agg);
-    profile_free(p);
-    cli_filter_free(&cf);
+    aggregate_counts_free(&agg);
+    cli_args_free(&a);
     return rc;
 }

@@ -381,10 +381,10 @@ static void summarize(const run_env *e, char **logs, int nlogs)
         cli_print_argv(stderr, pr->argv, pr->argc);
         fprintf(stderr, "): %s\n", pr->path);
     }
-    profile_agg agg;
+    aggregate_counts agg;
     uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    if (order && p->nsamples && profile_aggregate(p, &agg) == 0) {
-        size_t n = profile_sort_funcs(p, &agg, agg.self, order);
+    if (order && p->nsamples && aggregate_funcs(p, &agg) == 0) {
+        size_t n = aggregate_sort_funcs(p, &agg, agg.self, order);
         fprintf(stderr, "pyprof: top functions by self, of %zu samples:\n", p->nsamples);
         for (size_t k = 0; k < n && k < 10 && agg.self[order[k]]; k++) {
             const profile_func *f = &p->funcs[order[k]];
@@ -394,7 +394,7 @@ static void summarize(const run_env *e, char **logs, int nlogs)
                 fprintf(stderr, " (%s:%" PRId64 ")", f->file, f->line);
             fputc('\n', stderr);
         }
-        profile_agg_free(&agg);
+        aggregate_counts_free(&agg);
     } else if (!p->nsamples) {
         fprintf(stderr, "pyprof: no samples were taken\n");
     }

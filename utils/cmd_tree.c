@@ -151,15 +151,6 @@ static void print_json_node(tree_out *w, uint32_t n)
     free(kids);
 }
 
-static size_t max_stack_depth(const profile *p)
-{
-    size_t d = 0;
-    for (size_t s = 0; s < p->nstacks; s++)
-        if (p->stacks[s].nframes > d)
-            d = p->stacks[s].nframes;
-    return d;
-}
-
 static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
 {
     tree_out w = {p, t, o, 0, 0};
@@ -190,7 +181,7 @@ static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
         putchar('\n');
         printf("  %6s %9s %7s %9s  %s\n", "total%", "total", "self%", "self", "function");
         /* Guides take three bytes per level below the outermost. */
-        char *prefix = calloc(3 * max_stack_depth(p) + 4, 1);
+        char *prefix = calloc(3 * (size_t)aggregate_max_depth(p) + 4, 1);
         if (!prefix)
             w.oom = 1;
         for (size_t k = 0; k < nk && !w.oom; k++)
@@ -207,90 +198,46 @@ static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
     return CLI_EXIT_OK;
 }
 
-static int parse_tree_option(tree_opts *o, int c, const char *arg)
+static int tree_option(void *ctx, int c, const char *arg)
 {
+    tree_opts *o = ctx;
+    if (c == 'd')
+        return cli_parse_count("tree", "depth", arg, &o->depth);
     char *end;
-    if (c == 'm') {
-        double v = strtod(arg, &end);
-        if (!arg[0] || *end || !isfinite(v) || v < 0 || v > 100)
-            return cli_usage_error("tree", "--min: '%s' is not a percentage from 0 to 100",
-                                   arg);
-        o->min_pct = v;
-    } else {
-        long v = strtol(arg, &end, 10);
-        if (!arg[0] || *end || v < 1 || v > 1000000)
-            return cli_usage_error("tree", "--depth: '%s' is not a number from 1 to 1000000",
-                                   arg);
-        o->depth = (uint32_t)v;
-    }
-    return CLI_EXIT_OK;
+    double v = strtod(arg, &end);
+    if (!arg[0] || *end || !isfinite(v) || v < 0 || v > 100)
+        return cli_usage_error("tree", "--min: '%s' is not a percentage from 0 to 100", arg);
+    o->min_pct = v;
+    return 0;
 }
 
 int cmd_tree(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    static const struct option options[] = {
         {"min", required_argument, NULL, 'm'},
         {"depth", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        CLI_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    static const cli_command cmd = {"tree", cmd_tree_usage, 1, "", options, tree_option,
+                                    NULL, 0};
     tree_opts o = {1.0, 0, 0};
-    cli_filter cf;
-    memset(&cf, 0, sizeof cf);
-    profile *p = NULL;
-    profile_agg agg;
+    aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
     calltree t;
     memset(&t, 0, sizeof t);
-    int rc = CLI_EXIT_OK, c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        int fr = cli_filter_option(&cf, "tree", c, optarg);
-        if (fr == 1)
-            continue;
-        if (fr) {
-            rc = fr;
-            goto cleanup;
-        }
-        switch (c) {
-        case 'm':
-        case 'd':
-            rc = parse_tree_option(&o, c, optarg);
-            if (rc)
-                goto cleanup;
-            break;
-        case 'j':
-            o.json = 1;
-            break;
-        case 'h':
-            fputs(cmd_tree_usage, stdout);
-            goto cleanup;
-        default:
-            rc = cli_bad_option("tree", c, argv);
-            goto cleanup;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error("tree", "no log given");
+    cli_args a;
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
         goto cleanup;
-    }
-    rc = cli_load(argv + optind, argc - optind, &cf.f, 0, &p);
-    if (rc)
-        goto cleanup;
-    if (profile_aggregate(p, &agg) < 0 || calltree_build(&t, p, agg.stack_weight, 0) < 0) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_BAD_INPUT;
-        goto cleanup;
-    }
-    rc = print_tree(p, &t, &o);
+    o.json = a.json;
+    if (aggregate_funcs(a.p, &agg) < 0 || calltree_build(&t, a.p, agg.stack_weight, 0) < 0)
+        rc = cli_oom();
+    else
+        rc = print_tree(a.p, &t, &o);
 
 cleanup:
     calltree_free(&t);
-    profile_agg_free(&agg);
-    profile_free(p);
-    cli_filter_free(&cf);
+    aggregate_counts_free(&agg);
+    cli_args_free(&a);
     return rc;
 }

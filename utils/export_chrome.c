@@ -150,20 +150,11 @@ static int64_t *process_bases(const profile *p)
     return base;
 }
 
-static uint32_t max_stack_depth(const profile *p)
-{
-    uint32_t d = 0;
-    for (size_t s = 0; s < p->nstacks; s++)
-        if (p->stacks[s].nframes > d)
-            d = p->stacks[s].nframes;
-    return d;
-}
-
 int export_chrome(FILE *out, const profile *p, const export_opts *o)
 {
     (void)o;
     chrome_out w = {out, p, process_bases(p), NULL, 0, 0, 0, 1};
-    w.open = malloc(((size_t)max_stack_depth(p) + 1) * sizeof *w.open);
+    w.open = malloc(((size_t)aggregate_max_depth(p) + 1) * sizeof *w.open);
     uint32_t *order = aggregate_samples_by_thread(p);
     if (!w.base_us || !w.open || !order) {
         free(w.base_us);

@@ -55,12 +55,12 @@ static void put_path(FILE *out, const profile *p, const calltree *t, uint32_t n,
 
 int export_folded(FILE *out, const profile *p, const export_opts *o)
 {
-    profile_agg agg;
+    aggregate_counts agg;
     calltree t;
-    if (profile_aggregate(p, &agg) < 0)
+    if (aggregate_funcs(p, &agg) < 0)
         return export_oom();
     int rc = calltree_build(&t, p, agg.stack_weight, o->lines);
-    profile_agg_free(&agg);
+    aggregate_counts_free(&agg);
     if (rc < 0)
         return export_oom();
 

@@ -350,7 +350,7 @@ static void add_header(pprof_out *w)
     value_type(w, 1, "samples", "count");
     value_type(w, 1, wall ? "wall" : "cpu", "nanoseconds");
     pb_num(&w->msg, 9, (int64_t)start);
-    pb_num(&w->msg, 10, (int64_t)(profile_duration(p) * 1e9));
+    pb_num(&w->msg, 10, (int64_t)(aggregate_duration(p) * 1e9));
     value_type(w, 11, wall ? "wall" : "cpu", "nanoseconds");
     pb_num(&w->msg, 12, p->nprocs ? (int64_t)p->procs[0].period_ns : 0);
 }

@@ -5,6 +5,12 @@
  * valid until the next call.  It never trusts the file: every length is checked, and a
  * log cut short (no footer, a partial LZ4 block, a partial record) yields every whole
  * record before the cut and then PYPROF_R_TRUNCATED, so a caller can report what survived.
+ *
+ * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
+ * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
+ * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
+ * pyprof_reader_header, pyprof_reader_next, pyprof_reader_offset, pyprof_reader_close.
  */
 #ifndef PYPROF_READER_H
 #define PYPROF_READER_H
@@ -81,12 +87,6 @@ typedef struct pyprof_rss_rec {
     uint64_t rss_bytes;
 } pyprof_rss_rec;
 
-typedef struct pyprof_mark_rec {
-    int64_t t_us;
-    uint64_t thread_idx;
-    pyprof_str text;
-} pyprof_mark_rec;
-
 #define PYPROF_COST_MAX 16 /* cost-histogram buckets a reader keeps, per dimension */
 
 typedef struct pyprof_footer {
@@ -107,7 +107,9 @@ typedef struct pyprof_footer {
 } pyprof_footer;
 
 typedef struct pyprof_record {
-    int type; /* enum pyprof_record_type, or another value for a skipped unknown type */
+    /* enum pyprof_record_type, or another value for a skipped unknown type; MARK (7) is
+     * reserved and skipped like an unknown type. */
+    int type;
     union {
         pyprof_header header;
         pyprof_thread_rec thread;
@@ -115,7 +117,6 @@ typedef struct pyprof_record {
         pyprof_stack_rec stack;
         pyprof_sample_rec sample;
         pyprof_rss_rec rss;
-        pyprof_mark_rec mark;
         pyprof_footer footer;
     } u;
 } pyprof_record;

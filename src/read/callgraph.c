@@ -13,71 +13,38 @@
 
 #include "aggregate.h"
 
-#define SLOT_EMPTY UINT32_MAX
-
 static uint64_t edge_hash(uint32_t caller, uint32_t callee, int32_t line)
 {
-    uint64_t h = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
-    h ^= (uint64_t)(uint32_t)line * 0xc2b2ae3d27d4eb4full;
-    return h ^ (h >> 29);
-}
-
-static void slot_insert(callgraph *g, uint32_t idx)
-{
-    const callgraph_edge *e = &g->edges[idx];
-    size_t mask = g->nslots - 1;
-    size_t i = edge_hash(e->caller, e->callee, e->line) & mask;
-    while (g->slots[i] != SLOT_EMPTY)
-        i = (i + 1) & mask;
-    g->slots[i] = idx;
-}
-
-/* Room for one more edge, in the array and in the half-full table.  Returns 0 or -1. */
-static int reserve_edge(callgraph *g)
-{
-    if (g->nedges == g->cap_edges) {
-        size_t cap = g->cap_edges ? 2 * g->cap_edges : 256;
-        callgraph_edge *e = realloc(g->edges, cap * sizeof *e);
-        if (!e)
-            return -1;
-        g->edges = e;
-        g->cap_edges = cap;
-    }
-    if ((g->nedges + 1) * 2 <= g->nslots)
-        return 0;
-    size_t n = g->nslots ? 2 * g->nslots : 512;
-    uint32_t *s = malloc(n * sizeof *s);
-    if (!s)
-        return -1;
-    memset(s, 0xff, n * sizeof *s);
-    free(g->slots);
-    g->slots = s;
-    g->nslots = n;
-    for (size_t i = 0; i < g->nedges; i++)
-        slot_insert(g, (uint32_t)i);
-    return 0;
+    return idtab_hash2(caller, callee, line);
 }
 
 /* The edge for (caller, line, callee), created empty.  NULL when out of memory. */
 static callgraph_edge *edge_of(callgraph *g, uint32_t caller, int32_t line, uint32_t callee)
 {
-    if (g->nslots) {
-        size_t mask = g->nslots - 1;
-        for (size_t i = edge_hash(caller, callee, line) & mask; g->slots[i] != SLOT_EMPTY;
-             i = (i + 1) & mask) {
-            callgraph_edge *e = &g->edges[g->slots[i]];
-            if (e->caller == caller && e->callee == callee && e->line == line)
-                return e;
-        }
+    uint64_t h = edge_hash(caller, callee, line);
+    size_t pos;
+    for (uint32_t i = idtab_first(&g->index, h, &pos); i != IDTAB_NONE;
+         i = idtab_next(&g->index, h, &pos)) {
+        callgraph_edge *e = &g->edges[i];
+        if (e->caller == caller && e->callee == callee && e->line == line)
+            return e;
     }
-    if (reserve_edge(g) < 0)
+    if (g->nedges == g->cap_edges) {
+        size_t cap = g->cap_edges ? 2 * g->cap_edges : 256;
+        callgraph_edge *e = realloc(g->edges, cap * sizeof *e);
+        if (!e)
+            return NULL;
+        g->edges = e;
+        g->cap_edges = cap;
+    }
+    if (g->nedges >= IDTAB_NONE || idtab_reserve(&g->index, g->nedges + 1) < 0)
         return NULL;
     callgraph_edge *e = &g->edges[g->nedges];
     memset(e, 0, sizeof *e);
     e->caller = caller;
     e->callee = callee;
     e->line = line;
-    slot_insert(g, (uint32_t)g->nedges++);
+    idtab_add(&g->index, h, (uint32_t)g->nedges++);
     return e;
 }
 
@@ -185,7 +152,7 @@ void callgraph_free(callgraph *g)
     free(g->funcs);
     free(g->edges);
     free(g->lines);
-    free(g->slots);
+    idtab_free(&g->index);
     memset(g, 0, sizeof *g);
 }
 
@@ -215,7 +182,5 @@ static int cmp_by_callee(const void *a, const void *b)
 void callgraph_sort_edges(callgraph *g, int by_callee)
 {
     qsort(g->edges, g->nedges, sizeof *g->edges, by_callee ? cmp_by_callee : cmp_by_caller);
-    free(g->slots);
-    g->slots = NULL;
-    g->nslots = 0;
+    idtab_free(&g->index);
 }

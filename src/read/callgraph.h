@@ -10,6 +10,9 @@
  * appears several times on one stack adds that sample to its total once, so no total
  * exceeds the profile's; `frames` counts every level, which is what a recursive call
  * count shows.  Not thread-safe; tool-side only.
+ *
+ * Interface: CALLGRAPH_ANY_LINE, callgraph_cost, callgraph_func, callgraph_edge,
+ * callgraph_line, callgraph, callgraph_build, callgraph_free, callgraph_sort_edges.
  */
 #ifndef PYPROF_CALLGRAPH_H
 #define PYPROF_CALLGRAPH_H
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idmap.h"
 #include "profile.h"
 
 #define CALLGRAPH_ANY_LINE INT32_MIN /* edges keyed by caller and callee only */
@@ -55,8 +59,7 @@ typedef struct callgraph {
     size_t nlines;
     /* Private: capacities and the (caller, line, callee) -> edge index. */
     size_t cap_edges;
-    uint32_t *slots;
-    size_t nslots;
+    idtab index;
 } callgraph;
 
 /* Builds the graph of `p`.  With `call_lines`, calls from different lines of one caller

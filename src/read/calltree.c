@@ -3,55 +3,20 @@
  *
  * The tree is built from the profile's deduplicated stacks, each inserted once with its
  * weight, so the cost is the number of distinct stacks times their depth, not the number
- * of samples.  A child is found through one open-addressing table keyed by (parent,
+ * of samples.  A child is found through one index table (idmap.h) keyed by (parent,
  * function, line) instead of a walk of the sibling list: a dispatcher with thousands of
- * callees stays linear.
+ * callees stays linear.  Nodes are numbered in the order they are made, so a parent
+ * comes before its children, and a caller that adds stacks in its own order (the HTML
+ * page: in the order samples first use them) gets its own numbering.
  */
 #include "calltree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t node_key_hash(uint32_t parent, uint32_t func, int32_t line)
+static uint64_t node_hash(uint32_t parent, uint32_t func, int32_t line)
 {
-    uint64_t h = ((uint64_t)parent << 32 | func) * 0x9e3779b97f4a7c15ull;
-    h ^= (uint64_t)(uint32_t)line * 0xc2b2ae3d27d4eb4full;
-    return h ^ (h >> 29);
-}
-
-static int node_matches(const calltree_node *n, uint32_t parent, uint32_t func, int32_t line)
-{
-    return n->parent == parent && n->func == func && n->line == line;
-}
-
-static void slot_insert(calltree *t, uint32_t idx)
-{
-    const calltree_node *n = &t->nodes[idx];
-    size_t mask = t->nslots - 1;
-    size_t i = node_key_hash(n->parent, n->func, n->line) & mask;
-    while (t->slots[i] != CALLTREE_NONE)
-        i = (i + 1) & mask;
-    t->slots[i] = idx;
-}
-
-/* Keeps the table at most half full.  Returns 0 or -1. */
-static int slots_reserve(calltree *t, size_t nodes)
-{
-    if (nodes * 2 <= t->nslots)
-        return 0;
-    size_t n = t->nslots ? t->nslots : 1024;
-    while (nodes * 2 > n)
-        n *= 2;
-    uint32_t *s = malloc(n * sizeof *s);
-    if (!s)
-        return -1;
-    memset(s, 0xff, n * sizeof *s);
-    free(t->slots);
-    t->slots = s;
-    t->nslots = n;
-    for (size_t i = 1; i < t->nnodes; i++) /* the root is never looked up */
-        slot_insert(t, (uint32_t)i);
-    return 0;
+    return idtab_hash2(parent, func, line);
 }
 
 /* Appends a node and links it under `parent`.  Returns its index or CALLTREE_NONE. */
@@ -65,7 +30,7 @@ static uint32_t add_node(calltree *t, uint32_t parent, uint32_t func, int32_t li
         t->nodes = n;
         t->cap = cap;
     }
-    if (t->nnodes >= CALLTREE_NONE - 1 || slots_reserve(t, t->nnodes + 1) < 0)
+    if (t->nnodes >= CALLTREE_NONE - 1 || idtab_reserve(&t->index, t->nnodes + 1) < 0)
         return CALLTREE_NONE;
     uint32_t idx = (uint32_t)t->nnodes++;
     calltree_node *n = &t->nodes[idx];
@@ -79,18 +44,21 @@ static uint32_t add_node(calltree *t, uint32_t parent, uint32_t func, int32_t li
         n->depth = t->nodes[parent].depth + 1;
         n->next_sibling = t->nodes[parent].first_child;
         t->nodes[parent].first_child = idx;
-        slot_insert(t, idx);
+        idtab_add(&t->index, node_hash(parent, func, line), idx); /* the root: never */
     }
     return idx;
 }
 
 static uint32_t child_of(calltree *t, uint32_t parent, uint32_t func, int32_t line)
 {
-    size_t mask = t->nslots - 1;
-    for (size_t i = node_key_hash(parent, func, line) & mask; t->slots[i] != CALLTREE_NONE;
-         i = (i + 1) & mask)
-        if (node_matches(&t->nodes[t->slots[i]], parent, func, line))
-            return t->slots[i];
+    uint64_t h = node_hash(parent, func, line);
+    size_t pos;
+    for (uint32_t i = idtab_first(&t->index, h, &pos); i != IDTAB_NONE;
+         i = idtab_next(&t->index, h, &pos)) {
+        const calltree_node *n = &t->nodes[i];
+        if (n->parent == parent && n->func == func && n->line == line)
+            return i;
+    }
     return add_node(t, parent, func, line);
 }
 
@@ -111,32 +79,47 @@ static uint32_t insert_stack(calltree *t, const profile *p, const profile_stack 
     return n;
 }
 
-int calltree_build(calltree *t, const profile *p, const uint64_t *stack_weight, int keep_lines)
+int calltree_init(calltree *t, const profile *p)
 {
     memset(t, 0, sizeof *t);
     t->stack_leaf = malloc((p->nstacks ? p->nstacks : 1) * sizeof *t->stack_leaf);
-    if (!t->stack_leaf || slots_reserve(t, 1) < 0 ||
-        add_node(t, CALLTREE_NONE, CALLTREE_NONE, CALLTREE_ANY_LINE) == CALLTREE_NONE)
-        goto fail;
-    for (size_t s = 0; s < p->nstacks; s++) {
+    if (!t->stack_leaf ||
+        add_node(t, CALLTREE_NONE, CALLTREE_NONE, CALLTREE_ANY_LINE) == CALLTREE_NONE) {
+        calltree_free(t);
+        return -1;
+    }
+    for (size_t s = 0; s < p->nstacks; s++)
         t->stack_leaf[s] = CALLTREE_NONE;
-        if (!stack_weight[s])
-            continue; /* filtered out: keep the tree to what is reported */
-        t->stack_leaf[s] = insert_stack(t, p, &p->stacks[s], stack_weight[s], keep_lines);
-        if (t->stack_leaf[s] == CALLTREE_NONE)
-            goto fail;
+    return 0;
+}
+
+uint32_t calltree_add(calltree *t, const profile *p, uint32_t stack, uint64_t weight,
+                      int keep_lines)
+{
+    t->stack_leaf[stack] = insert_stack(t, p, &p->stacks[stack], weight, keep_lines);
+    return t->stack_leaf[stack];
+}
+
+int calltree_build(calltree *t, const profile *p, const uint64_t *stack_weight, int keep_lines)
+{
+    if (calltree_init(t, p) < 0)
+        return -1;
+    for (size_t s = 0; s < p->nstacks; s++) {
+        /* A stack no sample kept stays out: the tree is what is reported. */
+        if (stack_weight[s] &&
+            calltree_add(t, p, (uint32_t)s, stack_weight[s], keep_lines) == CALLTREE_NONE) {
+            calltree_free(t);
+            return -1;
+        }
     }
     return 0;
-fail:
-    calltree_free(t);
-    return -1;
 }
 
 void calltree_free(calltree *t)
 {
     free(t->nodes);
     free(t->stack_leaf);
-    free(t->slots);
+    idtab_free(&t->index);
     memset(t, 0, sizeof *t);
 }
 

@@ -1,7 +1,7 @@
 /*
- * calltree: the samples of a profile as a tree of calls, for `pyprof tree` and the
- * exports that walk paths (folded).  Each node is one frame reached by one path from
- * the outermost frame: its function (and, when asked, the line executing in it), the
+ * calltree: the samples of a profile as a tree of calls, for `pyprof tree`, the exports
+ * that walk paths (folded) and the HTML page's tree of functions.  Each node is one frame
+ * reached by one path from the outermost frame: its function (and, when asked, the line executing in it), the
  * samples whose stack passes through it (total) and the samples taken in it (self).
  * Node CALLTREE_ROOT is a virtual root above every thread's outermost frame, so the
  * processes and threads of a profile are merged: two threads that start in the same
@@ -10,6 +10,9 @@
  * Recursion needs no special case here: a recursive call is a deeper node, and a sample
  * counts once in each node of its own path, so a node's total is never more than its
  * parent's.  Not thread-safe; tool-side only.
+ *
+ * Interface: CALLTREE_ROOT, CALLTREE_NONE, CALLTREE_ANY_LINE, calltree_node, calltree,
+ * calltree_build, calltree_init, calltree_add, calltree_free, calltree_children.
  */
 #ifndef PYPROF_CALLTREE_H
 #define PYPROF_CALLTREE_H
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idmap.h"
 #include "profile.h"
 
 #define CALLTREE_ROOT 0u
@@ -38,14 +42,22 @@ typedef struct calltree {
     uint32_t *stack_leaf; /* per stack of the profile: its innermost node */
     /* Private: capacity and the (parent, func, line) -> node index. */
     size_t cap;
-    uint32_t *slots;
-    size_t nslots;
+    idtab index;
 } calltree;
 
 /* Builds the tree of `p`'s stacks, each weighted by stack_weight[stack] (profile_agg's).
  * With `keep_lines`, frames of one function at different lines are different nodes.
  * Returns 0, or -1 when out of memory (the tree is then empty). */
 int calltree_build(calltree *t, const profile *p, const uint64_t *stack_weight, int keep_lines);
+
+/* The same, a stack at a time, for a caller that wants its own order of nodes (nodes are
+ * numbered as they are made, parents first): calltree_init makes the tree with only its
+ * root (0, or -1 when out of memory); calltree_add adds stack `stack` with `weight` and
+ * returns its innermost node (also kept in stack_leaf), or CALLTREE_NONE when out of
+ * memory.  A stack added twice is counted twice. */
+int calltree_init(calltree *t, const profile *p);
+uint32_t calltree_add(calltree *t, const profile *p, uint32_t stack, uint64_t weight,
+                      int keep_lines);
 
 void calltree_free(calltree *t);
 

@@ -3,9 +3,10 @@
  *
  * Loading is one pass over each log with the reader.  Ids in a log (thread_idx, code_id,
  * stack_id) are the writer's and mean nothing outside their file, so each file gets its
- * own small hash maps from those ids to the profile's global indices; the maps are thrown
- * away when the file is done.  Functions and stacks are interned in global hash tables so
- * the same function, or the same stack, seen in two processes is one entry.  The cost per
+ * own small maps (idmap.h) from those ids to the profile's global indices; the maps are
+ * thrown away when the file is done.  Functions and stacks are interned in global index
+ * tables (idtab) so the same function, or the same stack, seen in two processes is one
+ * entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.  The cost per
  * SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte append,
  * which keeps loading well above five million samples per second.
  *
@@ -23,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "idmap.h"
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
@@ -81,113 +84,14 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 
 #define HASH_SEED 0xcbf29ce484222325ull
 
-static size_t hash_slot(uint64_t h, size_t cap)
-{
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return (size_t)h & (cap - 1);
-}
-
-/* ---- id maps: a log's ids to global indices ----------------------------------------- */
-
-#define IDMAP_EMPTY UINT32_MAX
-/* A thread the --thread filter excludes: its samples are dropped. */
+/* A thread the --thread filter excludes in a log's thread map: its samples are dropped. */
 #define IDMAP_EXCLUDED (UINT32_MAX - 1)
-
-/* Writers number their ids densely from 0, so small keys index an array directly and
- * only the others pay for hashing; both are per log and short-lived. */
-#define IDMAP_DIRECT_MAX 65536u
-
-typedef struct idmap {
-    uint32_t *direct; /* keys below ndirect */
-    size_t ndirect;
-    uint64_t *keys; /* open addressing for the rest */
-    uint32_t *vals;
-    size_t cap, n;
-} idmap;
-
-static inline uint32_t idmap_get(const idmap *m, uint64_t key)
-{
-    if (key < m->ndirect)
-        return m->direct[key];
-    if (!m->cap)
-        return IDMAP_EMPTY;
-    for (size_t i = hash_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (m->vals[i] == IDMAP_EMPTY)
-            return IDMAP_EMPTY;
-        if (m->keys[i] == key)
-            return m->vals[i];
-    }
-}
-
-static void idmap_insert_unchecked(idmap *m, uint64_t key, uint32_t val)
-{
-    size_t i = hash_slot(key, m->cap);
-    while (m->vals[i] != IDMAP_EMPTY && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->vals[i] == IDMAP_EMPTY)
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
-}
-
-static int idmap_set(idmap *m, uint64_t key, uint32_t val)
-{
-    if (key < IDMAP_DIRECT_MAX) {
-        if (key >= m->ndirect) {
-            size_t n = m->ndirect ? m->ndirect : 64;
-            while (n <= key)
-                n *= 2;
-            uint32_t *d = realloc(m->direct, n * sizeof *d);
-            if (!d)
-                return -1;
-            memset(d + m->ndirect, 0xff, (n - m->ndirect) * sizeof *d);
-            m->direct = d;
-            m->ndirect = n;
-        }
-        m->direct[key] = val;
-        return 0;
-    }
-    if ((m->n + 1) * 2 > m->cap) {
-        idmap old = *m;
-        size_t cap = old.cap ? old.cap * 2 : 64;
-        m->keys = malloc(cap * sizeof *m->keys);
-        m->vals = malloc(cap * sizeof *m->vals);
-        if (!m->keys || !m->vals) {
-            free(m->keys);
-            free(m->vals);
-            *m = old;
-            return -1;
-        }
-        memset(m->vals, 0xff, cap * sizeof *m->vals);
-        m->cap = cap;
-        m->n = 0;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.vals[i] != IDMAP_EMPTY)
-                idmap_insert_unchecked(m, old.keys[i], old.vals[i]);
-        free(old.keys);
-        free(old.vals);
-    }
-    idmap_insert_unchecked(m, key, val);
-    return 0;
-}
-
-static void idmap_free(idmap *m)
-{
-    free(m->direct);
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
 
 /* ---- global interning of functions and stacks ---------------------------------------- */
 
 struct profile_index {
-    uint32_t *ftab; /* function indices, IDMAP_EMPTY where free */
-    size_t fcap;
-    uint32_t *stab; /* stack indices */
-    size_t scap;
+    idtab funcs;  /* (name, file, line) -> function */
+    idtab stacks; /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
     uint32_t unknown_func;
     uint32_t unknown_stack;
@@ -202,57 +106,33 @@ static uint64_t func_hash(const char *name, const char *file, int64_t line)
     return hash_bytes(h, &line, sizeof line);
 }
 
-static void ftab_insert(profile_index *ix, uint64_t h, uint32_t f)
-{
-    size_t i = hash_slot(h, ix->fcap);
-    while (ix->ftab[i] != IDMAP_EMPTY)
-        i = (i + 1) & (ix->fcap - 1);
-    ix->ftab[i] = f;
-}
-
 /* Returns the index of the function (name, file, line), adding it when new; takes
  * ownership of `name` and `file` either way.  Returns IDMAP_EMPTY when out of memory. */
 static uint32_t intern_func(profile *p, char *name, char *file, int64_t line)
 {
-    profile_index *ix = p->index;
+    idtab *t = &p->index->funcs;
     uint64_t h = func_hash(name, file, line);
-    if (ix->fcap) {
-        for (size_t i = hash_slot(h, ix->fcap); ix->ftab[i] != IDMAP_EMPTY;
-             i = (i + 1) & (ix->fcap - 1)) {
-            profile_func *f = &p->funcs[ix->ftab[i]];
-            if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file)) {
-                free(name);
-                free(file);
-                return ix->ftab[i];
-            }
+    size_t pos;
+    for (uint32_t i = idtab_first(t, h, &pos); i != IDTAB_NONE; i = idtab_next(t, h, &pos)) {
+        const profile_func *f = &p->funcs[i];
+        if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file)) {
+            free(name);
+            free(file);
+            return i;
         }
     }
-    if ((p->nfuncs + 1) * 2 > ix->fcap) {
-        size_t cap = ix->fcap ? ix->fcap * 2 : 256;
-        uint32_t *t = malloc(cap * sizeof *t);
-        if (!t)
-            goto nomem;
-        memset(t, 0xff, cap * sizeof *t);
-        free(ix->ftab);
-        ix->ftab = t;
-        ix->fcap = cap;
-        for (size_t f = 0; f < p->nfuncs; f++)
-            ftab_insert(ix, func_hash(p->funcs[f].name, p->funcs[f].file, p->funcs[f].line),
-                        (uint32_t)f);
+    if (p->nfuncs >= IDMAP_EXCLUDED || idtab_reserve(t, p->nfuncs + 1) ||
+        GROW(p->funcs, p->cap_funcs, p->nfuncs + 1)) {
+        free(name);
+        free(file);
+        return IDMAP_EMPTY;
     }
-    if (p->nfuncs >= IDMAP_EXCLUDED || GROW(p->funcs, p->cap_funcs, p->nfuncs + 1))
-        goto nomem;
     uint32_t f = (uint32_t)p->nfuncs++;
     p->funcs[f].name = name;
     p->funcs[f].file = file;
     p->funcs[f].line = line;
-    ftab_insert(ix, h, f);
+    idtab_add(t, h, f);
     return f;
-
-nomem:
-    free(name);
-    free(file);
-    return IDMAP_EMPTY;
 }
 
 static uint32_t intern_func_cstr(profile *p, const char *name)
@@ -296,42 +176,20 @@ static uint32_t stack_hash(const profile_frame *f, size_t n)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static void stab_insert(profile_index *ix, uint32_t h, uint32_t s)
-{
-    size_t i = hash_slot(h, ix->scap);
-    while (ix->stab[i] != IDMAP_EMPTY)
-        i = (i + 1) & (ix->scap - 1);
-    ix->stab[i] = s;
-}
-
 /* Returns the index of the stack made of `n` frames, adding it when new, or IDMAP_EMPTY
  * when out of memory. */
 static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
 {
-    profile_index *ix = p->index;
+    idtab *t = &p->index->stacks;
     uint32_t h = stack_hash(frames, n);
-    if (ix->scap) {
-        for (size_t i = hash_slot(h, ix->scap); ix->stab[i] != IDMAP_EMPTY;
-             i = (i + 1) & (ix->scap - 1)) {
-            const profile_stack *s = &p->stacks[ix->stab[i]];
-            if (s->hash == h && s->nframes == n &&
-                !memcmp(p->frames + s->first, frames, n * sizeof *frames))
-                return ix->stab[i];
-        }
+    size_t pos;
+    for (uint32_t i = idtab_first(t, h, &pos); i != IDTAB_NONE; i = idtab_next(t, h, &pos)) {
+        const profile_stack *s = &p->stacks[i];
+        if (s->hash == h && s->nframes == n &&
+            !memcmp(p->frames + s->first, frames, n * sizeof *frames))
+            return i;
     }
-    if ((p->nstacks + 1) * 2 > ix->scap) {
-        size_t cap = ix->scap ? ix->scap * 2 : 1024;
-        uint32_t *t = malloc(cap * sizeof *t);
-        if (!t)
-            return IDMAP_EMPTY;
-        memset(t, 0xff, cap * sizeof *t);
-        free(ix->stab);
-        ix->stab = t;
-        ix->scap = cap;
-        for (size_t s = 0; s < p->nstacks; s++)
-            stab_insert(ix, p->stacks[s].hash, (uint32_t)s);
-    }
-    if (p->nstacks >= IDMAP_EXCLUDED ||
+    if (p->nstacks >= IDMAP_EXCLUDED || idtab_reserve(t, p->nstacks + 1) ||
         GROW(p->stacks, p->cap_stacks, p->nstacks + 1) ||
         GROW(p->frames, p->cap_frames, p->nframes + n))
         return IDMAP_EMPTY;
@@ -342,7 +200,7 @@ static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
     if (n)
         memcpy(p->frames + p->nframes, frames, n * sizeof *frames);
     p->nframes += n;
-    stab_insert(ix, h, s);
+    idtab_add(t, h, s);
     return s;
 }
 
@@ -389,8 +247,6 @@ void profile_free(profile *p)
         free(p->funcs[i].name);
         free(p->funcs[i].file);
     }
-    for (size_t i = 0; i < p->nmarks; i++)
-        free(p->marks[i].text);
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
     free(p->procs);
@@ -400,11 +256,10 @@ void profile_free(profile *p)
     free(p->frames);
     free(p->samples);
     free(p->rss);
-    free(p->marks);
     free(p->warnings);
     if (p->index) {
-        free(p->index->ftab);
-        free(p->index->stab);
+        idtab_free(&p->index->funcs);
+        idtab_free(&p->index->stacks);
         free(p->index->tmp);
         free(p->index);
     }
@@ -656,24 +511,6 @@ static int on_rss(profile *p, uint32_t proc, const pyprof_rss_rec *r)
     return 0;
 }
 
-static int on_mark(profile *p, load_maps *m, uint32_t proc, const pyprof_mark_rec *k)
-{
-    uint32_t th = idmap_get(&m->thread, k->thread_idx);
-    if (th == IDMAP_EXCLUDED)
-        return 0;
-    char *text = copy_pstr(k->text);
-    if (!text || GROW(p->marks, p->cap_marks, p->nmarks + 1)) {
-        free(text);
-        return -1;
-    }
-    profile_mark *out = &p->marks[p->nmarks++];
-    out->t_us = k->t_us;
-    out->process = proc;
-    out->thread = th == IDMAP_EMPTY ? UINT32_MAX : th;
-    out->text = text;
-    return 0;
-}
-
 /* Whether a timed record at t_us is inside the --from/--to window. */
 static int in_window(const profile_filter *f, int64_t t_us)
 {
@@ -723,12 +560,6 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
             pr->last_t_us = rec.u.rss.t_us;
             if (!timed || in_window(f, rec.u.rss.t_us))
                 oom = on_rss(p, proc, &rec.u.rss) < 0;
-            break;
-        case PYPROF_REC_MARK:
-            pr->marks_read++;
-            pr->last_t_us = rec.u.mark.t_us;
-            if (!timed || in_window(f, rec.u.mark.t_us))
-                oom = on_mark(p, &m, proc, &rec.u.mark) < 0;
             break;
         case PYPROF_REC_FOOTER:
             pr->has_footer = 1;
@@ -862,202 +693,4 @@ int profile_load(profile *p, const char *path)
         return set_error(p, "%s: empty file (no log data was ever written to it)", path);
     int found = 0;
     return load_file(p, path, 1, &found);
-}
-
-/* ---- derived numbers ------------------------------------------------------------------ */
-
-/* The full length of a process's profiling, unclipped. */
-static double process_length(const profile_process *pr)
-{
-    if (pr->has_footer)
-        return (double)pr->footer.duration_ns / 1e9;
-    return pr->last_t_us > 0 ? (double)pr->last_t_us / 1e6 : 0.0;
-}
-
-/* The window [*a, *b] (seconds since the process's start) that the filters keep. */
-static void process_window(const profile *p, size_t i, double *a, double *b)
-{
-    *a = 0;
-    *b = process_length(&p->procs[i]);
-    if (p->filter.has_from && p->filter.from_s > *a)
-        *a = p->filter.from_s;
-    if (p->filter.has_to && p->filter.to_s < *b)
-        *b = p->filter.to_s;
-    if (*b < *a)
-        *b = *a;
-}
-
-double profile_process_duration(const profile *p, size_t i)
-{
-    double a, b;
-    process_window(p, i, &a, &b);
-    return b - a;
-}
-
-double profile_duration(const profile *p)
-{
-    double lo = 0, hi = 0;
-    for (size_t i = 0; i < p->nprocs; i++) {
-        double a, b, start = (double)p->procs[i].start_unix_ns / 1e9;
-        process_window(p, i, &a, &b);
-        if (i == 0 || start + a < lo)
-            lo = start + a;
-        if (i == 0 || start + b > hi)
-            hi = start + b;
-    }
-    return hi - lo;
-}
-
-uint64_t profile_process_dropped(const profile *p, size_t i)
-{
-    const profile_process *pr = &p->procs[i];
-    uint64_t n = 0;
-    if (!pr->has_footer)
-        return 0;
-    for (int d = 0; d < PYPROF_DROP_COUNT; d++)
-        if (d != PYPROF_DROP_NOT_READY && d != PYPROF_DROP_NO_PYTHON)
-            n += pr->footer.dropped[d];
-    return n;
-}
-
-/* ---- aggregation ---------------------------------------------------------------------- */
-
-typedef struct line_entry {
-    uint32_t func;
-    int32_t line;
-    uint64_t self;
-} line_entry;
-
-static int cmp_line_entry(const void *a, const void *b)
-{
-    const line_entry *x = a, *y = b;
-    if (x->func != y->func)
-        return x->func < y->func ? -1 : 1;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    return (x->line > y->line) - (x->line < y->line);
-}
-
-static int cmp_line_key(const void *a, const void *b)
-{
-    const line_entry *x = a, *y = b;
-    if (x->func != y->func)
-        return x->func < y->func ? -1 : 1;
-    return (x->line > y->line) - (x->line < y->line);
-}
-
-int profile_aggregate(const profile *p, profile_agg *agg)
-{
-    memset(agg, 0, sizeof *agg);
-    size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
-    uint32_t *stamp = malloc(nf * sizeof *stamp);
-    line_entry *ent = malloc(ns * sizeof *ent);
-    agg->stack_weight = calloc(ns, sizeof *agg->stack_weight);
-    agg->self = calloc(nf, sizeof *agg->self);
-    agg->total = calloc(nf, sizeof *agg->total);
-    agg->line_first = calloc(nf + 1, sizeof *agg->line_first);
-    agg->lines = malloc(ns * sizeof *agg->lines);
-    int ret = -1;
-    if (!stamp || !ent || !agg->stack_weight || !agg->self || !agg->total ||
-        !agg->line_first || !agg->lines)
-        goto cleanup;
-
-    for (size_t i = 0; i < p->nsamples; i++)
-        agg->stack_weight[p->samples[i].stack]++;
-
-    /* Each stack once, weighted: a function counts once per sample in `total` however
-     * often it recurses, which the stamp (the last stack that counted it) ensures. */
-    memset(stamp, 0xff, nf * sizeof *stamp);
-    size_t nent = 0;
-    for (size_t s = 0; s < p->nstacks; s++) {
-        uint64_t w = agg->stack_weight[s];
-        const profile_stack *st = &p->stacks[s];
-        if (!w || !st->nframes)
-            continue;
-        const profile_frame *fr = p->frames + st->first;
-        for (uint32_t k = 0; k < st->nframes; k++) {
-            if (stamp[fr[k].func] != (uint32_t)s) {
-                stamp[fr[k].func] = (uint32_t)s;
-                agg->total[fr[k].func] += w;
-            }
-        }
-        const profile_frame *leaf = &fr[st->nframes - 1];
-        agg->self[leaf->func] += w;
-        ent[nent].func = leaf->func;
-        ent[nent].line = leaf->line;
-        ent[nent].self = w;
-        nent++;
-    }
-
-    /* Merge the stacks that end at the same (function, line), then order each
-     * function's lines by their counts. */
-    qsort(ent, nent, sizeof *ent, cmp_line_key);
-    size_t nl = 0;
-    for (size_t i = 0; i < nent; i++) {
-        if (nl && ent[nl - 1].func == ent[i].func && ent[nl - 1].line == ent[i].line)
-            ent[nl - 1].self += ent[i].self;
-        else
-            ent[nl++] = ent[i];
-    }
-    qsort(ent, nl, sizeof *ent, cmp_line_entry);
-    for (size_t i = 0; i < nl; i++) {
-        agg->lines[i].line = ent[i].line;
-        agg->lines[i].self = ent[i].self;
-        agg->line_first[ent[i].func + 1]++;
-    }
-    for (size_t f = 0; f < p->nfuncs; f++)
-        agg->line_first[f + 1] += agg->line_first[f];
-    ret = 0;
-
-cleanup:
-    free(stamp);
-    free(ent);
-    if (ret < 0)
-        profile_agg_free(agg);
-    return ret;
-}
-
-void profile_agg_free(profile_agg *agg)
-{
-    free(agg->stack_weight);
-    free(agg->self);
-    free(agg->total);
-    free(agg->lines);
-    free(agg->line_first);
-    memset(agg, 0, sizeof *agg);
-}
-
-typedef struct sort_ctx {
-    const profile *p;
-    const uint64_t *key, *other;
-} sort_ctx;
-
-static int cmp_func(const void *a, const void *b, void *arg)
-{
-    const sort_ctx *c = arg;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (c->key[x] != c->key[y])
-        return c->key[x] > c->key[y] ? -1 : 1;
-    if (c->other[x] != c->other[y])
-        return c->other[x] > c->other[y] ? -1 : 1;
-    int r = strcmp(c->p->funcs[x].name, c->p->funcs[y].name);
-    if (r)
-        return r;
-    r = strcmp(c->p->funcs[x].file, c->p->funcs[y].file);
-    if (r)
-        return r;
-    return (c->p->funcs[x].line > c->p->funcs[y].line) -
-           (c->p->funcs[x].line < c->p->funcs[y].line);
-}
-
-size_t profile_sort_funcs(const profile *p, const profile_agg *agg, const uint64_t *key,
-                          uint32_t *order)
-{
-    size_t n = 0;
-    for (size_t f = 0; f < p->nfuncs; f++)
-        if (agg->total[f])
-            order[n++] = (uint32_t)f;
-    sort_ctx c = {p, key, key == agg->self ? agg->total : agg->self};
-    qsort_r(order, n, sizeof *order, cmp_func, &c);
-    return n;
 }

@@ -1,14 +1,20 @@
 /*
  * profile: the in-memory model of one or more pyprof logs that the tool's commands share.
  * It owns every process (header, footer, how the log ended), thread, function, stack,
- * sample, RSS point and mark loaded from the logs.  Functions are merged across code ids
+ * sample and RSS point loaded from the logs.  Functions are merged across code ids
  * and across processes by identity (qualified name where present else name, file, first
  * line); stacks are deduplicated across processes.  The filters are applied while
  * loading, so the model holds exactly what the commands report, and a sample costs 24
  * bytes.
  *
  * Everything is indexed by small integers (uint32_t) into the arrays of struct profile,
- * which callers read directly and never modify.  Not thread-safe; tool-side only.
+ * which callers read directly and never modify.  Sums and orders over a loaded profile
+ * are aggregate.h's, the call tree calltree.h's, the call graph callgraph.h's.  Not
+ * thread-safe; tool-side only.
+ *
+ * Interface: profile_filter, profile_process, profile_thread, profile_func, profile_frame,
+ * profile_stack, profile_sample, profile_rss, PROFILE_KEEP_CORRUPT, profile, profile_new,
+ * profile_free, profile_load.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -50,7 +56,9 @@ typedef struct profile_process {
     uint64_t bytes;        /* decompressed bytes read */
     uint64_t samples_read; /* SAMPLE records in the log, before filtering */
     uint64_t samples;      /* samples kept */
-    uint64_t threads_read, codes_read, stacks_read, rss_read, marks_read, unknown_read;
+    /* Records by type; unknown_read counts the types this reader skips, the reserved
+     * type 7 (MARK, never written) included. */
+    uint64_t threads_read, codes_read, stacks_read, rss_read, unknown_read;
     int64_t last_t_us; /* time of the last timed record */
     int has_rss;       /* RSS points kept: */
     uint64_t rss_start, rss_peak, rss_end;
@@ -94,13 +102,6 @@ typedef struct profile_rss {
     uint32_t process;
 } profile_rss;
 
-typedef struct profile_mark {
-    int64_t t_us;
-    uint32_t process;
-    uint32_t thread; /* UINT32_MAX when the log named no known thread */
-    char *text;
-} profile_mark;
-
 /* profile_new options. */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
 
@@ -123,8 +124,6 @@ typedef struct profile {
     size_t nsamples;
     profile_rss *rss;
     size_t nrss;
-    profile_mark *marks;
-    size_t nmarks;
     /* Warnings met while loading, one line each without the "pyprof: " prefix (a
      * truncated log, a directory entry skipped). */
     char **warnings;
@@ -134,7 +133,7 @@ typedef struct profile {
 
     /* Capacities and the private index. */
     size_t cap_procs, cap_threads, cap_funcs, cap_stacks, cap_frames, cap_samples, cap_rss,
-        cap_marks, cap_warnings;
+        cap_warnings;
     profile_index *index;
 } profile;
 
@@ -151,41 +150,5 @@ void profile_free(profile *p);
  * PROFILE_KEEP_CORRUPT, a corrupted log is kept up to the damage instead).  A truncated log
  * is kept, with a warning.  Logs excluded by the pid or run filter are skipped. */
 int profile_load(profile *p, const char *path);
-
-/* Seconds covered by process `i`: the footer's duration, else the time of its last timed
- * record; clipped to the --from/--to window. */
-double profile_process_duration(const profile *p, size_t i);
-
-/* Wall-clock span in seconds from the first process's start to the last one's end. */
-double profile_duration(const profile *p);
-
-/* Samples lost by process `i`: every drop reason except NOT_READY and NO_PYTHON, which are
- * signals that had nothing to sample rather than samples lost. */
-uint64_t profile_process_dropped(const profile *p, size_t i);
-
-/* Per-function and per-line counts over every sample kept. */
-typedef struct profile_line_count {
-    int32_t line;
-    uint64_t self;
-} profile_line_count;
-
-typedef struct profile_agg {
-    uint64_t *stack_weight; /* samples per stack */
-    uint64_t *self;         /* per function: samples where it is the innermost frame */
-    uint64_t *total;        /* per function: samples where it appears at least once */
-    profile_line_count *lines; /* per function, by self descending: */
-    size_t *line_first;        /* lines[line_first[f] .. line_first[f + 1]) */
-} profile_agg;
-
-/* Computes the counts.  Returns 0, or -1 when out of memory. */
-int profile_aggregate(const profile *p, profile_agg *agg);
-
-void profile_agg_free(profile_agg *agg);
-
-/* Fills `order` (p->nfuncs entries) with the functions that appear in some sample,
- * sorted by `key` (agg->self or agg->total) descending, ties by the other count, then by
- * name; returns how many there are. */
-size_t profile_sort_funcs(const profile *p, const profile_agg *agg, const uint64_t *key,
-                          uint32_t *order);
 
 #endif

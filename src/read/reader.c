@@ -799,20 +799,16 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
         rec->u.rss.rss_bytes = rec_get_uvarint(&in);
         break;
     }
-    case PYPROF_REC_MARK: {
-        int64_t dt = rec_get_svarint(&in);
-        rec->u.mark.t_us = reader_advance(r, dt);
-        rec->u.mark.thread_idx = rec_get_uvarint(&in);
-        rec->u.mark.text = reader_str(&in);
-        break;
-    }
     case PYPROF_REC_FOOTER:
         memset(&rec->u.footer, 0, sizeof rec->u.footer);
         reader_parse_footer(&in, &rec->u.footer);
         r->done = 1;
         break;
     default:
-        return 1; /* unknown: only `type` is filled */
+        /* Unknown, or MARK (7): reserved and never written, so no log has one to show
+         * and its payload is skipped like any unknown record's.  Only `type` is
+         * filled. */
+        return 1;
     }
     if (in.bad) {
         rc = -PYPROF_R_CORRUPT;

@@ -91,9 +91,6 @@ static void touch_record(const pyprof_record *rec)
         CHECK(rec->u.stack.nframes == 0 || rec->u.stack.frames != NULL);
         touch(rec->u.stack.frames, rec->u.stack.nframes * sizeof(pyprof_frame));
         break;
-    case PYPROF_REC_MARK:
-        touch_str(rec->u.mark.text);
-        break;
     default:
         break;
     }

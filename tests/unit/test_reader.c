@@ -159,9 +159,8 @@ static void lb_rss(logbuf *b, int64_t dt, uint64_t rss)
     lb_rec(b, PYPROF_REC_RSS, &o);
 }
 
-/* Type 7 is reserved (a trace-point mark that was specified and never written): a
- * reader must skip it like any unknown type, its time delta included. */
-static void lb_reserved7(logbuf *b, int64_t dt, uint64_t thread, const char *text)
+/* A record of type 7, once MARK: reserved and never written, so readers skip it. */
+static void lb_mark(logbuf *b, int64_t dt, uint64_t thread, const char *text)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -226,7 +225,7 @@ static void build_full(logbuf *b)
         lb_rec(b, 42, &o);
     }
     lb_thread(b, 0, 4242, "renamed");
-    lb_reserved7(b, 2, 0, "checkpoint");
+    lb_mark(b, 2, 0, "checkpoint");
     lb_sample(b, 10, 0, 0, 1);
     lb_footer(b);
 }
@@ -364,11 +363,11 @@ static void check_full_log(pyprof_reader *r)
     assert_true(streq(rec.u.thread.name, "renamed"));
 
     assert_int_equal(pyprof_reader_next(r, &rec), 1);
-    assert_int_equal(rec.type, 7);
+    assert_int_equal(rec.type, 7); /* skipped whole: its dt does not move the clock */
 
     assert_int_equal(pyprof_reader_next(r, &rec), 1);
     assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
-    assert_int_equal(rec.u.sample.t_us, 1012); /* the skipped record's dt does not count */
+    assert_int_equal(rec.u.sample.t_us, 1012);
 
     assert_int_equal(pyprof_reader_next(r, &rec), 1);
     assert_int_equal(rec.type, PYPROF_REC_FOOTER);

@@ -1,0 +1,641 @@
+/*
+ * Unit tests for the tool's model and its views (src/read/profile.c, aggregate.c,
+ * calltree.c, callgraph.c): a log is written here with the record codec and LZ4F from a
+ * plan of stacks and samples, loaded into a profile, and every aggregate is checked
+ * against the same numbers computed naively from the plan (per sample, by name), never
+ * through the code under test.  Then the fixture tests/fixtures/good.lz4 is loaded and
+ * its views are checked against each other.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <lz4frame.h>
+
+#include "common/record.h"
+#include "read/aggregate.h"
+#include "read/callgraph.h"
+#include "read/calltree.h"
+#include "read/profile.h"
+
+/* ---- the plan --------------------------------------------------------------------- */
+
+#define PERIOD_NS 10000000ull /* 10 ms: a sample with cpu_us 0 stands for 10000 us */
+#define NSAMPLES 400
+#define MAXF 6
+
+/* Functions by code id 16 + i. */
+static const char *const fname[] = {"main", "f", "g", "C.h"};
+static const char *const ffile[] = {"a.py", "a.py", "b.py", "b.py"};
+static const int64_t fline[] = {1, 10, 20, 30};
+#define NFUNCS 4
+
+/* Stacks by stack id, outermost first, as (function, line).  Stack 3 has stack 0's
+ * frames under another id (one stack in the model); stack 4 has no frame; g recurses
+ * twice in 2 (the call g -> g twice on one stack) and h in 5. */
+typedef struct pstack {
+    int n;
+    int func[MAXF];
+    int line[MAXF];
+} pstack;
+static const pstack plan_stacks[] = {
+    {3, {0, 1, 2}, {2, 11, 21}},
+    {2, {0, 1}, {2, 12}},
+    {4, {0, 2, 2, 2}, {3, 22, 23, 24}},
+    {3, {0, 1, 2}, {2, 11, 21}},
+    {0, {0}, {0}},
+    {4, {0, 3, 1, 3}, {4, 31, 13, 32}},
+};
+#define NSTACKS 6
+
+typedef struct psample {
+    int64_t t_us;
+    int thread; /* thread_idx: 0 is tid 100, 1 is tid 101 */
+    int stack;
+    uint64_t cpu_us;
+} psample;
+static psample plan[NSAMPLES];
+
+/* A fixed pseudo-random plan: skewed stacks, both threads, times that sometimes go
+ * back (the writer's dt may be negative), some cpu_us 0. */
+static void make_plan(void)
+{
+    uint64_t x = 12345;
+    int64_t t = 0;
+    for (int i = 0; i < NSAMPLES; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(x >> 33);
+        t += r % 5 == 0 ? 0 : (int64_t)(r % 20000) - 2000; /* equal times too */
+        plan[i].t_us = t;
+        plan[i].thread = (r >> 8) % 3 == 0;
+        plan[i].stack = (int)((r >> 12) % 16);
+        if (plan[i].stack >= NSTACKS)
+            plan[i].stack = plan[i].stack % 2; /* stacks 0 and 1 are the busiest */
+        plan[i].cpu_us = (r >> 20) % 4 == 0 ? 0 : 1000 + (r >> 20) % 9000;
+    }
+}
+
+static uint64_t plan_us(const psample *s)
+{
+    return s->cpu_us ? s->cpu_us : PERIOD_NS / 1000;
+}
+
+/* ---- writing the log --------------------------------------------------------------- */
+
+typedef struct buf {
+    uint8_t *p;
+    size_t len, cap;
+} buf;
+
+static uint8_t scratch[1 << 16];
+
+static void put(buf *b, uint8_t type, const rec_out *o)
+{
+    assert_false(o->overflow);
+    if (b->len + o->len + 16 > b->cap) {
+        b->cap = (b->len + o->len + 16) * 2;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    size_t n = rec_envelope(b->p + b->len, b->cap - b->len, type, o->buf, o->len);
+    assert_true(n > 0);
+    b->len += n;
+}
+
+static void put_header(buf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, PYPROF_FORMAT_VERSION);
+    rec_put_uvarint(&o, 4242);
+    rec_put_uvarint(&o, 1);
+    rec_put_cstr(&o, "0123456789abcdef");
+    rec_put_uvarint(&o, 1700000000000000000ull);
+    rec_put_cstr(&o, "host");
+    rec_put_cstr(&o, "/usr/bin/python3");
+    rec_put_uvarint(&o, 1);
+    rec_put_cstr(&o, "python3");
+    rec_put_cstr(&o, "3.11.7");
+    rec_put_uvarint(&o, 0x030b07f0);
+    rec_put_uvarint(&o, PERIOD_NS);
+    rec_put_u8(&o, PYPROF_CLOCK_CPU);
+    rec_put_cstr(&o, "test");
+    rec_put_uvarint(&o, 256);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 0);
+    put(b, PYPROF_REC_HEADER, &o);
+}
+
+static void put_thread(buf *b, uint64_t idx, uint64_t tid, const char *name)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, idx);
+    rec_put_uvarint(&o, tid);
+    rec_put_cstr(&o, name);
+    put(b, PYPROF_REC_THREAD, &o);
+}
+
+static void put_code(buf *b, int f)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, 16 + (uint64_t)f);
+    rec_put_svarint(&o, fline[f]);
+    const char *dot = strchr(fname[f], '.');
+    rec_put_cstr(&o, dot ? dot + 1 : fname[f]); /* name; the qualified name wins */
+    rec_put_cstr(&o, dot ? fname[f] : "");
+    rec_put_cstr(&o, ffile[f]);
+    rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
+    rec_put_str(&o, "", 0);
+    rec_put_uvarint(&o, 0);
+    put(b, PYPROF_REC_CODE, &o);
+}
+
+static void put_stack(buf *b, int s)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, (uint64_t)s);
+    rec_put_uvarint(&o, (uint64_t)plan_stacks[s].n);
+    for (int k = 0; k < plan_stacks[s].n; k++) {
+        rec_put_uvarint(&o, 16 + (uint64_t)plan_stacks[s].func[k]);
+        rec_put_svarint(&o, plan_stacks[s].line[k]);
+    }
+    put(b, PYPROF_REC_STACK, &o);
+}
+
+static void put_sample(buf *b, int64_t dt, const psample *s)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, dt);
+    rec_put_uvarint(&o, (uint64_t)s->thread);
+    rec_put_uvarint(&o, (uint64_t)s->stack);
+    rec_put_uvarint(&o, s->cpu_us);
+    put(b, PYPROF_REC_SAMPLE, &o);
+}
+
+/* Type 7, once MARK, now reserved: its dt must not move the clock. */
+static void put_reserved_mark(buf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, 500000);
+    rec_put_uvarint(&o, 0);
+    rec_put_cstr(&o, "half way");
+    put(b, 7, &o);
+}
+
+static char log_path[64];
+
+static void write_log(void)
+{
+    make_plan();
+    buf b = {NULL, 0, 0};
+    uint8_t magic[PYPROF_MAGIC_LEN];
+    memcpy(magic, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
+    b.p = malloc(1024);
+    b.cap = 1024;
+    memcpy(b.p, magic, sizeof magic);
+    b.len = sizeof magic;
+    put_header(&b);
+    put_thread(&b, 0, 100, "Main");
+    put_thread(&b, 1, 101, "Worker");
+    for (int f = 0; f < NFUNCS; f++)
+        put_code(&b, f);
+    for (int s = 0; s < NSTACKS; s++)
+        put_stack(&b, s);
+    int64_t t = 0;
+    for (int i = 0; i < NSAMPLES; i++) {
+        put_sample(&b, plan[i].t_us - t, &plan[i]);
+        t = plan[i].t_us;
+        if (i == NSAMPLES / 2)
+            put_reserved_mark(&b);
+    }
+    /* No footer: the log is truncated, which the model keeps with a warning. */
+    LZ4F_preferences_t prefs;
+    memset(&prefs, 0, sizeof prefs);
+    size_t cap = LZ4F_compressFrameBound(b.len, &prefs);
+    uint8_t *c = malloc(cap);
+    size_t clen = LZ4F_compressFrame(c, cap, b.p, b.len, &prefs);
+    assert_false(LZ4F_isError(clen));
+    snprintf(log_path, sizeof log_path, "/tmp/test_model.XXXXXX");
+    int fd = mkstemp(log_path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c, clen), (ssize_t)clen);
+    close(fd);
+    free(c);
+    free(b.p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    write_log();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(log_path);
+    return 0;
+}
+
+static profile *load(const profile_filter *f)
+{
+    profile *p = profile_new(f, 0);
+    assert_non_null(p);
+    assert_int_equal(profile_load(p, log_path), 0);
+    return p;
+}
+
+/* ---- naive answers from the plan ---------------------------------------------------- */
+
+/* The plan's function of a profile function, by name. */
+static int plan_func(const profile *p, uint32_t f)
+{
+    for (int i = 0; i < NFUNCS; i++)
+        if (!strcmp(p->funcs[f].name, fname[i]) && !strcmp(p->funcs[f].file, ffile[i]) &&
+            p->funcs[f].line == fline[i])
+            return i;
+    fail_msg("function %s is not in the plan", p->funcs[f].name);
+    return -1;
+}
+
+static int stack_has(const pstack *s, int f)
+{
+    for (int k = 0; k < s->n; k++)
+        if (s->func[k] == f)
+            return 1;
+    return 0;
+}
+
+static int same_frames(const profile *p, uint32_t ps, const pstack *s)
+{
+    const profile_stack *st = &p->stacks[ps];
+    if ((int)st->nframes != s->n)
+        return 0;
+    for (int k = 0; k < s->n; k++) {
+        const profile_frame *fr = &p->frames[st->first + (uint32_t)k];
+        if (plan_func(p, fr->func) != s->func[k] || fr->line != s->line[k])
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static void test_load(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    assert_int_equal(p->nprocs, 1);
+    assert_int_equal(p->nsamples, NSAMPLES);
+    assert_int_equal(p->nthreads, 2);
+    assert_int_equal(p->nfuncs, NFUNCS);
+    assert_int_equal(p->nstacks, NSTACKS - 1); /* stacks 0 and 3 are one */
+    assert_int_equal(p->procs[0].unknown_read, 1); /* the reserved type 7 */
+    assert_int_equal(p->procs[0].end_error, -PYPROF_R_TRUNCATED);
+    assert_int_equal(p->nwarnings, 1);
+    /* In log order, with the times the plan gave: the skipped record moved nothing. */
+    for (int i = 0; i < NSAMPLES; i++) {
+        assert_int_equal(p->samples[i].t_us, plan[i].t_us);
+        assert_int_equal(p->threads[p->samples[i].thread].tid, 100 + plan[i].thread);
+        assert_true(same_frames(p, p->samples[i].stack, &plan_stacks[plan[i].stack]));
+        assert_int_equal(aggregate_sample_us(p, &p->samples[i]), plan_us(&plan[i]));
+    }
+    profile_free(p);
+}
+
+static void test_stack_costs(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    uint64_t *count, *us;
+    assert_int_equal(aggregate_stack_costs(p, &count, &us), 0);
+    for (uint32_t s = 0; s < p->nstacks; s++) {
+        uint64_t n = 0, u = 0;
+        for (int i = 0; i < NSAMPLES; i++)
+            if (same_frames(p, s, &plan_stacks[plan[i].stack])) {
+                n++;
+                u += plan_us(&plan[i]);
+            }
+        assert_true(n > 0);
+        assert_int_equal(count[s], n);
+        assert_int_equal(us[s], u);
+    }
+    free(count);
+    free(us);
+    assert_int_equal(aggregate_max_depth(p), 4);
+    profile_free(p);
+}
+
+static void test_orders(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    uint32_t *o = aggregate_samples_by_thread(p);
+    assert_non_null(o);
+    /* Expected: tid 100's samples, then tid 101's, each by time, ties in log order. */
+    int k = 0;
+    for (int th = 0; th < 2; th++) {
+        int used[NSAMPLES] = {0};
+        for (;;) {
+            int best = -1;
+            for (int i = 0; i < NSAMPLES; i++)
+                if (plan[i].thread == th && !used[i] &&
+                    (best < 0 || plan[i].t_us < plan[best].t_us))
+                    best = i;
+            if (best < 0)
+                break;
+            used[best] = 1;
+            assert_int_equal(o[k], best);
+            k++;
+        }
+    }
+    assert_int_equal(k, NSAMPLES);
+    free(o);
+
+    uint32_t *t = aggregate_threads_by_samples(p);
+    assert_non_null(t);
+    int n0 = 0;
+    for (int i = 0; i < NSAMPLES; i++)
+        n0 += plan[i].thread == 0;
+    assert_true(n0 > NSAMPLES / 2); /* the plan makes tid 100 the busier */
+    assert_int_equal(p->threads[t[0]].tid, 100);
+    assert_int_equal(p->threads[t[0]].samples, n0);
+    assert_int_equal(p->threads[t[1]].tid, 101);
+    assert_int_equal(p->threads[t[1]].samples, NSAMPLES - n0);
+    free(t);
+    profile_free(p);
+}
+
+static void test_funcs(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    aggregate_counts a;
+    assert_int_equal(aggregate_funcs(p, &a), 0);
+    for (uint32_t f = 0; f < p->nfuncs; f++) {
+        int pf = plan_func(p, f);
+        uint64_t self = 0, total = 0;
+        for (int i = 0; i < NSAMPLES; i++) {
+            const pstack *s = &plan_stacks[plan[i].stack];
+            total += stack_has(s, pf);
+            self += s->n && s->func[s->n - 1] == pf;
+        }
+        assert_int_equal(a.self[f], self);
+        assert_int_equal(a.total[f], total);
+        /* Lines: each line's self count, by count descending; they add up to self. */
+        uint64_t sum = 0;
+        for (size_t l = a.line_first[f]; l < a.line_first[f + 1]; l++) {
+            uint64_t want = 0;
+            for (int i = 0; i < NSAMPLES; i++) {
+                const pstack *s = &plan_stacks[plan[i].stack];
+                want += s->n && s->func[s->n - 1] == pf &&
+                        s->line[s->n - 1] == a.lines[l].line;
+            }
+            assert_int_equal(a.lines[l].self, want);
+            if (l > a.line_first[f])
+                assert_true(a.lines[l - 1].self >= a.lines[l].self);
+            sum += want;
+        }
+        assert_int_equal(sum, self);
+    }
+    /* By self: g (the leaf of the busiest stack 0) first. */
+    uint32_t order[NFUNCS];
+    size_t n = aggregate_sort_funcs(p, &a, a.self, order);
+    assert_int_equal(n, NFUNCS);
+    for (size_t i = 1; i < n; i++)
+        assert_true(a.self[order[i - 1]] >= a.self[order[i]]);
+    n = aggregate_sort_funcs(p, &a, a.total, order);
+    assert_string_equal(p->funcs[order[0]].name, "main");
+    aggregate_counts_free(&a);
+    profile_free(p);
+}
+
+/* Samples whose stack starts with the plan frames path[0..depth) (by function). */
+static void path_counts(const int *path, int depth, uint64_t *total, uint64_t *self)
+{
+    *total = *self = 0;
+    for (int i = 0; i < NSAMPLES; i++) {
+        const pstack *s = &plan_stacks[plan[i].stack];
+        if (s->n < depth)
+            continue;
+        int k = 0;
+        while (k < depth && s->func[k] == path[k])
+            k++;
+        if (k < depth)
+            continue;
+        (*total)++;
+        *self += s->n == depth;
+    }
+}
+
+static void test_calltree(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    aggregate_counts a;
+    calltree t;
+    assert_int_equal(aggregate_funcs(p, &a), 0);
+    assert_int_equal(calltree_build(&t, p, a.stack_weight, 0), 0);
+    assert_int_equal(t.nodes[CALLTREE_ROOT].total, NSAMPLES);
+    uint64_t empty = 0;
+    for (int i = 0; i < NSAMPLES; i++)
+        empty += plan_stacks[plan[i].stack].n == 0;
+    assert_int_equal(t.nodes[CALLTREE_ROOT].self, empty);
+    /* Every node against its path from the root, counted naively. */
+    size_t distinct = 0;
+    for (uint32_t n = 1; n < t.nnodes; n++) {
+        int path[MAXF], depth = (int)t.nodes[n].depth;
+        assert_true(depth >= 1 && depth <= MAXF);
+        uint32_t m = n;
+        for (int d = depth - 1; d >= 0; d--) {
+            path[d] = plan_func(p, t.nodes[m].func);
+            m = t.nodes[m].parent;
+        }
+        assert_int_equal(m, CALLTREE_ROOT);
+        uint64_t total, self;
+        path_counts(path, depth, &total, &self);
+        assert_int_equal(t.nodes[n].total, total);
+        assert_int_equal(t.nodes[n].self, self);
+        distinct++;
+    }
+    /* main; main f; main f g; main g; main g g; main g g g; main C.h; main C.h f;
+     * main C.h f C.h */
+    assert_int_equal(distinct, 9);
+    /* Children come by total descending. */
+    uint32_t *kids;
+    size_t nk = calltree_children(&t, p, CALLTREE_ROOT, &kids);
+    assert_int_equal(nk, 1);
+    free(kids);
+    nk = calltree_children(&t, p, 1, &kids);
+    assert_int_equal(nk, 3);
+    for (size_t k = 1; k < nk; k++)
+        assert_true(t.nodes[kids[k - 1]].total >= t.nodes[kids[k]].total);
+    free(kids);
+    calltree_free(&t);
+
+    /* A stack at a time, in an order of the caller's: nodes numbered as made. */
+    assert_int_equal(calltree_init(&t, p), 0);
+    uint32_t last = p->nstacks - 1;
+    uint32_t leaf = calltree_add(&t, p, last, 7, 0);
+    assert_int_equal(leaf, p->stacks[last].nframes);
+    for (uint32_t n = 1; n < t.nnodes; n++)
+        assert_int_equal(t.nodes[n].parent, n - 1);
+    assert_int_equal(t.nodes[leaf].self, 7);
+    assert_int_equal(t.stack_leaf[last], leaf);
+    assert_int_equal(t.stack_leaf[0], CALLTREE_NONE);
+    calltree_free(&t);
+    aggregate_counts_free(&a);
+    profile_free(p);
+}
+
+static void test_callgraph(void **state)
+{
+    (void)state;
+    profile *p = load(NULL);
+    callgraph g;
+    assert_int_equal(callgraph_build(&g, p, 0), 0);
+    for (uint32_t f = 0; f < p->nfuncs; f++) {
+        int pf = plan_func(p, f);
+        uint64_t tn = 0, tus = 0, sn = 0, frames = 0;
+        for (int i = 0; i < NSAMPLES; i++) {
+            const pstack *s = &plan_stacks[plan[i].stack];
+            for (int k = 0; k < s->n; k++)
+                frames += s->func[k] == pf;
+            if (stack_has(s, pf)) {
+                tn++;
+                tus += plan_us(&plan[i]);
+            }
+            sn += s->n && s->func[s->n - 1] == pf;
+        }
+        assert_int_equal(g.funcs[f].total.n, tn);
+        assert_int_equal(g.funcs[f].total.us, tus);
+        assert_int_equal(g.funcs[f].self.n, sn);
+        assert_int_equal(g.funcs[f].frames, frames);
+    }
+    /* Each edge once per sample in total, every occurrence in frames. */
+    callgraph_sort_edges(&g, 0);
+    size_t expect_edges = 0;
+    for (int a = 0; a < NFUNCS; a++)
+        for (int b = 0; b < NFUNCS; b++) {
+            uint64_t tn = 0, frames = 0, sn = 0;
+            for (int i = 0; i < NSAMPLES; i++) {
+                const pstack *s = &plan_stacks[plan[i].stack];
+                int seen = 0;
+                for (int k = 1; k < s->n; k++)
+                    if (s->func[k - 1] == a && s->func[k] == b) {
+                        frames++;
+                        seen = 1;
+                        sn += k == s->n - 1;
+                    }
+                tn += seen;
+            }
+            const callgraph_edge *e = NULL;
+            for (size_t i = 0; i < g.nedges; i++)
+                if (plan_func(p, g.edges[i].caller) == a &&
+                    plan_func(p, g.edges[i].callee) == b)
+                    e = &g.edges[i];
+            if (!tn) {
+                assert_null(e);
+                continue;
+            }
+            expect_edges++;
+            assert_non_null(e);
+            assert_int_equal(e->total.n, tn);
+            assert_int_equal(e->frames, frames);
+            assert_int_equal(e->self.n, sn);
+        }
+    assert_int_equal(g.nedges, expect_edges);
+    for (size_t i = 1; i < g.nedges; i++)
+        assert_true(g.edges[i - 1].caller <= g.edges[i].caller);
+    callgraph_free(&g);
+    profile_free(p);
+}
+
+static void test_filters(void **state)
+{
+    (void)state;
+    uint64_t tid = 101;
+    profile_filter f;
+    memset(&f, 0, sizeof f);
+    f.tids = &tid;
+    f.ntids = 1;
+    f.has_from = f.has_to = 1;
+    f.from_s = 0.5;
+    f.to_s = 2.0;
+    profile *p = load(&f);
+    size_t want = 0;
+    for (int i = 0; i < NSAMPLES; i++)
+        want += plan[i].thread == 1 && plan[i].t_us >= 500000 && plan[i].t_us <= 2000000;
+    assert_true(want > 0 && want < NSAMPLES / 4);
+    assert_int_equal(p->nsamples, want);
+    assert_int_equal(p->procs[0].samples_read, NSAMPLES);
+    aggregate_counts a;
+    assert_int_equal(aggregate_funcs(p, &a), 0);
+    uint64_t sum = 0;
+    for (uint32_t s = 0; s < p->nstacks; s++)
+        sum += a.stack_weight[s];
+    assert_int_equal(sum, want);
+    aggregate_counts_free(&a);
+    profile_free(p);
+}
+
+/* The fixture: the views agree with each other and with the samples. */
+static void test_fixture(void **state)
+{
+    (void)state;
+    profile *p = profile_new(NULL, 0);
+    assert_non_null(p);
+    assert_int_equal(profile_load(p, "tests/fixtures/good.lz4"), 0);
+    assert_true(p->nsamples > 0);
+    aggregate_counts a;
+    calltree t;
+    callgraph g;
+    assert_int_equal(aggregate_funcs(p, &a), 0);
+    assert_int_equal(calltree_build(&t, p, a.stack_weight, 0), 0);
+    assert_int_equal(callgraph_build(&g, p, 0), 0);
+    assert_int_equal(t.nodes[CALLTREE_ROOT].total, p->nsamples);
+    uint64_t self = t.nodes[CALLTREE_ROOT].self, us = 0;
+    for (size_t i = 0; i < p->nsamples; i++)
+        us += aggregate_sample_us(p, &p->samples[i]);
+    uint64_t gus = 0;
+    for (uint32_t f = 0; f < p->nfuncs; f++) {
+        self += a.self[f];
+        assert_int_equal(g.funcs[f].self.n, a.self[f]);
+        assert_int_equal(g.funcs[f].total.n, a.total[f]);
+        assert_true(a.total[f] <= p->nsamples);
+        gus += g.funcs[f].self.us;
+    }
+    assert_int_equal(self, p->nsamples);
+    assert_true(gus <= us);
+    uint64_t tsum = 0;
+    for (size_t i = 0; i < p->nthreads; i++)
+        tsum += p->threads[i].samples;
+    assert_int_equal(tsum, p->nsamples);
+    callgraph_free(&g);
+    calltree_free(&t);
+    aggregate_counts_free(&a);
+    profile_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load),      cmocka_unit_test(test_stack_costs),
+        cmocka_unit_test(test_orders),    cmocka_unit_test(test_funcs),
+        cmocka_unit_test(test_calltree),  cmocka_unit_test(test_callgraph),
+        cmocka_unit_test(test_filters),   cmocka_unit_test(test_fixture),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
