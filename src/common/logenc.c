@@ -17,9 +17,12 @@ int logenc_put_header(rec_out *o, const logenc_header_fields *h)
     rec_put_uvarint(o, h->start_unix_ns);
     rec_put_cstr(o, h->host);
     rec_put_cstr(o, h->exe);
+    /* argc counts the strings written below: every NUL ends one, and so does the end of
+     * a command line cut short (longer than the caller's buffer) or rewritten without its
+     * last NUL (setproctitle), so the count and the strings always agree. */
     const char *cmd = h->cmdline;
     size_t cl = h->cmdline_len;
-    uint64_t argc = 0;
+    uint64_t argc = cl && cmd[cl - 1] != 0;
     for (size_t i = 0; i < cl; i++)
         argc += cmd[i] == 0;
     rec_put_uvarint(o, argc);

@@ -105,6 +105,34 @@ static void test_header_no_cmdline(void **state)
     EXPECT_CSTR(&in, "3.11.7");
 }
 
+/* A command line without its last NUL (cut to the caller's buffer, or rewritten by
+ * setproctitle): its last argument is still one, and argc says so. */
+static void test_header_cut_cmdline(void **state)
+{
+    (void)state;
+    logenc_header_fields h = header_fields();
+    h.cmdline = "python3\0-c\0pri";
+    h.cmdline_len = 14;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_header(&o, &h), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "0123456789abcdef");
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "host-1");
+    EXPECT_CSTR(&in, "/usr/bin/python3.11");
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    EXPECT_CSTR(&in, "python3");
+    EXPECT_CSTR(&in, "-c");
+    EXPECT_CSTR(&in, "pri");
+    EXPECT_CSTR(&in, "3.11.7");
+    assert_int_equal(rec_get_uvarint(&in), 0x030b07f0);
+}
+
 static void test_thread(void **state)
 {
     (void)state;
@@ -279,6 +307,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_header_no_cmdline),
+        cmocka_unit_test(test_header_cut_cmdline),
         cmocka_unit_test(test_thread),
         cmocka_unit_test(test_code),
         cmocka_unit_test(test_stack),
