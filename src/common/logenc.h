@@ -1,8 +1,9 @@
 /*
  * logenc: the payload of every record the writer emits (include/pyprof/format.h; MARK
- * has no writer yet), encoded from plain values.  The writer fills the structs from its state and frames the payload
- * with rec_envelope; the encoders themselves hold no state and do no I/O, so each is
- * tested on its own against the format (tests/unit/test_logenc.c) and the reader.
+ * has no writer yet), encoded from plain values.  The writer fills the structs from its
+ * state and frames the payload with rec_envelope; the encoders hold no state and do no
+ * I/O, so each is tested on its own against the format (tests/unit/test_logenc.c) and the
+ * reader.
  * [sigsafe] (pure code; nothing here allocates)
  *
  *   logenc_put_header   HEADER from a logenc_header_fields

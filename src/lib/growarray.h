@@ -11,7 +11,8 @@
 
 /* Makes room for `need` elements of `elem` bytes in *arr (capacity *cap, doubling from
  * `first`).  Returns 0, or -1 when memory is short (the array is unchanged). */
-static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem,
+                             size_t first)
 {
     if (need <= *cap)
         return 0;

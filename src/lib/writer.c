@@ -116,7 +116,10 @@ const char *writer_path(void) { return W.log.path; }
 /* ---- output ------------------------------------------------------------------------- */
 
 /* Appends one record (type + payload) to the log. */
-static void emit(uint8_t type, const rec_out *payload) { logfile_emit(&W.log, type, payload); }
+static void emit(uint8_t type, const rec_out *payload)
+{
+    logfile_emit(&W.log, type, payload);
+}
 
 /* The log's first failed write: the samples from then on are lost, and the footer (if it
  * can still be written) says so. */

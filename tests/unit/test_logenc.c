@@ -41,7 +41,8 @@ static logenc_header_fields header_fields(void)
 {
     return (logenc_header_fields){
         .pid = 4242, .ppid = 1, .run_id = "0123456789abcdef",
-        .start_unix_ns = 1700000000123456789ull, .host = "host-1", .exe = "/usr/bin/python3.11",
+        .start_unix_ns = 1700000000123456789ull, .host = "host-1",
+        .exe = "/usr/bin/python3.11",
         .cmdline = cmdline, .cmdline_len = sizeof cmdline - 1, .python_version = "3.11.7",
         .python_hex = 0x030b07f0, .period_ns = 10000000, .clock = PYPROF_CLOCK_WALL,
         .timer = "perf-task-clock", .max_depth = 256, .flags = PYPROF_HDR_MEMORY,

@@ -309,11 +309,10 @@ static void test_roundtrip(void **state)
         assert_int_equal(f->cost_time_bound[i], time_bounds[i]);
     for (int d = 0; d < PYPROF_COST_NDEPTH; d++) {
         assert_int_equal(f->cost_depth_bound[d], depth_bounds[d]);
-        for (int i = 0; i < PYPROF_COST_NTIME; i++)
-            assert_int_equal(f->cost[d][i],
-                             d == 1 && i == 2 ? 30001
-                             : d == PYPROF_COST_NDEPTH - 1 && i == PYPROF_COST_NTIME - 1 ? 5
-                                                                                         : 0);
+        for (int i = 0; i < PYPROF_COST_NTIME; i++) {
+            int last = d == PYPROF_COST_NDEPTH - 1 && i == PYPROF_COST_NTIME - 1;
+            assert_int_equal(f->cost[d][i], d == 1 && i == 2 ? 30001 : last ? 5 : 0);
+        }
     }
     assert_true(f->has_timers);
     assert_int_equal(f->timer_ns, 555);
