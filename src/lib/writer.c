@@ -18,7 +18,6 @@
  */
 #include "writer.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
