@@ -10,7 +10,6 @@
  */
 #include "entry.h"
 
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +29,7 @@
 #include "lib/control.h"
 #include "lib/diag.h"
 #include "lib/ownthreads.h"
+#include "lib/procself.h"
 #include "lib/pyabi.h"
 #include "lib/sampler.h"
 #include "lib/sighandler.h"
@@ -89,15 +89,9 @@ static int filter_matches(const char *glob)
     if (!glob[0])
         return 1;
     char cmd[4096];
-    ssize_t n = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        n = read(fd, cmd, sizeof cmd - 1);
-        close(fd);
-    }
+    ssize_t n = (ssize_t)procself_cmdline(cmd, sizeof cmd);
     if (n <= 0)
         return 0;
-    cmd[n] = 0;
     const char *slash = strrchr(cmd, '/');
     if (fnmatch(glob, slash ? slash + 1 : cmd, 0) == 0 || fnmatch(glob, cmd, 0) == 0)
         return 1;

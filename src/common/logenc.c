@@ -1,0 +1,127 @@
+/*
+ * logenc: the payloads of the writer's records.  See logenc.h; the field order of each
+ * is the one include/pyprof/format.h gives, and nothing else decides it.
+ */
+#include "logenc.h"
+
+#include <string.h>
+
+static int done(const rec_out *o) { return o->overflow ? -1 : 0; }
+
+int logenc_put_header(rec_out *o, const logenc_header_fields *h)
+{
+    rec_put_uvarint(o, PYPROF_FORMAT_VERSION);
+    rec_put_uvarint(o, h->pid);
+    rec_put_uvarint(o, h->ppid);
+    rec_put_cstr(o, h->run_id);
+    rec_put_uvarint(o, h->start_unix_ns);
+    rec_put_cstr(o, h->host);
+    rec_put_cstr(o, h->exe);
+    /* argc counts the strings written below: every NUL ends one, and so does the end of
+     * a command line cut short (longer than the caller's buffer) or rewritten without its
+     * last NUL (setproctitle), so the count and the strings always agree. */
+    const char *cmd = h->cmdline;
+    size_t cl = h->cmdline_len;
+    uint64_t argc = cl && cmd[cl - 1] != 0;
+    for (size_t i = 0; i < cl; i++)
+        argc += cmd[i] == 0;
+    rec_put_uvarint(o, argc);
+    for (size_t i = 0; i < cl;) {
+        size_t l = strnlen(cmd + i, cl - i);
+        rec_put_str(o, cmd + i, l);
+        i += l + 1;
+    }
+    rec_put_cstr(o, h->python_version);
+    rec_put_uvarint(o, h->python_hex);
+    rec_put_uvarint(o, h->period_ns);
+    rec_put_u8(o, h->clock);
+    rec_put_cstr(o, h->timer);
+    rec_put_uvarint(o, h->max_depth);
+    rec_put_uvarint(o, h->flags);
+    rec_put_uvarint(o, h->window);
+    return done(o);
+}
+
+int logenc_put_thread(rec_out *o, uint64_t thread_idx, uint64_t tid, const char *name)
+{
+    rec_put_uvarint(o, thread_idx);
+    rec_put_uvarint(o, tid);
+    rec_put_cstr(o, name);
+    return done(o);
+}
+
+int logenc_put_code(rec_out *o, const logenc_code_fields *c)
+{
+    rec_put_uvarint(o, c->code_id);
+    rec_put_svarint(o, c->first_line);
+    rec_put_str(o, c->name, c->name_len);
+    rec_put_str(o, c->qualname, c->qualname_len);
+    rec_put_str(o, c->filename, c->filename_len);
+    rec_put_u8(o, c->lt_kind);
+    rec_put_str(o, c->lt, c->lt_len);
+    rec_put_uvarint(o, c->flags);
+    return done(o);
+}
+
+int logenc_put_stack(rec_out *o, uint64_t stack_id, const logenc_frame *f, size_t n)
+{
+    rec_put_uvarint(o, stack_id);
+    rec_put_uvarint(o, n);
+    for (size_t i = 0; i < n; i++) {
+        rec_put_uvarint(o, f[i].code_id);
+        rec_put_svarint(o, f[i].line);
+    }
+    return done(o);
+}
+
+int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
+                      uint64_t cpu_us)
+{
+    rec_put_svarint(o, dt_us);
+    rec_put_uvarint(o, thread_idx);
+    rec_put_uvarint(o, stack_id);
+    rec_put_uvarint(o, cpu_us);
+    return done(o);
+}
+
+int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes)
+{
+    rec_put_svarint(o, dt_us);
+    rec_put_uvarint(o, rss_bytes);
+    return done(o);
+}
+
+int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
+{
+    rec_put_uvarint(o, f->end_unix_ns);
+    rec_put_uvarint(o, f->duration_ns);
+    rec_put_uvarint(o, f->samples);
+    rec_put_uvarint(o, f->signals);
+    rec_put_uvarint(o, PYPROF_DROP_COUNT);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++) {
+        rec_put_uvarint(o, (uint64_t)i);
+        rec_put_uvarint(o, f->drops[i]);
+    }
+    rec_put_uvarint(o, f->end);
+    rec_put_u8(o, (uint8_t)(f->status_known != 0));
+    rec_put_svarint(o, f->status);
+    rec_put_uvarint(o, f->achieved_hz_milli);
+    rec_put_uvarint(o, f->lib_cpu_ns);
+    /* The optional sections, in the order readers check for them. */
+    rec_put_uvarint(o, f->handler_ns);
+    rec_put_uvarint(o, f->writer_ns);
+    static const uint32_t time_bounds[] = PYPROF_COST_TIME_BOUNDS_NS;
+    static const uint32_t depth_bounds[] = PYPROF_COST_DEPTH_BOUNDS;
+    rec_put_uvarint(o, PYPROF_COST_NTIME);
+    for (int t = 0; t < PYPROF_COST_NTIME; t++)
+        rec_put_uvarint(o, time_bounds[t]);
+    rec_put_uvarint(o, PYPROF_COST_NDEPTH);
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++) {
+        rec_put_uvarint(o, depth_bounds[d]);
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            rec_put_uvarint(o, f->cost[d][t]);
+    }
+    rec_put_uvarint(o, f->timer_ns);
+    rec_put_uvarint(o, f->untimed_ns);
+    return done(o);
+}

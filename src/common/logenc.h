@@ -1,0 +1,92 @@
+/*
+ * logenc: the payload of every record the writer emits (include/pyprof/format.h; MARK
+ * has no writer yet), encoded from plain values.  The writer fills the structs from its
+ * state and frames the payload with rec_envelope; the encoders hold no state and do no
+ * I/O, so each is tested on its own against the format (tests/unit/test_logenc.c) and the
+ * reader.
+ * [sigsafe] (pure code; nothing here allocates)
+ *
+ *   logenc_put_header   HEADER from a logenc_header_fields
+ *   logenc_put_thread   THREAD: thread_idx, tid, name
+ *   logenc_put_code     CODE from a logenc_code_fields; logenc_code_max sizes its buffer
+ *   logenc_put_stack    STACK: stack_id and logenc_frames; LOGENC_STACK_MAX sizes it
+ *   logenc_put_sample   SAMPLE: dt_us, thread_idx, stack_id, cpu_us
+ *   logenc_put_rss      RSS: dt_us, rss_bytes
+ *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
+ *
+ * Every encoder appends to `o` and returns 0, or -1 when `o` overflowed (then the payload
+ * is cut and must not be written).
+ */
+#ifndef PYPROF_LOGENC_H
+#define PYPROF_LOGENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pyprof/format.h>
+
+#include "record.h"
+
+typedef struct logenc_header_fields {
+    uint64_t pid, ppid;
+    const char *run_id;
+    uint64_t start_unix_ns;
+    const char *host, *exe;
+    /* The command line as /proc/self/cmdline has it: each argument followed by a NUL. */
+    const char *cmdline;
+    size_t cmdline_len;
+    const char *python_version; /* "3.11.7" */
+    uint64_t python_hex;        /* PY_VERSION_HEX */
+    uint64_t period_ns;
+    uint8_t clock;              /* enum pyprof_clock */
+    const char *timer;          /* sampler_timer_name() */
+    uint64_t max_depth, flags, window;
+} logenc_header_fields;
+
+typedef struct logenc_code_fields {
+    uint64_t code_id;
+    int64_t first_line;
+    const char *name, *qualname, *filename; /* not NUL-terminated: the lengths count */
+    size_t name_len, qualname_len, filename_len;
+    uint8_t lt_kind; /* enum pyprof_linetable */
+    const void *lt;
+    size_t lt_len;
+    uint64_t flags;  /* PYPROF_CODE_F_* */
+} logenc_code_fields;
+
+/* A frame of a stack: a code id (or a marker below PYPROF_CODE_FIRST) and a line.  No
+ * padding, so stacks of frames compare with memcmp. */
+typedef struct logenc_frame {
+    uint32_t code_id;
+    int32_t line;
+} logenc_frame;
+
+typedef struct logenc_footer_fields {
+    uint64_t end_unix_ns, duration_ns, samples, signals;
+    uint64_t drops[PYPROF_DROP_COUNT]; /* by enum pyprof_drop */
+    uint64_t end;                      /* enum pyprof_end */
+    int status_known;
+    int64_t status;
+    uint64_t achieved_hz_milli, lib_cpu_ns, handler_ns, writer_ns;
+    /* Samples by depth and handler time, in the buckets PYPROF_COST_*_BOUNDS. */
+    uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME];
+    uint64_t timer_ns, untimed_ns;
+} logenc_footer_fields;
+
+/* Bytes a CODE payload of these fields takes at most; a STACK payload of n frames. */
+static inline size_t logenc_code_max(const logenc_code_fields *c)
+{
+    return 64 + c->name_len + c->qualname_len + c->filename_len + c->lt_len;
+}
+#define LOGENC_STACK_MAX(n) (32 + (size_t)(n) * 16)
+
+int logenc_put_header(rec_out *o, const logenc_header_fields *h);
+int logenc_put_thread(rec_out *o, uint64_t thread_idx, uint64_t tid, const char *name);
+int logenc_put_code(rec_out *o, const logenc_code_fields *c);
+int logenc_put_stack(rec_out *o, uint64_t stack_id, const logenc_frame *f, size_t n);
+int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
+                      uint64_t cpu_us);
+int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
+int logenc_put_footer(rec_out *o, const logenc_footer_fields *f);
+
+#endif

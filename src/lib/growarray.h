@@ -1,0 +1,30 @@
+/*
+ * growarray: room in a heap array that doubles, for the writer's maps.  [not sigsafe]
+ *
+ *   grow_array   makes room for `need` elements, keeping the array on failure
+ */
+#ifndef PYPROF_GROWARRAY_H
+#define PYPROF_GROWARRAY_H
+
+#include <stddef.h>
+#include <stdlib.h>
+
+/* Makes room for `need` elements of `elem` bytes in *arr (capacity *cap, doubling from
+ * `first`).  Returns 0, or -1 when memory is short (the array is unchanged). */
+static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem,
+                             size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : first;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*arr, ncap * elem);
+    if (!n)
+        return -1;
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * Unit tests of src/common/logenc.c: every record payload the writer emits, encoded from
+ * known values and decoded field by field with the record codec, in the order
+ * include/pyprof/format.h gives.  Each payload must be consumed exactly: a field too many
+ * or too few shows as bytes left over or a decoder past the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/logenc.h"
+#include "common/record.h"
+
+static uint8_t buf[1 << 16];
+
+/* Decodes a str and compares it with `want`. */
+static void expect_str(rec_in *in, const char *want, size_t want_len)
+{
+    size_t len;
+    const uint8_t *p = rec_get_str(in, &len);
+    assert_false(in->bad);
+    assert_int_equal(len, want_len);
+    if (len)
+        assert_memory_equal(p, want, len);
+}
+#define EXPECT_CSTR(in, s) expect_str((in), (s), strlen(s))
+
+static void expect_end(const rec_in *in)
+{
+    assert_false(in->bad);
+    assert_int_equal(rec_in_left(in), 0);
+}
+
+static const char cmdline[] = "python3\0-c\0print('hi')\0\0x y\0";
+
+static logenc_header_fields header_fields(void)
+{
+    return (logenc_header_fields){
+        .pid = 4242, .ppid = 1, .run_id = "0123456789abcdef",
+        .start_unix_ns = 1700000000123456789ull, .host = "host-1",
+        .exe = "/usr/bin/python3.11",
+        .cmdline = cmdline, .cmdline_len = sizeof cmdline - 1, .python_version = "3.11.7",
+        .python_hex = 0x030b07f0, .period_ns = 10000000, .clock = PYPROF_CLOCK_WALL,
+        .timer = "perf-task-clock", .max_depth = 256, .flags = PYPROF_HDR_MEMORY,
+        .window = 3,
+    };
+}
+
+static void test_header(void **state)
+{
+    (void)state;
+    logenc_header_fields h = header_fields();
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_header(&o, &h), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_FORMAT_VERSION);
+    assert_int_equal(rec_get_uvarint(&in), 4242);
+    assert_int_equal(rec_get_uvarint(&in), 1);
+    EXPECT_CSTR(&in, "0123456789abcdef");
+    assert_int_equal(rec_get_uvarint(&in), 1700000000123456789ull);
+    EXPECT_CSTR(&in, "host-1");
+    EXPECT_CSTR(&in, "/usr/bin/python3.11");
+    /* Every argument, an empty one too, in order. */
+    assert_int_equal(rec_get_uvarint(&in), 5);
+    EXPECT_CSTR(&in, "python3");
+    EXPECT_CSTR(&in, "-c");
+    EXPECT_CSTR(&in, "print('hi')");
+    EXPECT_CSTR(&in, "");
+    EXPECT_CSTR(&in, "x y");
+    EXPECT_CSTR(&in, "3.11.7");
+    assert_int_equal(rec_get_uvarint(&in), 0x030b07f0);
+    assert_int_equal(rec_get_uvarint(&in), 10000000);
+    assert_int_equal(rec_get_u8(&in), PYPROF_CLOCK_WALL);
+    EXPECT_CSTR(&in, "perf-task-clock");
+    assert_int_equal(rec_get_uvarint(&in), 256);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_HDR_MEMORY);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    expect_end(&in);
+}
+
+static void test_header_no_cmdline(void **state)
+{
+    (void)state;
+    logenc_header_fields h = header_fields();
+    h.cmdline = "";
+    h.cmdline_len = 0;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_header(&o, &h), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "0123456789abcdef");
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "host-1");
+    EXPECT_CSTR(&in, "/usr/bin/python3.11");
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    EXPECT_CSTR(&in, "3.11.7");
+}
+
+/* A command line without its last NUL (cut to the caller's buffer, or rewritten by
+ * setproctitle): its last argument is still one, and argc says so. */
+static void test_header_cut_cmdline(void **state)
+{
+    (void)state;
+    logenc_header_fields h = header_fields();
+    h.cmdline = "python3\0-c\0pri";
+    h.cmdline_len = 14;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_header(&o, &h), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "0123456789abcdef");
+    rec_get_uvarint(&in);
+    EXPECT_CSTR(&in, "host-1");
+    EXPECT_CSTR(&in, "/usr/bin/python3.11");
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    EXPECT_CSTR(&in, "python3");
+    EXPECT_CSTR(&in, "-c");
+    EXPECT_CSTR(&in, "pri");
+    EXPECT_CSTR(&in, "3.11.7");
+    assert_int_equal(rec_get_uvarint(&in), 0x030b07f0);
+}
+
+static void test_thread(void **state)
+{
+    (void)state;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_thread(&o, 7, 123456, "worker-1"), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 123456);
+    EXPECT_CSTR(&in, "worker-1");
+    expect_end(&in);
+}
+
+static void test_code(void **state)
+{
+    (void)state;
+    static const uint8_t lt[] = {0x80, 0x00, 0xff, 0x01, 0x7f};
+    /* Not NUL-terminated: the lengths count, the bytes after them must not show. */
+    logenc_code_fields c = {
+        .code_id = 4097, .first_line = -3, .name = "handleXX", .name_len = 6,
+        .qualname = "Srv.handle", .qualname_len = 10, .filename = "/srv/app.pyZ",
+        .filename_len = 11, .lt_kind = PYPROF_LT_LOCATIONS_311, .lt = lt,
+        .lt_len = sizeof lt, .flags = PYPROF_CODE_F_TABLE_CUT,
+    };
+    assert_int_equal(logenc_code_max(&c), 64 + 6 + 10 + 11 + sizeof lt);
+    rec_out o;
+    rec_out_init(&o, buf, logenc_code_max(&c));
+    assert_int_equal(logenc_put_code(&o, &c), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 4097);
+    assert_int_equal(rec_get_svarint(&in), -3);
+    EXPECT_CSTR(&in, "handle");
+    EXPECT_CSTR(&in, "Srv.handle");
+    EXPECT_CSTR(&in, "/srv/app.py");
+    assert_int_equal(rec_get_u8(&in), PYPROF_LT_LOCATIONS_311);
+    expect_str(&in, (const char *)lt, sizeof lt);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_CODE_F_TABLE_CUT);
+    expect_end(&in);
+}
+
+static void test_stack(void **state)
+{
+    (void)state;
+    const logenc_frame f[] = {
+        {PYPROF_CODE_UNREADABLE, 0}, {16, 10}, {PYPROF_CODE_CUT, 300}, {70000, -1},
+    };
+    size_t n = sizeof f / sizeof f[0];
+    rec_out o;
+    rec_out_init(&o, buf, LOGENC_STACK_MAX(n));
+    assert_int_equal(logenc_put_stack(&o, 99, f, n), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 99);
+    assert_int_equal(rec_get_uvarint(&in), n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(rec_get_uvarint(&in), f[i].code_id);
+        assert_int_equal(rec_get_svarint(&in), f[i].line);
+    }
+    expect_end(&in);
+}
+
+/* The largest frames fit the size LOGENC_STACK_MAX promises. */
+static void test_stack_max(void **state)
+{
+    (void)state;
+    logenc_frame f[64];
+    for (size_t i = 0; i < 64; i++)
+        f[i] = (logenc_frame){UINT32_MAX, INT32_MIN};
+    rec_out o;
+    rec_out_init(&o, buf, LOGENC_STACK_MAX(64));
+    assert_int_equal(logenc_put_stack(&o, UINT32_MAX, f, 64), 0);
+}
+
+static void test_sample(void **state)
+{
+    (void)state;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_sample(&o, -25, 2, 300, 10000), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_svarint(&in), -25);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_uvarint(&in), 300);
+    assert_int_equal(rec_get_uvarint(&in), 10000);
+    expect_end(&in);
+}
+
+static void test_rss(void **state)
+{
+    (void)state;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_rss(&o, 20000, 123456789012ull), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_svarint(&in), 20000);
+    assert_int_equal(rec_get_uvarint(&in), 123456789012ull);
+    expect_end(&in);
+}
+
+static void test_footer(void **state)
+{
+    (void)state;
+    logenc_footer_fields f = {
+        .end_unix_ns = 1700000009000000000ull, .duration_ns = 8876543211ull, .samples = 3,
+        .signals = 7, .end = PYPROF_END_SIGNAL, .status_known = 5, .status = -15,
+        .achieved_hz_milli = 99500, .lib_cpu_ns = 1234567, .handler_ns = 1000,
+        .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777,
+    };
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        f.drops[i] = 100u + (unsigned)i;
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            f.cost[d][t] = (uint64_t)d * 1000 + (uint64_t)t;
+    rec_out o;
+    rec_out_init(&o, buf, 2048); /* what the writer gives it */
+    assert_int_equal(logenc_put_footer(&o, &f), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 1700000009000000000ull);
+    assert_int_equal(rec_get_uvarint(&in), 8876543211ull);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_DROP_COUNT);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++) {
+        assert_int_equal(rec_get_uvarint(&in), i);
+        assert_int_equal(rec_get_uvarint(&in), 100 + i);
+    }
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_END_SIGNAL);
+    assert_int_equal(rec_get_u8(&in), 1); /* status_known is a flag */
+    assert_int_equal(rec_get_svarint(&in), -15);
+    assert_int_equal(rec_get_uvarint(&in), 99500);
+    assert_int_equal(rec_get_uvarint(&in), 1234567);
+    assert_int_equal(rec_get_uvarint(&in), 1000);
+    assert_int_equal(rec_get_uvarint(&in), 234567);
+    static const uint32_t time_bounds[] = PYPROF_COST_TIME_BOUNDS_NS;
+    static const uint32_t depth_bounds[] = PYPROF_COST_DEPTH_BOUNDS;
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_COST_NTIME);
+    for (int t = 0; t < PYPROF_COST_NTIME; t++)
+        assert_int_equal(rec_get_uvarint(&in), time_bounds[t]);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_COST_NDEPTH);
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++) {
+        assert_int_equal(rec_get_uvarint(&in), depth_bounds[d]);
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            assert_int_equal(rec_get_uvarint(&in), d * 1000 + t);
+    }
+    assert_int_equal(rec_get_uvarint(&in), 4242);
+    assert_int_equal(rec_get_uvarint(&in), 777);
+    expect_end(&in);
+}
+
+/* A buffer too small: the encoder says so, so the writer can refuse a cut payload. */
+static void test_overflow(void **state)
+{
+    (void)state;
+    logenc_header_fields h = header_fields();
+    rec_out o;
+    rec_out_init(&o, buf, 20);
+    assert_int_equal(logenc_put_header(&o, &h), -1);
+    assert_true(o.overflow);
+    rec_out_init(&o, buf, 3);
+    assert_int_equal(logenc_put_thread(&o, 1, 2, "long name"), -1);
+    rec_out_init(&o, buf, 2);
+    assert_int_equal(logenc_put_sample(&o, 1, 1, 1, 100000), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header),
+        cmocka_unit_test(test_header_no_cmdline),
+        cmocka_unit_test(test_header_cut_cmdline),
+        cmocka_unit_test(test_thread),
+        cmocka_unit_test(test_code),
+        cmocka_unit_test(test_stack),
+        cmocka_unit_test(test_stack_max),
+        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_rss),
+        cmocka_unit_test(test_footer),
+        cmocka_unit_test(test_overflow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
