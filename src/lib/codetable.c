@@ -14,7 +14,7 @@
  * codetable_start and codetable_reset on the thread that starts the sampler (or in a
  * fork child), when no handler runs.
  *
- * The protocol.  A sample counts itself in the active generation (table_users) for as
+ * The protocol.  A sample counts itself in the active generation (CT.users) for as
  * long as it uses that table.  The writer flips `active` first, then waits for the old
  * generation's count to reach 0: a sample that loaded the old index after the flip sees
  * `active` change when it checks again and moves to the new table, so once the count is
