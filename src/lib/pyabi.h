@@ -1,8 +1,12 @@
 /*
  * pyabi: everything pyprof knows about one CPython build's memory layout, and how to find
- * the interpreter in this process.  Owns the per-minor-version offset tables and the
- * addresses resolved from the interpreter's symbols.  Nothing here runs in the signal
- * handler except reads of the filled-in `pyabi` struct.
+ * the interpreter in this process.  Owns the one per-minor-version table of offsets and
+ * layout kinds (one row per minor: 2.7, 3.6 to 3.13), read by the sample path (thread
+ * states, frames, code objects, strings) and by pynames (dicts, instance attributes,
+ * ints, the threading module), the offsets that are the same in every supported version
+ * (the PYABI_* constants below), and the addresses resolved from the interpreter's
+ * symbols.  Nothing here runs in the signal handler except reads of the filled-in
+ * `pyabi` struct and of the constants.
  */
 #ifndef PYPROF_PYABI_H
 #define PYPROF_PYABI_H
@@ -26,6 +30,46 @@ enum pyabi_str_kind {
     PYABI_STR_PEP393 = 1,  /* 3.x compact/legacy unicode */
 };
 
+/* How pynames reads a dict (docs/CPYTHON.md, "Thread names"). */
+enum pyabi_dict_layout {
+    PYABI_DICT_27 = 0,  /* ma_mask, ma_table of (hash, key, value) */
+    PYABI_DICT_36 = 1,  /* 3.6-3.10 PyDictKeysObject: dk_size, dk_nentries, dk_indices */
+    PYABI_DICT_311 = 2, /* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
+};
+
+/* Where an instance keeps its attributes. */
+enum pyabi_attrs_layout {
+    PYABI_ATTRS_DICTOFFSET = 0,  /* the dict at obj + tp_dictoffset (2.7-3.10) */
+    PYABI_ATTRS_MANAGED_311 = 1, /* managed dict or values pointer before the object */
+    PYABI_ATTRS_MANAGED_312 = 2, /* PyDictOrValues before the object */
+    PYABI_ATTRS_INLINE_313 = 3,  /* inline values after the header, else managed dict */
+};
+
+/* How an int's value is stored. */
+enum pyabi_int_layout {
+    PYABI_INT_27 = 0,    /* 2.7 PyIntObject (and PyLongObject with a signed ob_size) */
+    PYABI_LONG_SIZE = 1, /* PyLongObject: ob_size is sign * digits */
+    PYABI_LONG_TAG = 2,  /* 3.12+: lv_tag is digits << 3 | sign */
+};
+
+/* The same in every supported version (offsetof on each; docs/CPYTHON.md). */
+#define PYABI_OB_REFCNT 0       /* PyObject.ob_refcnt */
+#define PYABI_OB_TYPE 8         /* PyObject.ob_type */
+#define PYABI_OB_SIZE 16        /* PyVarObject.ob_size; PyLongObject lv_tag on 3.12+ */
+#define PYABI_TP_NAME 24        /* PyTypeObject.tp_name */
+#define PYABI_TP_BASICSIZE 32   /* PyTypeObject.tp_basicsize */
+#define PYABI_TP_FLAGS 168      /* PyTypeObject.tp_flags */
+#define PYABI_TP_DICTOFFSET 288 /* PyTypeObject.tp_dictoffset */
+#define PYABI_TSS_INITIALIZED 0 /* Py_tss_t._is_initialized (int), 3.7+ */
+#define PYABI_TSS_KEY 4         /* Py_tss_t._key (pthread_key_t), 3.7+ */
+#define PYABI_IS27_NEXT 0       /* PyInterpreterState.next, 2.7 and 3.6 */
+#define PYABI_CODEUNIT 2        /* sizeof(_Py_CODEUNIT): 3.10's f_lasti counts these */
+/* The PEP 393 state word (pyabi.str_state): kind (1, 2 or 4 bytes a character),
+ * compact (the characters follow the header), ascii (compact and all below 0x80). */
+#define PYABI_STATE_KIND(st) (((st) >> 2) & 7u)
+#define PYABI_STATE_COMPACT(st) (((st) >> 5) & 1u)
+#define PYABI_STATE_ASCII(st) (((st) >> 6) & 1u)
+
 /* Offsets are in bytes; -1 where the version has no such field. */
 typedef struct pyabi {
     int major, minor;
@@ -45,8 +89,10 @@ typedef struct pyabi {
 
     /* _PyRuntime (3.7+) */
     int rt_initialized, rt_finalizing, rt_tss, rt_interp_head;
+    int rt_interp_main;     /* _PyRuntime.interpreters.main (interpreters.head + 8) */
     /* PyInterpreterState / PyThreadState */
     int is_tstate_head, ts_next, ts_interp, ts_thread_id, ts_native_tid;
+    int is_modules;         /* PyInterpreterState.modules (.imports.modules on 3.12+) */
     int ts_frame;           /* tstate->frame (<=3.10), ->cframe (3.11/3.12), ->current_frame */
     int cframe_current;     /* _PyCFrame.current_frame (3.11/3.12), else -1 */
     /* Frames */
@@ -60,7 +106,19 @@ typedef struct pyabi {
     int linetable_kind; /* enum pyprof_linetable */
     /* Strings and bytes */
     int str_kind, uni_ascii_size, uni_compact_size, uni_data;
+    int str_length;  /* characters (3.x PyASCIIObject.length) or bytes (2.7 ob_size) */
+    int str_state;   /* the PEP 393 state word (uint32), -1 on 2.7 */
+    int str27_data;  /* 2.7 PyStringObject.ob_sval, -1 on 3.x */
     int bytes_size, bytes_data; /* ob_size and data of the line-table object */
+    /* Dicts, instance attributes and ints (pynames) */
+    int dict_layout;       /* enum pyabi_dict_layout */
+    int attrs_layout;      /* enum pyabi_attrs_layout */
+    int int_layout;        /* enum pyabi_int_layout */
+    int ht_cached_keys;    /* PyHeapTypeObject.ht_cached_keys; -1 on 2.7 (no split tables) */
+    int dictvalues_values; /* PyDictValues.values (3.11+), 0 on 3.6-3.10 (a bare array) */
+    /* The threading module's Thread objects (pynames) */
+    const char *thread_name_attr; /* the attribute holding the name */
+    int thread_native_id;         /* Thread._native_id exists (3.8+) */
 } pyabi;
 
 /* Looks for CPython in the process: first with dlsym(RTLD_DEFAULT), then, when `late` is

@@ -50,8 +50,10 @@
  *              while their `valid` byte is set, else the managed dict at obj - 3 words
  * (CPython 3.11-3.13 read them the same way: _PyObject_GenericGetAttrWithDict.)
  *
- * Where the numbers come from.  The per-minor table below and the constants shared by
- * every version were measured with offsetof() against each pyenv build's own headers
+ * Where the numbers come from.  The per-minor fields (pyabi.c's table: is_modules,
+ * ht_cached_keys, dictvalues_values and the dict, attribute and int layouts), the
+ * constants shared by every version (pyabi.h's PYABI_* and the dict constants below)
+ * were measured with offsetof() against each pyenv build's own headers
  * (2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0), compiled with
  * -DPy_BUILD_CORE and include/internal/ on the path (pycore_dict.h, pycore_interp.h,
  * pycore_moduleobject.h, pycore_object.h).  Two structs no installed header shows were
@@ -71,17 +73,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "pthread_tid.h"
 #include "safe_read.h"
 
 /* ---- layouts ------------------------------------------------------------------------ */
 
-/* The same in every supported version (offsetof on each, as above). */
-#define OB_TYPE 8                 /* PyObject.ob_type */
-#define OB_SIZE 16                /* PyVarObject.ob_size; PyLongObject lv_tag on 3.12+ */
-#define TP_BASICSIZE 32           /* PyTypeObject.tp_basicsize */
-#define TP_FLAGS 168              /* PyTypeObject.tp_flags */
-#define TP_DICTOFFSET 288         /* PyTypeObject.tp_dictoffset */
+/* The same in every supported version (offsetof on each, as above); the per-minor
+ * fields and the object and type header are pyabi's. */
 #define MD_DICT 16                /* PyModuleObject.md_dict */
 #define INT27_IVAL 16             /* 2.7 PyIntObject.ob_ival */
 #define LONG_DIGITS 24            /* PyLongObject.ob_digit (long_value.ob_digit on 3.12+) */
@@ -103,39 +102,16 @@
 #define MANAGED_DICT_BACK 24      /* 3.11+ MANAGED_DICT_OFFSET: the dict at obj - 24 */
 #define MANAGED_VALUES_BACK 32    /* 3.11 _PyObject_ValuesPointer: obj - 32 */
 #define OBJECT_HEAD_SIZE 16       /* sizeof(PyObject): 3.13 inline values follow it */
+#define ENTRY_HKV_SIZE 24         /* PyDictEntry/PyDictKeyEntry: hash, key, value */
+#define ENTRY_HKV_KEY 8           /*   its key; the value follows the key */
+#define ENTRY_KV_SIZE 16          /* 3.11+ PyDictUnicodeEntry: key, value */
+#define ENTRY_KV_KEY 0
+#define PTR_SIZE 8                /* a split table's values: one PyObject * each */
 
 #define TPFLAGS_INLINE_VALUES (1ull << 2)  /* 3.13 */
 #define TPFLAGS_MANAGED_DICT (1ull << 4)   /* 3.11+ */
 #define TPFLAGS_HEAPTYPE (1ull << 9)
 #define TPFLAGS_TYPE_SUBCLASS (1ull << 31) /* set on `type` and every metaclass */
-
-enum dict_layout { DICT_27, DICT_36, DICT_311 };
-enum attrs_layout { ATTRS_DICTOFFSET, ATTRS_MANAGED_311, ATTRS_MANAGED_312, ATTRS_INLINE_313 };
-enum int_layout { INT_27, LONG_SIZE, LONG_TAG };
-
-typedef struct layout {
-    int major, minor;
-    int interp_modules; /* PyInterpreterState.modules (.imports.modules on 3.12+) */
-    int ht_cached_keys; /* PyHeapTypeObject.ht_cached_keys; -1 on 2.7 (no split tables) */
-    int values_data;    /* PyDictValues.values (3.11+) */
-    enum dict_layout dict;
-    enum attrs_layout attrs;
-    enum int_layout ints;
-    const char *name_attr; /* the Thread attribute holding the name */
-    int has_native_id;     /* Thread._native_id exists (3.8+) */
-} layout;
-
-static const layout LAYOUTS[] = {
-    { 2, 7, 16, -1, -1, DICT_27, ATTRS_DICTOFFSET, INT_27, "_Thread__name", 0 },
-    { 3, 6, 16, 856, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 0 },
-    { 3, 7, 40, 856, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 0 },
-    { 3, 8, 56, 872, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
-    { 3, 9, 856, 864, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
-    { 3, 10, 856, 872, 0, DICT_36, ATTRS_DICTOFFSET, LONG_SIZE, "_name", 1 },
-    { 3, 11, 888, 872, 0, DICT_311, ATTRS_MANAGED_311, LONG_SIZE, "_name", 1 },
-    { 3, 12, 944, 880, 0, DICT_311, ATTRS_MANAGED_312, LONG_TAG, "_name", 1 },
-    { 3, 13, 7656, 880, 8, DICT_311, ATTRS_INLINE_313, LONG_TAG, "_name", 1 },
-};
 
 /* Bounds.  A dict of more entries than this is not believed; `_active` with a million
  * threads would be, and the caller's `cap` stops the work long before. */
@@ -151,11 +127,10 @@ static const layout LAYOUTS[] = {
  * tid field of glibc's thread descriptor. */
 static struct {
     _Atomic int state; /* 0 not yet, 2 being filled, 1 ready, -1 unusable */
-    const layout *L;
+    const pyabi *L;    /* &abi once ready */
+    pyabi abi;         /* the layout of the first call's interpreter */
     uintptr_t str_type, dict_type, int_type, long_type, module_type;
     int str27;                   /* 2.7 PyStringObject (else PEP 393 str) */
-    int str27_data;              /* PyStringObject.ob_sval */
-    int uni_ascii, uni_compact, uni_data; /* PEP 393: where the characters are */
     int tid_off;                 /* struct pthread.tid, 0 when unknown */
 } S;
 
@@ -166,12 +141,6 @@ static _Atomic uint32_t hint_threading, hint_active, hint_name, hint_native_id;
 /* 1 when the interpreter's symbols and our table agree; fills S. */
 static int init_layout(const pyabi *a)
 {
-    const layout *L = NULL;
-    for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++)
-        if (LAYOUTS[i].major == a->major && LAYOUTS[i].minor == a->minor)
-            L = &LAYOUTS[i];
-    if (!L)
-        return 0;
     int py2 = a->major == 2;
     S.str_type = (uintptr_t)pyabi_dlsym_python(py2 ? "PyString_Type" : "PyUnicode_Type");
     S.dict_type = (uintptr_t)pyabi_dlsym_python("PyDict_Type");
@@ -184,19 +153,16 @@ static int init_layout(const pyabi *a)
     if (py2 != (a->str_kind == PYABI_STR_BYTES27))
         return 0;
     S.str27 = py2;
-    S.str27_data = a->bytes_data; /* 2.7: the same PyStringObject as line tables */
-    S.uni_ascii = a->uni_ascii_size;
-    S.uni_compact = a->uni_compact_size;
-    S.uni_data = a->uni_data;
     /* 3.13 publishes where interp->imports.modules is (_Py_DebugOffsets, at the start of
      * _PyRuntime; interpreter_state.imports_modules is its 12th word). */
     if (a->major == 3 && a->minor == 13) {
         const uint64_t *d = (const uint64_t *)a->runtime;
-        if (!d || memcmp(d, "xdebugpy", 8) != 0 || d[11] != (uint64_t)L->interp_modules)
+        if (!d || memcmp(d, "xdebugpy", 8) != 0 || d[11] != (uint64_t)a->is_modules)
             return 0;
     }
     S.tid_off = pthread_tid_offset();
-    S.L = L;
+    S.abi = *a;
+    S.L = &S.abi;
     return 1;
 }
 
@@ -219,8 +185,8 @@ SAFE_NO_SANITIZE static uintptr_t dv_key(const dview *v, uint64_t i)
 SAFE_NO_SANITIZE static uintptr_t dv_value(const dview *v, uint64_t i)
 {
     if (v->values)
-        return safe_ptr(v->values + 8 * i);
-    return safe_ptr(v->entries + i * v->stride + v->key_off + 8);
+        return safe_ptr(v->values + PTR_SIZE * i);
+    return safe_ptr(v->entries + i * v->stride + v->key_off + PTR_SIZE);
 }
 
 /* Index width of a 3.6-3.10 table of `size` slots (DK_IXSIZE). */
@@ -235,14 +201,14 @@ SAFE_NO_SANITIZE static void keys_view(uintptr_t keys, uintptr_t values, dview *
 {
     int64_t nentries;
     uint64_t size;
-    if (S.L->dict == DICT_36) {
+    if (S.L->dict_layout == PYABI_DICT_36) {
         size = safe_u64(keys + KEYS36_SIZE);
         nentries = (int64_t)safe_u64(keys + KEYS36_NENTRIES);
         if (size < 8 || size > (1ull << LOG2_SIZE_MAX) || (size & (size - 1)))
             safe_fail();
         v->entries = keys + KEYS36_INDICES + size * index_bytes(size);
-        v->stride = 24; /* PyDictKeyEntry: hash, key, value */
-        v->key_off = 8;
+        v->stride = ENTRY_HKV_SIZE; /* PyDictKeyEntry */
+        v->key_off = ENTRY_HKV_KEY;
     } else {
         unsigned log2 = safe_u8(keys + KEYS311_LOG2_SIZE);
         unsigned log2_index = safe_u8(keys + KEYS311_LOG2_INDEX);
@@ -255,8 +221,8 @@ SAFE_NO_SANITIZE static void keys_view(uintptr_t keys, uintptr_t values, dview *
             safe_fail();
         nentries = (int64_t)safe_u64(keys + KEYS311_NENTRIES);
         v->entries = keys + KEYS311_INDICES + (1ull << log2_index);
-        v->stride = kind == 0 ? 24 : 16; /* PyDictKeyEntry, PyDictUnicodeEntry */
-        v->key_off = kind == 0 ? 8 : 0;
+        v->stride = kind == 0 ? ENTRY_HKV_SIZE : ENTRY_KV_SIZE; /* general, unicode/split */
+        v->key_off = kind == 0 ? ENTRY_HKV_KEY : ENTRY_KV_KEY;
     }
     if (nentries < 0 || (uint64_t)nentries > size || nentries > ENTRIES_MAX)
         safe_fail();
@@ -267,21 +233,22 @@ SAFE_NO_SANITIZE static void keys_view(uintptr_t keys, uintptr_t values, dview *
 /* The entries of the dict object `d`.  0 when `d` is NULL or not a dict. */
 SAFE_NO_SANITIZE static int dict_view(uintptr_t d, dview *v)
 {
-    if (!d || safe_ptr(d + OB_TYPE) != S.dict_type)
+    if (!d || safe_ptr(d + PYABI_OB_TYPE) != S.dict_type)
         return 0;
-    if (S.L->dict == DICT_27) {
+    if (S.L->dict_layout == PYABI_DICT_27) {
         uint64_t mask = safe_u64(d + DICT27_MASK);
         if (mask < 7 || mask >= (1ull << LOG2_SIZE_MAX) || (mask & (mask + 1)))
             safe_fail();
         v->entries = safe_ptr(d + DICT27_TABLE);
         v->values = 0;
         v->n = mask + 1;
-        v->stride = 24; /* PyDictEntry: hash, key, value */
-        v->key_off = 8;
+        v->stride = ENTRY_HKV_SIZE; /* PyDictEntry */
+        v->key_off = ENTRY_HKV_KEY;
         return 1;
     }
     uintptr_t values = safe_ptr(d + DICT_VALUES);
-    keys_view(safe_ptr(d + DICT_KEYS), values ? values + (uintptr_t)S.L->values_data : 0, v);
+    keys_view(safe_ptr(d + DICT_KEYS), values ? values + (uintptr_t)S.L->dictvalues_values : 0,
+              v);
     return 1;
 }
 
@@ -289,17 +256,17 @@ SAFE_NO_SANITIZE static int dict_view(uintptr_t d, dview *v)
 SAFE_NO_SANITIZE static int str_is(uintptr_t s, const char *lit, size_t len)
 {
     char buf[32];
-    if (!s || len > sizeof buf || safe_ptr(s + OB_TYPE) != S.str_type ||
-        safe_u64(s + OB_SIZE) != len)
+    if (!s || len > sizeof buf || safe_ptr(s + PYABI_OB_TYPE) != S.str_type ||
+        safe_u64(s + (uintptr_t)S.L->str_length) != len)
         return 0;
-    uintptr_t data = s + (uintptr_t)S.str27_data;
+    uintptr_t data = s + (uintptr_t)S.L->str27_data;
     if (!S.str27) {
         /* Names of modules and attributes are compact ASCII strings; any other str
          * cannot equal an ASCII literal. */
-        uint32_t state = safe_u32(s + 32);
-        if (!((state >> 5) & 1) || !((state >> 6) & 1))
+        uint32_t state = safe_u32(s + (uintptr_t)S.L->str_state);
+        if (!PYABI_STATE_COMPACT(state) || !PYABI_STATE_ASCII(state))
             return 0;
-        data = s + (uintptr_t)S.uni_ascii;
+        data = s + (uintptr_t)S.L->uni_ascii_size;
     }
     safe_copy(buf, data, len);
     return memcmp(buf, lit, len) == 0;
@@ -330,21 +297,21 @@ SAFE_NO_SANITIZE static uintptr_t dv_find(const dview *v, const char *lit, _Atom
 /* The value of an int object (a 2.7 int, or a long), when it is one in [1, 2^64); else 0. */
 SAFE_NO_SANITIZE static uint64_t int_value(uintptr_t o)
 {
-    uintptr_t t = safe_ptr(o + OB_TYPE);
-    if (S.L->ints == INT_27 && t == S.int_type) {
+    uintptr_t t = safe_ptr(o + PYABI_OB_TYPE);
+    if (S.L->int_layout == PYABI_INT_27 && t == S.int_type) {
         int64_t v = (int64_t)safe_u64(o + INT27_IVAL);
         return v > 0 ? (uint64_t)v : 0;
     }
     if (t != S.long_type)
         return 0;
     uint64_t ndigits;
-    if (S.L->ints == LONG_TAG) {
-        uint64_t tag = safe_u64(o + OB_SIZE); /* ndigits << 3 | sign (0 +, 1 zero, 2 -) */
+    if (S.L->int_layout == PYABI_LONG_TAG) {
+        uint64_t tag = safe_u64(o + PYABI_OB_SIZE); /* ndigits << 3 | sign (0 +, 1 zero, 2 -) */
         if (tag & 3)
             return 0;
         ndigits = tag >> 3;
     } else {
-        int64_t size = (int64_t)safe_u64(o + OB_SIZE); /* sign * ndigits */
+        int64_t size = (int64_t)safe_u64(o + PYABI_OB_SIZE); /* sign * ndigits */
         if (size <= 0)
             return 0;
         ndigits = (uint64_t)size;
@@ -372,66 +339,12 @@ SAFE_NO_SANITIZE static uint32_t tid_of_ident(uintptr_t key)
 
 /* Appends code point c to out[*n] as UTF-8 if it fits in a name.  0 when the name is
  * complete (no room, or a NUL, which would end the C string anyway). */
-static int put_utf8(char *out, size_t *n, uint32_t c)
+static int put_name_char(char *out, size_t *n, uint32_t c)
 {
-    if (c == 0)
+    if (c == 0 || *n + utf8_len(c) > PYNAMES_NAME_MAX - 1)
         return 0;
-    if (c >= 0xd800 && c < 0xe000)
-        c = 0xfffd; /* a lone surrogate (surrogateescape) is not UTF-8 */
-    size_t len = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-    if (*n + len > PYNAMES_NAME_MAX - 1)
-        return 0;
-    char *p = out + *n;
-    if (len == 1) {
-        p[0] = (char)c;
-    } else if (len == 2) {
-        p[0] = (char)(0xc0 | (c >> 6));
-        p[1] = (char)(0x80 | (c & 0x3f));
-    } else if (len == 3) {
-        p[0] = (char)(0xe0 | (c >> 12));
-        p[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        p[2] = (char)(0x80 | (c & 0x3f));
-    } else {
-        p[0] = (char)(0xf0 | (c >> 18));
-        p[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-        p[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-        p[3] = (char)(0x80 | (c & 0x3f));
-    }
-    *n += len;
+    *n += utf8_put(out + *n, c);
     return 1;
-}
-
-/* Decodes the UTF-8 in b[0..len) into out, each invalid byte as U+FFFD (2.7 names are
- * bytes, normally UTF-8).  `cut`: b is a prefix of the name, so a sequence it ends in
- * the middle of is dropped rather than replaced. */
-static size_t utf8_clean(const uint8_t *b, size_t len, int cut, char *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t c = b[i];
-        size_t need = 0; /* continuation bytes after b[i] */
-        if (c >= 0x80) {
-            need = c >= 0xc2 && c < 0xe0 ? 1 : c >= 0xe0 && c < 0xf0 ? 2
-                 : c >= 0xf0 && c < 0xf5 ? 3 : 0;
-            if (need && cut && i + need >= len)
-                break; /* the rest of this character is beyond what we copied */
-            size_t k = 1;
-            if (need) {
-                c &= 0x3fu >> need;
-                for (; k <= need && i + k < len && (b[i + k] & 0xc0) == 0x80; k++)
-                    c = (c << 6) | (b[i + k] & 0x3f);
-            }
-            uint32_t min = need == 1 ? 0x80 : need == 2 ? 0x800 : 0x10000;
-            if (!need || k <= need || c < min || c > 0x10ffff || (c >= 0xd800 && c < 0xe000)) {
-                c = 0xfffd; /* a bad byte or sequence: replace its first byte, go on */
-                need = 0;
-            }
-        }
-        if (!put_utf8(out, &n, c))
-            break;
-        i += 1 + need;
-    }
-    return n;
 }
 
 /* Copies the str object `s` into out as a NUL-terminated UTF-8 name.  0 when `s` is not
@@ -439,9 +352,9 @@ static size_t utf8_clean(const uint8_t *b, size_t len, int cut, char *out)
  * characters. */
 SAFE_NO_SANITIZE static int read_name(uintptr_t s, char *out)
 {
-    if (!s || safe_ptr(s + OB_TYPE) != S.str_type)
+    if (!s || safe_ptr(s + PYABI_OB_TYPE) != S.str_type)
         return 0;
-    uint64_t len = safe_u64(s + OB_SIZE);
+    uint64_t len = safe_u64(s + (uintptr_t)S.L->str_length);
     if (len > (1ull << 40))
         safe_fail();
     /* Every character takes at least one byte of the name. */
@@ -449,15 +362,19 @@ SAFE_NO_SANITIZE static int read_name(uintptr_t s, char *out)
     size_t n = 0;
     if (S.str27) {
         uint8_t raw[PYNAMES_NAME_MAX];
-        safe_copy(raw, s + (uintptr_t)S.str27_data, take);
-        n = utf8_clean(raw, (size_t)take, take < len, out);
+        safe_copy(raw, s + (uintptr_t)S.L->str27_data, take);
+        /* 2.7 names are bytes, normally UTF-8; take < len: a prefix of the name. */
+        n = utf8_clean(out, PYNAMES_NAME_MAX - 1, raw, (size_t)take,
+                       UTF8_STOP_AT_NUL | (take < len ? UTF8_CUT : 0));
     } else {
-        uint32_t state = safe_u32(s + 32);
-        unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+        uint32_t state = safe_u32(s + (uintptr_t)S.L->str_state);
+        unsigned kind = PYABI_STATE_KIND(state), compact = PYABI_STATE_COMPACT(state),
+                 ascii = PYABI_STATE_ASCII(state);
         if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
             safe_fail();
-        uintptr_t data = compact ? s + (uintptr_t)(ascii ? S.uni_ascii : S.uni_compact)
-                                 : safe_ptr(s + (uintptr_t)S.uni_data);
+        uintptr_t data = compact ? s + (uintptr_t)(ascii ? S.L->uni_ascii_size
+                                                         : S.L->uni_compact_size)
+                                 : safe_ptr(s + (uintptr_t)S.L->uni_data);
         uint8_t raw[4 * (PYNAMES_NAME_MAX - 1)];
         safe_copy(raw, data, take * kind);
         for (uint64_t i = 0; i < take; i++) {
@@ -470,49 +387,50 @@ SAFE_NO_SANITIZE static int read_name(uintptr_t s, char *out)
                 memcpy(&c, raw + 4 * i, 4);
             if ((ascii && c >= 0x80) || c > 0x10ffff)
                 safe_fail(); /* not what this string's kind allows */
-            if (!put_utf8(out, &n, c))
+            if (!put_name_char(out, &n, c))
                 break;
         }
     }
     out[n] = 0;
     /* Freed and reused meanwhile?  Then its type or length has most likely changed. */
-    return safe_ptr(s + OB_TYPE) == S.str_type && safe_u64(s + OB_SIZE) == len;
+    return safe_ptr(s + PYABI_OB_TYPE) == S.str_type &&
+           safe_u64(s + (uintptr_t)S.L->str_length) == len;
 }
 
 /* The instance attributes of `obj` (of type `type`, flags `flags`).  0 when it has none
  * we can read. */
 SAFE_NO_SANITIZE static int attrs_view(uintptr_t obj, uintptr_t type, uint64_t flags, dview *v)
 {
-    const layout *L = S.L;
+    const pyabi *L = S.L;
     uintptr_t values = 0;
-    if (L->attrs == ATTRS_INLINE_313 && (flags & TPFLAGS_INLINE_VALUES) &&
-        safe_u64(type + TP_BASICSIZE) == OBJECT_HEAD_SIZE) {
+    if (L->attrs_layout == PYABI_ATTRS_INLINE_313 && (flags & TPFLAGS_INLINE_VALUES) &&
+        safe_u64(type + PYABI_TP_BASICSIZE) == OBJECT_HEAD_SIZE) {
         uintptr_t inl = obj + OBJECT_HEAD_SIZE;
         if (safe_u8(inl + VALUES313_VALID)) {
             keys_view(safe_ptr(type + (uintptr_t)L->ht_cached_keys),
-                      inl + (uintptr_t)L->values_data, v);
+                      inl + (uintptr_t)L->dictvalues_values, v);
             uint64_t capacity = safe_u8(inl + VALUES313_CAPACITY);
             if (v->n > capacity)
                 safe_fail();
             return 1;
         }
     }
-    if (L->attrs != ATTRS_DICTOFFSET && (flags & TPFLAGS_MANAGED_DICT)) {
+    if (L->attrs_layout != PYABI_ATTRS_DICTOFFSET && (flags & TPFLAGS_MANAGED_DICT)) {
         uintptr_t d = safe_u64(obj - MANAGED_DICT_BACK);
-        if (L->attrs == ATTRS_MANAGED_312 && (d & 1)) {
+        if (L->attrs_layout == PYABI_ATTRS_MANAGED_312 && (d & 1)) {
             values = d + 1; /* PyDictOrValues tags values as pointer - 1 */
             d = 0;
-        } else if (L->attrs == ATTRS_MANAGED_311 && !d) {
+        } else if (L->attrs_layout == PYABI_ATTRS_MANAGED_311 && !d) {
             values = safe_ptr(obj - MANAGED_VALUES_BACK);
         }
         if (values) {
             keys_view(safe_ptr(type + (uintptr_t)L->ht_cached_keys),
-                      values + (uintptr_t)L->values_data, v);
+                      values + (uintptr_t)L->dictvalues_values, v);
             return 1;
         }
         return dict_view(d, v);
     }
-    int64_t off = (int64_t)safe_u64(type + TP_DICTOFFSET);
+    int64_t off = (int64_t)safe_u64(type + PYABI_TP_DICTOFFSET);
     if (off <= 0 || off >= 4096)
         return 0; /* no dict, or a variable-size object's (never a Thread) */
     return dict_view(safe_ptr(obj + (uintptr_t)off), v);
@@ -522,23 +440,23 @@ SAFE_NO_SANITIZE static int attrs_view(uintptr_t obj, uintptr_t type, uint64_t f
  * thread has no readable name or thread id. */
 SAFE_NO_SANITIZE static int read_thread(uintptr_t key, uintptr_t obj, pynames_entry *e)
 {
-    const layout *L = S.L;
-    uintptr_t type = safe_ptr(obj + OB_TYPE);
-    uint64_t flags = safe_u64(type + TP_FLAGS);
+    const pyabi *L = S.L;
+    uintptr_t type = safe_ptr(obj + PYABI_OB_TYPE);
+    uint64_t flags = safe_u64(type + PYABI_TP_FLAGS);
     /* A Thread (subclass) instance: its type is a class, made by `type` or a metaclass. */
     if (!(flags & TPFLAGS_HEAPTYPE) ||
-        !(safe_u64(safe_ptr(type + OB_TYPE) + TP_FLAGS) & TPFLAGS_TYPE_SUBCLASS))
+        !(safe_u64(safe_ptr(type + PYABI_OB_TYPE) + PYABI_TP_FLAGS) & TPFLAGS_TYPE_SUBCLASS))
         return 0;
     dview v;
     if (!attrs_view(obj, type, flags, &v))
         return 0;
-    if (!read_name(dv_find(&v, L->name_attr, &hint_name), e->name))
+    if (!read_name(dv_find(&v, L->thread_name_attr, &hint_name), e->name))
         return 0;
     /* The descriptor first: glibc keeps its tid right after any fork (0 in the
      * descriptors of threads the child does not have), where `_native_id` keeps the
      * parent's when the fork bypassed Python's after-fork hook (fork() from C). */
     uint64_t tid = tid_of_ident(key);
-    if (!S.tid_off && L->has_native_id) {
+    if (!S.tid_off && L->thread_native_id) {
         uintptr_t nid = dv_find(&v, "_native_id", &hint_native_id);
         tid = nid ? int_value(nid) : 0; /* None until the thread runs */
     }
@@ -555,7 +473,7 @@ SAFE_NO_SANITIZE static uintptr_t main_interp(const pyabi *a)
         if (!safe_i32(a->runtime + (uintptr_t)a->rt_initialized) ||
             safe_ptr(a->runtime + (uintptr_t)a->rt_finalizing))
             return 0;
-        return safe_ptr(a->runtime + (uintptr_t)a->rt_interp_head + 8); /* .main */
+        return safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
     }
     /* 2.7/3.6: Py_IsInitialized and PyInterpreterState_Head only load a global.  New
      * interpreters are pushed on the head of the list: the main one is its tail. */
@@ -563,7 +481,7 @@ SAFE_NO_SANITIZE static uintptr_t main_interp(const pyabi *a)
         return 0;
     uintptr_t interp = (uintptr_t)a->interp_head();
     for (unsigned i = 0; interp && i < INTERP_WALK_MAX; i++) {
-        uintptr_t next = safe_ptr(interp); /* PyInterpreterState.next */
+        uintptr_t next = safe_ptr(interp + PYABI_IS27_NEXT);
         if (!next)
             return interp;
         interp = next;
@@ -576,10 +494,10 @@ SAFE_NO_SANITIZE static uintptr_t main_interp(const pyabi *a)
 SAFE_NO_SANITIZE static int active_view(const pyabi *a, dview *v)
 {
     uintptr_t interp = main_interp(a);
-    if (!interp || !dict_view(safe_ptr(interp + (uintptr_t)S.L->interp_modules), v))
+    if (!interp || !dict_view(safe_ptr(interp + (uintptr_t)S.L->is_modules), v))
         return 0;
     uintptr_t mod = dv_find(v, "threading", &hint_threading);
-    if (!mod || safe_ptr(mod + OB_TYPE) != S.module_type ||
+    if (!mod || safe_ptr(mod + PYABI_OB_TYPE) != S.module_type ||
         !dict_view(safe_ptr(mod + MD_DICT), v))
         return 0;
     return dict_view(dv_find(v, "_active", &hint_active), v);

@@ -15,7 +15,7 @@
  *
  * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period:
  * our own sampler thread wakes on an absolute CLOCK_MONOTONIC deadline and reads each
- * thread's stack from its thread state (sighandler_sample_threads), the way an outside
+ * thread's stack from its thread state (wall_sample_threads), the way an outside
  * profiler reads another process, but in-process and with guarded reads.  No signal
  * reaches the program's threads, so a sleeping or blocked thread is never woken or
  * interrupted: its sleep is exactly as long as without the library (Python 2.7's
@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "codetable.h"
 #include "libc_next.h"
 #include "ownthreads.h"
 #include "pthread_tid.h"
@@ -47,6 +48,7 @@
 #include "sigdisp.h"
 #include "sighandler.h"
 #include "threadtimer.h"
+#include "wall.h"
 
 #define SAMPLE_RING_BYTES (4u << 20)
 #define CODE_RING_BYTES (2u << 20)
@@ -155,7 +157,7 @@ static void *wall_main(void *arg)
         uint64_t t0 = clock_mono_ns();
         /* The achieved rate counts the passes that recorded a sample, never the ones
          * that found nothing to record. */
-        if (atomic_load(&sighandler_g.enabled) && sighandler_sample_threads() > 0)
+        if (atomic_load(&sighandler_g.enabled) && wall_sample_threads() > 0)
             atomic_fetch_add_explicit(&wall_passes, 1, memory_order_relaxed);
         uint64_t now = clock_mono_ns();
         atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
@@ -189,12 +191,7 @@ static int start_wall_thread(uint64_t period_ns)
 static void reset_counters(void)
 {
     sighandler_state *g = &sighandler_g;
-    atomic_store(&g->active_table, 0);
-    atomic_store(&g->table_users[0], 0);
-    atomic_store(&g->table_users[1], 0);
-    atomic_store(&g->table_fill[0], 0);
-    atomic_store(&g->table_fill[1], 0);
-    atomic_store(&g->flip_wanted, 0);
+    codetable_reset();
     atomic_store(&g->signals, 0);
     atomic_store(&g->handler_ns, 0);
     for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
@@ -208,7 +205,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
                   char *err, size_t errlen)
 {
     sighandler_state *g = &sighandler_g;
-    size_t tables = 2 * (size_t)CODE_TABLE_SLOTS * sizeof(code_slot);
+    size_t tables = CODETABLE_BYTES;
     if (memory) {
         /* A new toggle window: the last one's stop quiesced every handler, so the memory
          * is ours to clear and use again. */
@@ -228,12 +225,10 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     uint8_t *m = memory;
     ring_init(&g->samples, m, SAMPLE_RING_BYTES);
     ring_init(&g->codes, m + SAMPLE_RING_BYTES, CODE_RING_BYTES);
-    g->tables[0] = (code_slot *)(void *)(m + SAMPLE_RING_BYTES + CODE_RING_BYTES);
-    g->tables[1] = g->tables[0] + CODE_TABLE_SLOTS;
+    codetable_start(m + SAMPLE_RING_BYTES + CODE_RING_BYTES);
     g->abi = *abi;
     g->max_depth = max_depth;
     g->period_ns = period_ns;
-    atomic_store(&g->next_code_id, PYPROF_CODE_FIRST);
     g->t0_ns = clock_mono_ns();
     if (getrandom(&g->perf_cookie, sizeof g->perf_cookie, GRND_NONBLOCK) != sizeof g->perf_cookie)
         g->perf_cookie = g->t0_ns ^ (uint64_t)getpid() << 32;

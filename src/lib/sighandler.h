@@ -1,8 +1,11 @@
 /*
- * sighandler: the sampling signal handler and everything it reaches: the frame walk, the
- * code-identity table, the copy of names and line tables, and the records it commits to
- * the rings.  The state it reads is `sighandler_state`, set up by sampler.c before the
- * first signal can arrive and torn down only after sampler_quiesce().
+ * sighandler: the sampling signal handler, the records the sample path commits to the
+ * rings, and the state it reads, `sighandler_state`, set up by sampler.c before the first
+ * signal can arrive and torn down only after sampler_quiesce().  What the handler
+ * reaches is in modules of its own: the frame walk (walk.h), code ids and CODE records
+ * (codeid.h), the code table and its generations (codetable.h), the interpreter's
+ * readers (pyread.h), the SAMPLE commit and counters (sampleout.h).  The wall-clock
+ * pass, which reads the same way from the sampler's own thread, is wall.h.
  */
 #ifndef PYPROF_SIGHANDLER_H
 #define PYPROF_SIGHANDLER_H
@@ -46,18 +49,8 @@ typedef struct rrec_code {
     char data[]; /* name, qualname, filename (UTF-8), line table */
 } rrec_code;
 
-/* One code-identity slot: code object address, a digest of its identity, our id. */
-typedef struct code_slot {
-    _Atomic uintptr_t ptr;
-    _Atomic uint64_t digest;
-    _Atomic uint32_t id;
-    uint32_t pad;
-} code_slot;
-
-#define CODE_TABLE_SLOTS 16384u
-
 /* The deepest stack a sample records (PYPROF_MAX_DEPTH's upper bound). */
-#define SIGHANDLER_MAX_DEPTH 4096u /* per generation; a power of two */
+#define SIGHANDLER_MAX_DEPTH 4096u
 
 typedef struct sighandler_state {
     _Atomic int enabled;       /* handler does work only while set */
@@ -70,12 +63,6 @@ typedef struct sighandler_state {
     uint64_t t0_ns;            /* CLOCK_MONOTONIC at start */
     uint64_t perf_cookie;      /* si_perf_data tag of our perf events (threadtimer.h) */
     int sample_signal;         /* SIGTRAP (perf) or SIGPROF */
-    code_slot *tables[2];      /* two generations of the code table */
-    _Atomic int active_table;
-    _Atomic int table_users[2];
-    _Atomic uint32_t table_fill[2];
-    _Atomic int flip_wanted;   /* the active table is half full: the writer flips it */
-    _Atomic uint32_t next_code_id;
     _Atomic uint64_t drops[PYPROF_DROP_COUNT];
     _Atomic uint64_t signals;
     _Atomic uint64_t handler_ns; /* time spent inside the handler */
@@ -88,13 +75,6 @@ extern sighandler_state sighandler_g;
 
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
-
-/* [sigsafe] Wall-clock mode, from the sampler's own thread (only one may call it): one
- * sample of every thread of the main interpreter that is running Python code, read from
- * its thread state (guarded reads; no signal reaches the program's threads).  A stack
- * that changed during the read is recorded as its innermost frame under the unreadable
- * marker.  Returns the samples recorded. */
-unsigned sighandler_sample_threads(void);
 
 /* [sigsafe] The calling thread's kernel thread id, cached. */
 uint32_t sighandler_tid(void);

@@ -44,6 +44,7 @@
 #include "pynames.h"
 #include "safe_read.h"
 #include "sampler.h"
+#include "codetable.h"
 #include "sighandler.h"
 #include "stackmap.h"
 #include "threadtimer.h"
@@ -445,34 +446,19 @@ static void record_rss(void)
     W.last_rss_t_ns = t;
 }
 
-/* Moves the handler to the other code table and forgets what only the old one knew. */
-static void flip_tables(void)
+/* Keeps the code ids the new code table already holds; forgets the rest (and what was
+ * announced under them).  codetable_flip calls it once the old table is cleared. */
+static void flip_rekey(void *ctx)
 {
-    sighandler_state *g = &sighandler_g;
-    int old = atomic_load(&g->active_table);
-    atomic_store(&g->active_table, old ^ 1);
-    for (int spins = 0; atomic_load(&g->table_users[old]) > 0 && spins < 100000; spins++) {
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
-    if (atomic_load(&g->table_users[old]) > 0)
-        return; /* a handler is stuck?  Never clear under it; try again later. */
-    drain();
-    memset(g->tables[old], 0, CODE_TABLE_SLOTS * sizeof(code_slot));
-    atomic_store(&g->table_fill[old], 0);
-    /* Keep the code ids the new table already holds; forget the rest. */
+    (void)ctx;
     code_info *keep = W.codes;
     size_t keep_cap = W.codes_cap;
     W.codes = NULL;
     W.codes_cap = W.codes_n = 0;
-    code_slot *nt = g->tables[old ^ 1];
     for (size_t i = 0; i < keep_cap; i++) {
         if (!keep[i].id)
             continue;
-        int live = 0;
-        for (size_t s = 0; s < CODE_TABLE_SLOTS && !live; s++)
-            live = atomic_load_explicit(&nt[s].id, memory_order_relaxed) == keep[i].id;
-        code_info *ci = live ? code_insert_slot(keep[i].id) : NULL;
+        code_info *ci = codetable_holds(keep[i].id) ? code_insert_slot(keep[i].id) : NULL;
         if (ci)
             *ci = keep[i];
         else
@@ -481,7 +467,18 @@ static void flip_tables(void)
     free(keep);
     stacks_reset();
     W.threads_n = 0;
-    atomic_store(&g->flip_wanted, 0);
+}
+
+static void flip_drain(void *ctx)
+{
+    (void)ctx;
+    drain();
+}
+
+/* Moves the handler to the other code table and forgets what only the old one knew. */
+static void flip_tables(void)
+{
+    codetable_flip(flip_drain, flip_rekey, NULL);
 }
 
 static int interpreter_running(void)
@@ -525,7 +522,7 @@ static void *writer_main(void *arg)
         uint64_t now = clock_mono_ns();
         if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss();
-        if (atomic_load(&sighandler_g.flip_wanted))
+        if (codetable_flip_wanted())
             flip_tables();
         if (W.log.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
             refresh_names();

@@ -1,0 +1,183 @@
+/*
+ * codeid: code ids and CODE records for the sample path (codeid.h).
+ *
+ * SIGNAL-HANDLER CODE: everything here runs inside the sampling signal handler (and on
+ * the wall-clock sampler thread), inside the caller's guarded region.  It is
+ * async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno untouched.
+ * What it calls, and why that is safe:
+ *   safe_* and safe_copy (safe_read.h)   guarded reads; a fault or a wild pointer jumps
+ *                                        back to the caller's guard (safe_fail), whose
+ *                                        failure path calls codeid_abandon
+ *   pyread.h                             inline guarded readers of frames and objects
+ *   codetable_lookup/publish/retire      ours: atomics on the tables mapped at start
+ *   ring_reserve/commit/cancel           ours: one CAS on a preallocated buffer
+ *   utf8_put, utf8_clean (utf8.h)        pure code on our own buffers
+ *   sampleout_drop                       ours: one atomic add
+ * Every code object is checked to be one (ob_type == &PyCode_Type) by the caller before
+ * its fields are read; every str and bytes object is checked live and of its type here
+ * before its length and characters are: a name is never read from memory that no
+ * longer holds one.
+ */
+#include "codeid.h"
+
+#include <stdatomic.h>
+
+#include "common/mix64.h"
+#include "common/utf8.h"
+#include "codetable.h"
+#include "safe_read.h"
+#include "sampleout.h"
+#include "sighandler.h"
+
+/* Longest name and file name copied, in characters; line tables in bytes. */
+#define NAME_MAX_CHARS 200u
+#define FILE_MAX_CHARS 1000u
+#define LINETABLE_MAX 16384u
+
+/* A CODE record reserved and not yet committed, cancelled if a read fails meanwhile. */
+static __thread rrec_code *tls_pending_code __attribute__((tls_model("initial-exec")));
+/* The slot being filled by codeid_of on this thread, retired if a read fails. */
+static __thread code_slot *tls_pending_slot __attribute__((tls_model("initial-exec")));
+
+/* Copies valid UTF-8 from the bytes at `src` into out (room for 4*len bytes); a byte
+ * that does not start a well-formed sequence becomes U+FFFD.  Returns bytes written.
+ * 2.7 names and file names are byte strings, often but not always UTF-8. */
+static size_t copy_utf8(char *out, uintptr_t src, uint64_t len)
+{
+    /* The raw bytes go to the end of out, then are cleaned forwards from there: each
+     * input byte writes at most 3 output bytes, so the output never overtakes the input. */
+    uint8_t *raw = (uint8_t *)out + 3 * len;
+    safe_copy(raw, src, len);
+    return utf8_clean(out, 4 * (size_t)len, raw, (size_t)len, 0);
+}
+
+/* Copies a str object as UTF-8 into out (room for 4*max_chars bytes); returns bytes.  A
+ * pointer that is not a live str abandons the sample (safe_fail): a name is never read
+ * from memory that no longer holds one. */
+static size_t copy_str(const pyabi *a, uintptr_t s, char *out, uint32_t max_chars)
+{
+    if (!s)
+        return 0;
+    if (!pyread_is_live(s, a->str_type))
+        safe_fail();
+    uint64_t len = safe_u64(s + (uintptr_t)a->str_length);
+    if (len > max_chars)
+        len = max_chars;
+    if (a->str_kind == PYABI_STR_BYTES27)
+        return copy_utf8(out, s + (uintptr_t)a->str27_data, len);
+    uint32_t state = safe_u32(s + (uintptr_t)a->str_state);
+    unsigned kind = PYABI_STATE_KIND(state), compact = PYABI_STATE_COMPACT(state),
+             ascii = PYABI_STATE_ASCII(state);
+    uintptr_t data;
+    if (compact)
+        data = s + (uintptr_t)(ascii ? a->uni_ascii_size : a->uni_compact_size);
+    else
+        data = safe_ptr(s + (uintptr_t)a->uni_data);
+    if (kind != 1 && kind != 2 && kind != 4)
+        safe_fail();
+    size_t n = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? safe_u8(data + i)
+                   : kind == 2 ? (uint32_t)safe_u8(data + 2 * i) |
+                                     (uint32_t)safe_u8(data + 2 * i + 1) << 8
+                               : safe_u32(data + 4 * i);
+        if (ascii && c >= 0x80)
+            safe_fail(); /* not the ASCII string its header says it is */
+        n += utf8_put(out + n, c);
+    }
+    return n;
+}
+
+/* Fills the CODE record for a code object seen for the first time, and leaves it
+ * reserved for the caller to commit or cancel.  Returns it, or NULL when the ring has no
+ * room (the caller then gives the frame up). */
+static rrec_code *emit_code(const pyabi *a, uintptr_t code, uint32_t id, int32_t first_line,
+                            uintptr_t name, uintptr_t filename, uintptr_t linetable)
+{
+    uintptr_t qualname = a->co_qualname >= 0 ? safe_ptr(code + (uintptr_t)a->co_qualname) : 0;
+    if (linetable && !pyread_is_live(linetable, a->bytes_type))
+        safe_fail();
+    uint64_t lt_len = linetable ? safe_u64(linetable + (uintptr_t)a->bytes_size) : 0;
+    uint16_t flags = 0;
+    if (lt_len > LINETABLE_MAX) {
+        lt_len = LINETABLE_MAX;
+        flags |= PYPROF_CODE_F_TABLE_CUT;
+    }
+    size_t room = sizeof(rrec_code) + 4 * (2 * NAME_MAX_CHARS + FILE_MAX_CHARS) + lt_len;
+    rrec_code *r = ring_reserve(&sighandler_g.codes, room);
+    if (!r)
+        return NULL;
+    /* A failed read below jumps out of the walk; the guard's failure path cancels this
+     * reservation so the ring never holds a record that is never committed. */
+    tls_pending_code = r;
+    char *p = r->data;
+    r->name_len = (uint16_t)copy_str(a, name, p, NAME_MAX_CHARS);
+    p += r->name_len;
+    r->qualname_len = (uint16_t)copy_str(a, qualname, p, NAME_MAX_CHARS);
+    p += r->qualname_len;
+    r->filename_len = (uint16_t)copy_str(a, filename, p, FILE_MAX_CHARS);
+    p += r->filename_len;
+    safe_copy(p, linetable + (uintptr_t)a->bytes_data, lt_len);
+    r->kind = RREC_CODE;
+    r->lt_kind = (uint8_t)a->linetable_kind;
+    r->flags = flags;
+    r->code_id = id;
+    r->first_line = first_line;
+    r->lt_len = (uint32_t)lt_len;
+    return r;
+}
+
+uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
+                   const frame_raw *held, int *changed)
+{
+    uintptr_t name = safe_ptr(code + (uintptr_t)a->co_name);
+    uintptr_t filename = safe_ptr(code + (uintptr_t)a->co_filename);
+    uintptr_t linetable = safe_ptr(code + (uintptr_t)a->co_linetable);
+    int32_t first_line = safe_i32(code + (uintptr_t)a->co_firstlineno);
+    uint64_t digest = mix64(name ^ mix64(filename ^ mix64(linetable ^ (uint64_t)(uint32_t)first_line)));
+    if (!digest)
+        digest = 1;
+    uint32_t id = 0;
+    code_slot *s = NULL;
+    switch (codetable_lookup(t, code, digest, &id, &s)) {
+    case CODETABLE_FOUND:
+        return id;
+    case CODETABLE_BUSY:
+        return PYPROF_CODE_UNREADABLE; /* another thread is filling it right now */
+    case CODETABLE_FULL:
+        sampleout_drop(PYPROF_DROP_CODE_TABLE_FULL);
+        return PYPROF_CODE_UNREADABLE;
+    default: /* CODETABLE_NEW */
+        break;
+    }
+    tls_pending_slot = s;
+    rrec_code *rec = emit_code(a, code, id, first_line, name, filename, linetable);
+    if (rec && holder && !pyread_frame_unchanged(a, holder, held)) {
+        ring_cancel(&sighandler_g.codes, rec);
+        rec = NULL;
+        *changed = 1;
+    } else if (!rec) {
+        sampleout_drop(PYPROF_DROP_RING_FULL);
+    }
+    tls_pending_code = NULL;
+    tls_pending_slot = NULL;
+    if (!rec) {
+        codetable_retire(s);
+        return PYPROF_CODE_UNREADABLE;
+    }
+    ring_commit(&sighandler_g.codes, rec);
+    codetable_publish(s, id);
+    return id;
+}
+
+void codeid_abandon(void)
+{
+    if (tls_pending_code) {
+        ring_cancel(&sighandler_g.codes, tls_pending_code);
+        tls_pending_code = NULL;
+    }
+    if (tls_pending_slot) {
+        codetable_retire(tls_pending_slot);
+        tls_pending_slot = NULL;
+    }
+}

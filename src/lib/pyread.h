@@ -1,0 +1,136 @@
+/*
+ * pyread: the small readers of the interpreter's objects that the sample path shares
+ * (the signal handler, the frame walk, the code ids and the wall-clock pass): is an
+ * object live, is the interpreter running, a thread state's top frame, one frame's
+ * contents and what Python shows of it.  Offsets come from pyabi (one row per minor
+ * version) and its PYABI_* constants.
+ *
+ * SIGNAL-HANDLER CODE: every function here runs inside the sampling signal handler (and
+ * on the wall-clock sampler thread).  They must be called inside a guarded region
+ * (safe_read.h): every read of interpreter memory goes through safe_u8/u32/u64/ptr,
+ * which leave the region on a fault or an implausible address.  Calls:
+ *   safe_* (safe_read.h)        guarded loads, no libc
+ *   a->is_initialized()         2.7/3.6 only: Py_IsInitialized, a plain load of a global
+ *                               (checked by disassembly), called through the pointer
+ *                               dlsym gave at start, so no lazy PLT binding runs here
+ * No malloc, no lock, no stdio, no Python C-API beyond that one load, errno untouched.
+ *
+ * Interface (all static inline, [sigsafe], inside a guarded region):
+ *   pyread_is_live(o, type)           a live object of that type
+ *   pyread_is_code(a, code)           a live code object
+ *   pyread_interpreter_ready(a)       between initialization and finalization
+ *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
+ *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
+ *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
+ *   pyread_frame_view(a, &raw, &code, &off)  shown, hidden, or not a code object
+ */
+#ifndef PYPROF_PYREAD_H
+#define PYPROF_PYREAD_H
+
+#include <stdint.h>
+
+#include "pyabi.h"
+#include "safe_read.h"
+
+/* CPython's frame owners (3.11+): a generator's frame, and (3.12+) the shim frames C code
+ * pushes when it calls into Python. */
+enum { PYREAD_OWNER_GENERATOR = 1, PYREAD_OWNER_CSTACK = 3 };
+
+/* What one frame holds, read as it is. */
+typedef struct frame_raw {
+    uintptr_t back, code;
+    uint64_t instr; /* f_lasti (<= 3.10) or the instruction pointer (3.11+) */
+    uint8_t owner;  /* 3.11+ */
+} frame_raw;
+
+/* Is `o` a live object of type `type`?  (A freed object keeps its memory for a while,
+ * with reference count 0, on CPython's free lists.) */
+static inline int pyread_is_live(uintptr_t o, uintptr_t type)
+{
+    return safe_ptr_ok(o, 8) && safe_ptr(o + PYABI_OB_TYPE) == type &&
+           safe_u64(o + PYABI_OB_REFCNT) != 0;
+}
+
+/* Is `code` a live code object? */
+static inline int pyread_is_code(const pyabi *a, uintptr_t code)
+{
+    return pyread_is_live(code, a->code_type);
+}
+
+/* Is the interpreter between initialization and finalization? */
+static inline int pyread_interpreter_ready(const pyabi *a)
+{
+    if (a->runtime) {
+        return safe_i32(a->runtime + (uintptr_t)a->rt_initialized) != 0 &&
+               safe_ptr(a->runtime + (uintptr_t)a->rt_finalizing) == 0;
+    }
+    /* 2.7 and 3.6: Py_IsInitialized is a plain load (checked by disassembly), called
+     * through the pointer dlsym gave us, so no lazy PLT binding runs here. */
+    if (!a->is_initialized())
+        return 0;
+    return !a->finalizing_var || safe_ptr(a->finalizing_var) == 0;
+}
+
+/* The innermost frame of thread state `ts`, or 0. */
+static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
+{
+    uintptr_t f = safe_ptr(ts + (uintptr_t)a->ts_frame);
+    if (f && a->cframe_current >= 0)
+        f = safe_ptr(f + (uintptr_t)a->cframe_current);
+    return f;
+}
+
+/* Reads one frame.  Returns 0, or -1 when a heap frame (<= 3.10) is not a live frame
+ * object: a freed frame keeps its memory on CPython's free lists, with reference count 0
+ * and, on the free list, a `f_back` that chains the free list, not a stack. */
+static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
+{
+    if (a->frame_kind == PYABI_FRAME_OBJECT) {
+        if (!pyread_is_live(frame, a->frame_type))
+            return -1;
+        f->instr = (uint64_t)(int64_t)safe_i32(frame + (uintptr_t)a->fr_lasti);
+        f->owner = 0;
+    } else {
+        f->instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
+        f->owner = safe_u8(frame + (uintptr_t)a->fr_owner);
+    }
+    f->back = safe_ptr(frame + (uintptr_t)a->fr_back);
+    f->code = safe_ptr(frame + (uintptr_t)a->fr_code);
+    return 0;
+}
+
+/* Does `frame`, read as `was`, still hold the same code object and caller? */
+static inline int pyread_frame_unchanged(const pyabi *a, uintptr_t frame, const frame_raw *was)
+{
+    frame_raw now;
+    return pyread_frame(a, frame, &now) == 0 && now.back == was->back &&
+           now.code == was->code && now.owner == was->owner;
+}
+
+/* What a frame shows: 1 and its code object and instruction offset for a frame Python
+ * itself shows, 0 for one it hides (3.12+ shims; 3.11+ frames not yet complete, such as
+ * a frame whose prologue has not run or 3.13's __init__ clean-up frame, as CPython's
+ * _PyFrame_IsIncomplete says), -1 when its code is not a code object. */
+static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_t *code,
+                                    int32_t *offset)
+{
+    *code = f->code;
+    if (a->frame_kind == PYABI_FRAME_OBJECT) {
+        int32_t lasti = (int32_t)f->instr;
+        *offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * PYABI_CODEUNIT
+                                                                  : lasti;
+        return pyread_is_code(a, f->code) ? 1 : -1;
+    }
+    if (a->minor >= 12 && f->owner >= PYREAD_OWNER_CSTACK)
+        return 0;
+    if (!pyread_is_code(a, f->code))
+        return -1;
+    intptr_t off = (intptr_t)f->instr - (intptr_t)(f->code + (uintptr_t)a->co_code_adaptive);
+    *offset = off < -2 || off > (1 << 28) ? -1 : (int32_t)off;
+    if (f->owner != PYREAD_OWNER_GENERATOR &&
+        off < PYABI_CODEUNIT * (intptr_t)safe_i32(f->code + (uintptr_t)a->co_firsttraceable))
+        return 0;
+    return 1;
+}
+
+#endif

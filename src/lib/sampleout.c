@@ -1,0 +1,43 @@
+/*
+ * sampleout: committing a sample and counting what samples cost and lose (sampleout.h).
+ *
+ * SIGNAL-HANDLER CODE: all three functions run inside the sampling signal handler (and
+ * on the wall-clock sampler thread).  What they call, and why that is safe:
+ *   atomic_fetch_add on sighandler_g's counters   lock-free on x86_64
+ *   clock_gettime(CLOCK_MONOTONIC) (clock.h)      on signal-safety(7); served by the vDSO
+ *   ring_commit                                   ours: a store on a preallocated buffer
+ * No malloc, no lock, no stdio, no interpreter memory, errno untouched.
+ */
+#include "sampleout.h"
+
+#include <stdatomic.h>
+
+#include "common/clock.h"
+
+void sampleout_drop(int reason)
+{
+    atomic_fetch_add_explicit(&sighandler_g.drops[reason], 1, memory_order_relaxed);
+}
+
+void sampleout_cost(uint32_t depth, uint64_t ns)
+{
+    static const uint32_t depth_bounds[PYPROF_COST_NDEPTH] = PYPROF_COST_DEPTH_BOUNDS;
+    static const uint32_t time_bounds[PYPROF_COST_NTIME] = PYPROF_COST_TIME_BOUNDS_NS;
+    int d = 0, t = 0;
+    while (d < PYPROF_COST_NDEPTH - 1 && depth > depth_bounds[d])
+        d++;
+    while (t < PYPROF_COST_NTIME - 1 && ns > time_bounds[t])
+        t++;
+    atomic_fetch_add_explicit(&sighandler_g.cost[d][t], 1, memory_order_relaxed);
+}
+
+uint32_t sampleout_commit(rrec_sample *r, uint32_t tid)
+{
+    sighandler_state *g = &sighandler_g;
+    r->kind = RREC_SAMPLE;
+    r->tid = tid;
+    r->t_ns = clock_mono_ns() - g->t0_ns;
+    uint32_t depth = (uint32_t)r->nframes + r->cut;
+    ring_commit(&g->samples, (void *)r);
+    return depth;
+}

@@ -1,0 +1,29 @@
+/*
+ * sampleout: what a sample leaves behind, shared by the signal handler (sighandler.c),
+ * the code ids (codeid.c) and the wall-clock pass (wall.c): the SAMPLE record committed
+ * to the ring, the cost histogram, and the drop counters.  State in sighandler_g.
+ *
+ * Interface ([sigsafe]: atomics on sighandler_g, clock_gettime(CLOCK_MONOTONIC) through
+ * the vDSO, ring_commit):
+ *   sampleout_drop(reason)         counts one sample lost for PYPROF_DROP_<reason>
+ *   sampleout_cost(depth, ns)      counts one sample of `depth` frames that cost `ns`
+ *   sampleout_commit(r, tid)       commits sample r of thread `tid`; returns its depth
+ */
+#ifndef PYPROF_SAMPLEOUT_H
+#define PYPROF_SAMPLEOUT_H
+
+#include <stdint.h>
+
+#include "sighandler.h"
+
+/* [sigsafe] Counts one sample lost for `reason` (PYPROF_DROP_*). */
+void sampleout_drop(int reason);
+
+/* [sigsafe] Counts one sample of `depth` frames that cost `ns` in the cost histogram. */
+void sampleout_cost(uint32_t depth, uint64_t ns);
+
+/* [sigsafe] Commits sample r (reserved in sighandler_g.samples) of thread `tid`, stamped
+ * now; returns its depth (frames, cut ones included). */
+uint32_t sampleout_commit(rrec_sample *r, uint32_t tid);
+
+#endif

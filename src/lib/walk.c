@@ -1,0 +1,190 @@
+/*
+ * walk: a thread's Python frames into a SAMPLE record (walk.h).
+ *
+ * SIGNAL-HANDLER CODE: walk runs inside the sampling signal handler (and on the
+ * wall-clock sampler thread), inside the caller's guarded region.  It is
+ * async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno untouched.
+ * What it calls, and why that is safe:
+ *   pyread.h (frames, code objects)   inline guarded reads (safe_read.h): a fault or an
+ *                                     implausible pointer jumps back to the caller's guard
+ *   codeid_of                         ours, sigsafe (codeid.c): the table, the ring and
+ *                                     guarded reads
+ *   mix64                             pure
+ * Every frame's code is checked to be a live code object (pyread_frame_view) before its
+ * id is looked up.  The set of frames seen (seen_set) is static and used by strict walks
+ * only, which only the wall-clock sampler thread makes: no two walks share it at once.
+ */
+#include "walk.h"
+
+#include "common/mix64.h"
+#include "codeid.h"
+#include "safe_read.h"
+
+/* Frames followed at most.  A cycle in damaged memory is caught sooner (Floyd's
+ * tortoise in walk); this bounds the rest, so one sample can never cost more than a few
+ * tens of microseconds, even when a garbage chain is long. */
+#define WALK_LIMIT 20000u
+
+/* The frames one strict walk has passed, to catch a frame met twice.  Entries carry the
+ * walk's stamp, so nothing is cleared between walks.  Only the wall sampler thread walks
+ * strictly, so one set serves. */
+#define SEEN_SLOTS 32768u /* a power of two, above WALK_LIMIT */
+static struct {
+    uintptr_t frame;
+    uint64_t stamp;
+} seen_set[SEEN_SLOTS];
+static uint64_t seen_stamp;
+
+/* Adds `frame` to the current walk's set; 0 when it was there already. */
+static int seen_add(uintptr_t frame)
+{
+    uint32_t i = (uint32_t)mix64(frame) & (SEEN_SLOTS - 1);
+    for (;; i = (i + 1) & (SEEN_SLOTS - 1)) {
+        if (seen_set[i].stamp != seen_stamp) {
+            seen_set[i].frame = frame;
+            seen_set[i].stamp = seen_stamp;
+            return 1;
+        }
+        if (seen_set[i].frame == frame)
+            return 0;
+    }
+}
+
+static inline void record_frame(walk_out *o, uintptr_t frame, const frame_raw *f,
+                                uintptr_t code, int32_t offset, rrec_sample *r, unsigned i)
+{
+    r->frames[i].offset = offset;
+    if (o->frames) {
+        o->frames[i] = frame;
+        o->raws[i] = *f;
+        return;
+    }
+    r->frames[i].code_id = codeid_of(o->a, o->t, code, 0, NULL, NULL);
+}
+
+/* Walks the thread's frames into r->frames, innermost first.  Stacks deeper than
+ * max_depth keep the innermost max_depth/2 frames and the outermost rest, in two passes:
+ * the first records the inner frames and only counts the others (no code lookup), the
+ * second goes back to where the inner part ended, skips the middle and records the outer
+ * end.
+ *
+ * A strict walk (o->strict: another thread's heap frames, 2.7-3.10, read by the wall
+ * clock) goes hand over hand: after each frame is read, its caller's link to it is read
+ * again (and a lone frame must still be the thread's top); the walk gives up
+ * (WALK_CHANGED) if a frame has died or changed meanwhile, was met twice, or any frame
+ * fails validation.  A frame holds its caller alive and never changes its caller while
+ * it lives, so a chain read this way is the thread's stack as it was when the top frame
+ * was read, however the thread went on meanwhile.  Without the re-reads, a frame freed
+ * during the walk leads it into CPython's free list of frames, a chain of dead frames.
+ *
+ * Returns WALK_OK, WALK_BAD when the top of the stack is not a valid frame or the chain
+ * is cyclic or absurdly long (the sample is rejected), WALK_CHANGED as above. */
+int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
+{
+    const pyabi *a = o->a;
+    int strict = o->strict;
+    unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
+    uint64_t total = 0;      /* Python frames seen (hidden ones not counted) */
+    uintptr_t resume = 0;    /* the frame at index keep_inner */
+    uintptr_t tortoise = frame; /* advances every other step; meeting it means a cycle */
+    unsigned steps = 0;
+    uintptr_t prev = 0, top = 0;
+    frame_raw prev_raw = { 0 }, top_raw = { 0 };
+    r->unreadable_tail = 0;
+    if (strict)
+        seen_stamp++;
+    while (frame) {
+        /* Step k looks at frame k-1; the tortoise is at frame (k-1)/2. */
+        if (++steps > WALK_LIMIT)
+            return WALK_BAD;
+        if (steps > 1 && (steps & 1)) {
+            tortoise = safe_ptr(tortoise + (uintptr_t)a->fr_back);
+            if (tortoise == frame)
+                return WALK_BAD;
+        }
+        frame_raw f;
+        if (pyread_frame(a, frame, &f) < 0)
+            return WALK_CHANGED;
+        /* A real stack holds no frame twice; a walk that crossed from an old stack into
+         * a new one reusing its memory can (see below). */
+        if (strict && !seen_add(frame))
+            return WALK_CHANGED;
+        /* A frame popped just after the thread state was read can be reused before it
+         * is filled in, showing a caller left from its last use: a stale caller shows
+         * when the frame is read again at the next step, and a frame with no caller at
+         * all must still be the top once read. */
+        if (strict && (prev ? !pyread_frame_unchanged(a, prev, &prev_raw)
+                            : !f.back && (pyread_top_frame(a, o->ts) != frame ||
+                                          !pyread_frame_unchanged(a, frame, &f))))
+            return WALK_CHANGED;
+        uintptr_t code;
+        int32_t offset;
+        int shown = pyread_frame_view(a, &f, &code, &offset);
+        if (shown < 0) {
+            if (total == 0 || strict)
+                return WALK_BAD;
+            r->unreadable_tail = 1; /* the rest of the chain cannot be trusted */
+            break;
+        }
+        if (shown) {
+            if (total == keep_inner)
+                resume = frame;
+            if (total < max_depth)
+                record_frame(o, frame, &f, code, offset, r, (unsigned)total);
+            total++;
+        }
+        if (!prev) {
+            top = frame;
+            top_raw = f;
+        }
+        prev = frame;
+        prev_raw = f;
+        frame = f.back;
+    }
+    /* A thread that went on to pop and push the same functions again meanwhile reuses
+     * the same memory for them (CPython's free lists are last in, first out), in a
+     * recursion one level off: links read again still match, yet the walk may have
+     * crossed from the old stack into the new one.  Where that made a stack deeper than
+     * any the thread had, a frame was met twice (above); where the top frame's memory
+     * was reused for another caller or code, it shows here (a frame that merely died
+     * keeps them until reused). */
+    if (strict && top && (safe_ptr(top + (uintptr_t)a->fr_back) != top_raw.back ||
+                          safe_ptr(top + (uintptr_t)a->fr_code) != top_raw.code))
+        return WALK_CHANGED;
+    if (total <= max_depth) {
+        r->nframes = (uint16_t)total;
+        r->keep_inner = (uint16_t)total;
+        r->cut = 0;
+        return WALK_OK;
+    }
+    /* Second pass: skip the middle, record the outer end. */
+    uint64_t skip = total - keep_inner - keep_outer, seen = 0;
+    unsigned n = keep_inner;
+    frame = resume;
+    prev = 0;
+    for (unsigned s2 = 0; frame && s2 < steps && n < max_depth; s2++) {
+        frame_raw f;
+        if (pyread_frame(a, frame, &f) < 0)
+            return WALK_CHANGED;
+        if (strict && prev && !pyread_frame_unchanged(a, prev, &prev_raw))
+            return WALK_CHANGED;
+        uintptr_t code;
+        int32_t offset;
+        int shown = pyread_frame_view(a, &f, &code, &offset);
+        if (shown < 0) {
+            if (strict)
+                return WALK_CHANGED; /* it was valid in the first pass */
+            r->unreadable_tail = 1;
+            break;
+        }
+        if (shown && seen++ >= skip)
+            record_frame(o, frame, &f, code, offset, r, n++);
+        prev = frame;
+        prev_raw = f;
+        frame = f.back;
+    }
+    r->nframes = (uint16_t)n;
+    r->keep_inner = (uint16_t)keep_inner;
+    r->cut = (uint32_t)skip;
+    return WALK_OK;
+}

@@ -1,0 +1,48 @@
+/*
+ * walk: reading one thread's Python frames into a SAMPLE record, innermost first, for
+ * every supported version (heap PyFrameObjects on 2.7-3.10, _PyInterpreterFrames on
+ * 3.11+, both read through pyread.h).  A deep stack keeps its innermost and outermost
+ * frames with the cut between them counted.  Two callers: the signal handler, on its
+ * own stopped thread (code ids looked up during the walk), and the wall-clock pass, on
+ * threads that keep running (frames recorded as read, optionally hand over hand, their
+ * code ids looked up after the walk).
+ *
+ * Interface ([sigsafe], inside a guarded region; see walk.c for what it calls):
+ *   WALK_OK, WALK_BAD, WALK_CHANGED     what a walk came to
+ *   walk_out                            where a walk puts what it finds
+ *   walk(o, frame, r, max_depth)        walks from `frame` into r
+ */
+#ifndef PYPROF_WALK_H
+#define PYPROF_WALK_H
+
+#include <stdint.h>
+
+#include "pyabi.h"
+#include "pyread.h"
+#include "sighandler.h"
+
+/* Why a walk gave up. */
+enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2 };
+
+/* Where a walk puts what it finds: code ids looked up at once (the signal handler, whose
+ * thread is stopped), or, for a thread that keeps running (the wall clock), each
+ * recorded frame's address and contents, whose code objects are looked up after the
+ * walk. */
+typedef struct walk_out {
+    const pyabi *a;
+    int t;              /* the code table generation held (codetable_enter) */
+    uintptr_t *frames;  /* NULL: look code ids up during the walk */
+    frame_raw *raws;
+    uintptr_t ts;       /* with frames: the thread state whose stack this is */
+    int strict;         /* read hand over hand (see walk); one thread only may walk so */
+} walk_out;
+
+/* [sigsafe] Walks the thread's frames from `frame` into r->frames (room for max_depth),
+ * setting r's nframes, keep_inner, cut and unreadable_tail; without o->frames, each
+ * recorded frame's code id too.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
+ * when the top of the stack is not a valid frame or the chain is cyclic or absurdly long
+ * (the sample is rejected), WALK_CHANGED when a strict walk found the stack changing
+ * under it.  The rules are at the definition. */
+int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth);
+
+#endif

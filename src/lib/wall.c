@@ -1,0 +1,267 @@
+/*
+ * wall: the wall-clock pass (wall.h).  NOT A SIGNAL HANDLER: wall_sample_threads runs on
+ * the sampler's own thread (sampler.c's wall thread, one only), which reads the other
+ * threads' stacks while they keep running; no signal reaches the program's threads.  It
+ * still keeps the sample path's discipline, because it reads the interpreter without the
+ * GIL and shares the rings, the code table and the code ids with the signal handler: no
+ * malloc, no lock, no stdio, no Python C-API, errno saved around the one system call
+ * that sets it, every pointer into the interpreter read through safe_read.h inside a
+ * guarded region.  What it calls:
+ *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
+ *   codetable_enter/leave                        atomics (codetable.c)
+ *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
+ *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
+ *   pthread_tid_read                             a guarded read of a glibc descriptor
+ *   syscall(SYS_tgkill, pid, tid, 0), getpid     existence tests of the threads listed
+ *   memset                                       of our own static table
+ *
+ * Its scratch (wall_frames, wall_raws, the thread lists and keep_live_threads' cache)
+ * is static: there is one wall thread.
+ */
+#include "wall.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "codeid.h"
+#include "codetable.h"
+#include "pthread_tid.h"
+#include "pyread.h"
+#include "safe_read.h"
+#include "sampleout.h"
+#include "sighandler.h"
+#include "walk.h"
+
+/* The wall sampler thread's scratch (there is one such thread). */
+static uintptr_t wall_frames[SIGHANDLER_MAX_DEPTH];
+static frame_raw wall_raws[SIGHANDLER_MAX_DEPTH];
+
+/* A stack that changed under the read: the thread is running Python right now.  Its
+ * innermost frame, read again from the thread state, is recorded alone, under the
+ * unreadable marker: the function running is known, its callers are not.  (Reading
+ * again until a whole stack holds still would favour the moments it does, such as long
+ * C calls, over the Python code that keeps changing it: the functions' shares would be
+ * wrong, not just their callers.)  Returns 1 when r holds that frame. */
+static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
+{
+    const pyabi *a = o->a;
+    uintptr_t frame = pyread_top_frame(a, ts);
+    for (unsigned hidden = 0; frame && hidden < 8; hidden++) {
+        frame_raw f;
+        uintptr_t code;
+        int32_t offset;
+        if (pyread_frame(a, frame, &f) < 0)
+            return 0;
+        int shown = pyread_frame_view(a, &f, &code, &offset);
+        if (shown < 0)
+            return 0;
+        if (shown) {
+            int changed = 0;
+            uint32_t id = codeid_of(a, o->t, code, frame, &f, &changed);
+            if (changed || id == PYPROF_CODE_UNREADABLE)
+                return 0;
+            r->frames[0].code_id = id;
+            r->frames[0].offset = offset;
+            r->nframes = 1;
+            r->keep_inner = 1;
+            r->cut = 0;
+            r->unreadable_tail = 1;
+            return 1;
+        }
+        frame = f.back;
+    }
+    return 0;
+}
+
+/* What one try at a thread's stack came to. */
+enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE };
+
+/* One try at reading thread state `ts` (OS thread `tid`), whose thread keeps running:
+ * the walk (hand over hand, see walk), then the code objects of the recorded frames,
+ * each looked up while the frame that holds it is checked to still hold it. */
+static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
+    unsigned max_depth = g->max_depth < SIGHANDLER_MAX_DEPTH ? g->max_depth
+                                                             : SIGHANDLER_MAX_DEPTH;
+    rrec_sample *volatile r = NULL;
+    safe_jmpbuf jb;
+    if (!SAFE_GUARD_BEGIN(jb)) {
+        /* A read failed: memory that moved on under the read, most likely. */
+        codeid_abandon();
+        if (r)
+            ring_cancel(&g->samples, (void *)r);
+        return TRY_UNREADABLE;
+    }
+    uintptr_t frame = pyread_top_frame(a, ts);
+    if (!frame) {
+        SAFE_GUARD_END();
+        return TRY_NONE;
+    }
+    r = ring_reserve(&g->samples, sizeof(rrec_sample) + max_depth * sizeof(rframe));
+    if (!r) {
+        SAFE_GUARD_END();
+        sampleout_drop(PYPROF_DROP_RING_FULL);
+        return TRY_NONE;
+    }
+    /* 3.11+ frames live in the thread's own stack of frames: a frame's memory holds a
+     * frame of the same depth or none, and its caller link always leads to the frames
+     * below it, so a read that races the thread still follows real caller links down to
+     * the thread's first frame.  Heap frames (2.7-3.10) are freed, listed and reused
+     * anywhere, so they are read hand over hand. */
+    walk_out o = { .a = a, .t = t, .frames = wall_frames,
+                   .raws = wall_raws, .ts = ts,
+                   .strict = a->frame_kind == PYABI_FRAME_OBJECT };
+    int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
+    int changed = 0;
+    for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
+        uint32_t id = codeid_of(a, t, wall_raws[i].code, wall_frames[i], &wall_raws[i],
+                                &changed);
+        if (changed)
+            rc = WALK_CHANGED;
+        else if (id == PYPROF_CODE_UNREADABLE)
+            rc = WALK_BAD; /* no name for it: the stack is not recorded half-named */
+        r->frames[i].code_id = id;
+    }
+    for (int i = 0; rc == WALK_CHANGED && i < 3; i++)
+        if (innermost_only(&o, ts, (rrec_sample *)r))
+            rc = WALK_OK;
+    SAFE_GUARD_END();
+    if (rc != WALK_OK) {
+        ring_cancel(&g->samples, (void *)r);
+        return rc == WALK_CHANGED ? TRY_CHANGED : TRY_UNREADABLE;
+    }
+    if (r->nframes == 0 && !r->unreadable_tail) {
+        /* Only hidden frames: C code entering or leaving Python. */
+        ring_cancel(&g->samples, (void *)r);
+        return TRY_NONE;
+    }
+    *depth = sampleout_commit((rrec_sample *)r, tid);
+    return TRY_TAKEN;
+}
+
+/* One sample of a thread that keeps running, read once.  Returns the stack's depth, 0
+ * when no sample was taken. */
+static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid)
+{
+    uint32_t depth = 0;
+    int rc = try_other(t, ts, tid, &depth);
+    if (rc == TRY_CHANGED)
+        sampleout_drop(PYPROF_DROP_CHANGING);
+    else if (rc == TRY_UNREADABLE)
+        sampleout_drop(PYPROF_DROP_UNREADABLE);
+    return depth;
+}
+
+/* The OS thread id of thread state `ts`, inside a guarded region; 0 when unknown.  The
+ * pthread_t's glibc descriptor is asked first: glibc keeps its tid right after any fork
+ * (the child's own tid in the forking thread's descriptor, 0 in the others'), where
+ * 3.11+'s native_thread_id keeps the parent's when the fork bypassed Python's after-fork
+ * hook (fork() from C). */
+static uint32_t tstate_tid(const pyabi *a, uintptr_t ts)
+{
+    int off = atomic_load_explicit(&sighandler_g.pthread_tid_offset, memory_order_relaxed);
+    if (off > 0)
+        return pthread_tid_read(safe_ptr(ts + (uintptr_t)a->ts_thread_id), off);
+    if (a->ts_native_tid >= 0)
+        return safe_u32(ts + (uintptr_t)a->ts_native_tid);
+    return 0;
+}
+
+/* Drops the thread states whose thread is not one of this process's: in a child forked
+ * by a thread other than the main one, glibc leaves the main thread's descriptor with
+ * the parent's tid (it clears the others'), and when the fork bypassed Python's
+ * after-fork hook, the main thread's state is still listed.  Each (thread state, tid)
+ * pair is checked once, with tgkill's existence test, and remembered by its position
+ * from the end of the list (new threads are added at the front). */
+static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, unsigned *n)
+{
+    enum { KNOWN = 4096 };
+    static uintptr_t known_ts[KNOWN];
+    static uint32_t known_tid[KNOWN];
+    static uint8_t known_live[KNOWN];
+    static pid_t known_pid;
+    pid_t pid = getpid();
+    if (known_pid != pid) { /* a new process: what the parent knew does not hold */
+        memset(known_ts, 0, sizeof known_ts);
+        known_pid = pid;
+    }
+    unsigned kept = 0, count = *n;
+    for (unsigned i = 0; i < count; i++) {
+        unsigned k = count - 1 - i;
+        if (k < KNOWN && known_ts[k] == ts_of[i] && known_tid[k] == tid_of[i]) {
+            if (!known_live[k])
+                continue;
+        } else {
+            int saved = errno;
+            int live = syscall(SYS_tgkill, pid, (pid_t)tid_of[i], 0) == 0 || errno != ESRCH;
+            errno = saved;
+            if (k < KNOWN) {
+                known_ts[k] = ts_of[i];
+                known_tid[k] = tid_of[i];
+                known_live[k] = (uint8_t)live;
+            }
+            if (!live)
+                continue;
+        }
+        ts_of[kept] = ts_of[i];
+        tid_of[kept] = tid_of[i];
+        kept++;
+    }
+    *n = kept;
+}
+
+unsigned wall_sample_threads(void)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
+    enum { MAX_THREADS = 4096 };
+    static uintptr_t ts_of[MAX_THREADS];
+    static uint32_t tid_of[MAX_THREADS];
+    volatile unsigned n = 0;
+    safe_jmpbuf jb;
+    if (!SAFE_GUARD_BEGIN(jb)) {
+        /* The list changed under us: sample the threads found so far. */
+        sampleout_drop(PYPROF_DROP_UNREADABLE);
+        goto sample;
+    }
+    if (!pyread_interpreter_ready(a)) {
+        SAFE_GUARD_END();
+        sampleout_drop(PYPROF_DROP_NOT_READY);
+        return 0;
+    }
+    /* The main interpreter (3.7+; the newest on 2.7/3.6, which have no pointer to it). */
+    uintptr_t interp = a->runtime ? safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)
+                                  : (uintptr_t)a->interp_head();
+    uintptr_t ts = interp ? safe_ptr(interp + (uintptr_t)a->is_tstate_head) : 0;
+    for (unsigned guard = 0; ts && n < MAX_THREADS && guard < 100000; guard++) {
+        uint32_t tid = tstate_tid(a, ts);
+        if (tid) {
+            ts_of[n] = ts;
+            tid_of[n] = tid;
+            n++;
+        }
+        ts = safe_ptr(ts + (uintptr_t)a->ts_next);
+    }
+    SAFE_GUARD_END();
+sample:
+    keep_live_threads(ts_of, tid_of, (unsigned *)&n);
+    unsigned taken = 0;
+    int t = codetable_enter();
+    for (unsigned i = 0; i < n; i++) {
+        atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
+        uint64_t t0 = clock_mono_ns();
+        uint32_t depth = sample_other(t, ts_of[i], tid_of[i]);
+        if (depth) {
+            sampleout_cost(depth, clock_mono_ns() - t0);
+            taken++;
+        }
+    }
+    codetable_leave(t);
+    return taken;
+}
