@@ -1,6 +1,6 @@
 /*
- * logenc: the payload of every record the writer emits (include/pyprof/format.h; MARK
- * has no writer yet), encoded from plain values.  The writer fills the structs from its
+ * logenc: the payload of every record the writer emits (include/pyprof/format.h),
+ * encoded from plain values.  The writer fills the structs from its
  * state and frames the payload with rec_envelope; the encoders hold no state and do no
  * I/O, so each is tested on its own against the format (tests/unit/test_logenc.c) and the
  * reader.

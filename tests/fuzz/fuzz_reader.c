@@ -1,5 +1,5 @@
 /*
- * fuzz_reader: a libFuzzer target for the log reader (src/reader.c).
+ * fuzz_reader: a libFuzzer target for the log reader (src/read/reader.c).
  *
  * Each input is read twice:
  *   1. as a log file, exactly as given (LZ4 frames around the records);

@@ -1,5 +1,5 @@
 /*
- * Unit tests of preload/config.c: every parser on good and bad input, template expansion,
+ * Unit tests of src/common/config.c: every parser on good and bad input, template expansion,
  * and config_load against the real environment (setenv/unsetenv), including the exact
  * content of the one error line.
  *

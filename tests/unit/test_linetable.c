@@ -1,5 +1,5 @@
 /*
- * Unit tests of src/linetable.c against real line tables from every CPython on the test
+ * Unit tests of src/common/linetable.c against real line tables from every CPython on the test
  * machines: tests/fixtures/linetables/<version>.txt, written by gen.py there, hold the raw
  * tables of a set of code objects and the line the interpreter itself gives for every
  * instruction offset.  Each table is copied into a buffer of exactly its size, so that an

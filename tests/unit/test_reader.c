@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/reader.c: logs are built in memory with the record codec and LZ4F,
+ * Unit tests for src/read/reader.c: logs are built in memory with the record codec and LZ4F,
  * exactly as include/pyprof/format.h describes them, and read back.  Every field must
  * round-trip; a log cut at any byte must give its whole records and then TRUNCATED; bad
  * input must give the right error and never crash.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of src/record.c: the primitives of the log format (include/pyprof/format.h).
+ * Unit tests of src/common/record.c: the primitives of the log format (include/pyprof/format.h).
  * Every encoder is checked against the exact bytes the format specifies, then decoded
  * back; every decoder is fed truncated and malformed input and must set `bad`, never read
  * past the end, and return zeros.
