@@ -1,10 +1,10 @@
 /*
  * Unit tests of src/lib/ring.c, written against the contract in src/lib/ring.h: records
- * come out in reservation order, cancelled records and the padding at the end of the buffer never
- * reach the consumer, a full ring refuses instead of waiting, a record reserved early
- * but committed late holds back the ones behind it, and under four concurrent producers
- * every record arrives exactly once, intact and in per-producer order, with every loss
- * accounted for by a failed reserve.
+ * come out in reservation order, cancelled records and the padding at the end of the
+ * buffer never reach the consumer, a full ring refuses instead of waiting, a record
+ * reserved early but committed late holds back the ones behind it, and under four
+ * concurrent producers every record arrives exactly once, intact and in per-producer
+ * order, with every loss accounted for by a failed reserve.
  */
 #include <setjmp.h>
 #include <stdarg.h>
