@@ -15,6 +15,12 @@
 
 #include "sigdisp.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* The most stack a guarded region abandons that is unpoisoned (see safe_fail). */
+#define ASAN_ABANDONED_MAX (256u * 1024u)
+#endif
+
 __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")));
 
 static _Atomic int installed;
@@ -23,6 +29,19 @@ SAFE_NO_SANITIZE void safe_fail(void)
 {
     void **jb = safe_guard_tls;
     safe_guard_tls = NULL;
+#if defined(__SANITIZE_ADDRESS__)
+    /* AddressSanitizer builds only.  The frames this jump abandons (between here and the
+     * guarded frame's jump buffer) never run the epilogues that clear their redzones, and
+     * __builtin_longjmp, unlike longjmp, has no interceptor to clear them: the stale
+     * poison would be reported against whatever later lives at those addresses (the next
+     * signal's frame, or a thread that gets this stack from glibc's cache).  Clearing it
+     * writes shadow memory only, which is safe in a signal handler.  On an alternate
+     * signal stack the distance is not that of the abandoned frames: skipped. */
+    volatile char here = 0;
+    uintptr_t lo = (uintptr_t)&here, hi = (uintptr_t)jb;
+    if (hi > lo && hi - lo <= ASAN_ABANDONED_MAX)
+        __asan_unpoison_memory_region((const void *)lo, hi - lo);
+#endif
     __builtin_longjmp(jb, 1);
 }
 
