@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "growarray.h"
+#include "common/growarray.h"
 
 static uint64_t hash_frames(const logenc_frame *f, size_t n)
 {

@@ -36,7 +36,7 @@
 #include "common/logenc.h"
 #include "common/record.h"
 #include "diag.h"
-#include "growarray.h"
+#include "common/growarray.h"
 #include "libc_next.h"
 #include "logfile.h"
 #include "ownthreads.h"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "common/growarray.h"
 
 static uint64_t edge_hash(uint32_t caller, uint32_t callee, int32_t line)
 {
@@ -29,14 +30,9 @@ static callgraph_edge *edge_of(callgraph *g, uint32_t caller, int32_t line, uint
         if (e->caller == caller && e->callee == callee && e->line == line)
             return e;
     }
-    if (g->nedges == g->cap_edges) {
-        size_t cap = g->cap_edges ? 2 * g->cap_edges : 256;
-        callgraph_edge *e = realloc(g->edges, cap * sizeof *e);
-        if (!e)
-            return NULL;
-        g->edges = e;
-        g->cap_edges = cap;
-    }
+    if (grow_array((void **)&g->edges, &g->cap_edges, g->nedges + 1, sizeof *g->edges,
+                   256) < 0)
+        return NULL;
     if (g->nedges >= IDTAB_NONE || idtab_reserve(&g->index, g->nedges + 1) < 0)
         return NULL;
     callgraph_edge *e = &g->edges[g->nedges];

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/growarray.h"
+
 static uint64_t node_hash(uint32_t parent, uint32_t func, int32_t line)
 {
     return idtab_hash2(parent, func, line);
@@ -22,14 +24,8 @@ static uint64_t node_hash(uint32_t parent, uint32_t func, int32_t line)
 /* Appends a node and links it under `parent`.  Returns its index or CALLTREE_NONE. */
 static uint32_t add_node(calltree *t, uint32_t parent, uint32_t func, int32_t line)
 {
-    if (t->nnodes == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 1024;
-        calltree_node *n = realloc(t->nodes, cap * sizeof *n);
-        if (!n)
-            return CALLTREE_NONE;
-        t->nodes = n;
-        t->cap = cap;
-    }
+    if (grow_array((void **)&t->nodes, &t->cap, t->nnodes + 1, sizeof *t->nodes, 1024) < 0)
+        return CALLTREE_NONE;
     if (t->nnodes >= CALLTREE_NONE - 1 || idtab_reserve(&t->index, t->nnodes + 1) < 0)
         return CALLTREE_NONE;
     uint32_t idx = (uint32_t)t->nnodes++;

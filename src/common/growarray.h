@@ -1,5 +1,6 @@
 /*
- * growarray: room in a heap array that doubles, for the writer's maps.  [not sigsafe]
+ * growarray: room in a heap array that doubles (the writer's maps, the tool's call tree
+ * and call graph).  [not sigsafe]
  *
  *   grow_array   makes room for `need` elements, keeping the array on failure
  */
