@@ -58,14 +58,40 @@ enum pyprof_record_type {
     /* uvarint stack_id; uvarint nframes; nframes x (uvarint code_id, svarint line).
      * Frames run from the outermost (the thread's entry point) to the innermost (where
      * the sample was taken).  A line is -1 where the code has no line for the
-     * instruction. */
+     * instruction.
+     * Then, only in logs with PYPROF_HDR_NATIVE: uvarint nruns; nruns x uvarint length:
+     * the frames grouped, outermost first, by the activation of the interpreter's
+     * eval-loop C function that runs them (one frame each up to 3.10; on 3.11+ a run
+     * starts at an entry frame).  The lengths add up to nframes; markers (cut,
+     * unreadable) belong to the run they sit in. */
     PYPROF_REC_STACK = 4,
     /* svarint dt_us; uvarint thread_idx; uvarint stack_id; uvarint cpu_us (the CPU time
-     * this sample stands for: the period in cpu mode) */
+     * this sample stands for: the period in cpu mode);
+     * then, only in logs with PYPROF_HDR_NATIVE: uvarint nstack_id (the sample's native
+     * stack, an NSTACK record; 0 = none); uvarint native_flags (PYPROF_NATIVE_F_*) */
     PYPROF_REC_SAMPLE = 5,
     /* svarint dt_us; uvarint rss_bytes (resident set size of the process) */
     PYPROF_REC_RSS = 6,
     /* 7 is reserved: never written; a reader skips it like any unknown type. */
+    /* A loaded ELF module (native mode), written before the first sample that can hold
+     * one of its addresses is drained, and again (with a new module_id) when the program
+     * loads it anew.  uvarint module_id (>= 1); str path (absolute; the executable's
+     * own path for the main program); uvarint base (load bias: runtime address =
+     * base + vaddr); str build_id (the raw bytes of the GNU build-id note; empty when
+     * the module has none); uvarint nseg; nseg x (uvarint vaddr, uvarint memsz,
+     * uvarint file_offset, uvarint flags (PF_X 1, PF_W 2, PF_R 4)): its PT_LOAD
+     * segments; uvarint dev; uvarint ino; uvarint size; uvarint mtime_ns (of the file,
+     * 0 when unknown) */
+    PYPROF_REC_MODULE = 8,
+    /* A native call chain (native mode).  uvarint nstack_id (>= 1); uvarint n;
+     * n x uvarint address, outermost first.  The innermost (last) address is the exact
+     * instruction the thread was interrupted at; every other one is a return address
+     * (look up address - 1 to find the call). */
+    PYPROF_REC_NSTACK = 9,
+    /* A module was unloaded (dlclose): uvarint module_id.  Addresses in its segments
+     * belong to it in the samples before this record; a sample drained late may still
+     * hold one, so a reader keeps the module and prefers modules loaded at the time. */
+    PYPROF_REC_MODULE_GONE = 10,
     /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
      * uvarint signals (sampling signals handled); uvarint ndrop;
      * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
@@ -84,7 +110,11 @@ enum pyprof_record_type {
      * then, optional: uvarint timer_ns (CPU time spent making and releasing the threads'
      * CPU timers, in cpu mode); uvarint untimed_ns (CPU time threads used outside any
      * timer of theirs, never sampled: a new thread's start before its timer runs, the
-     * timer's set-up and release; no Python code runs then). */
+     * timer's set-up and release; no Python code runs then);
+     * then, optional, in native mode: uvarint native_ok (samples with a whole native
+     * stack); uvarint native_truncated (PYPROF_NATIVE_F_TRUNCATED); uvarint
+     * native_skipped (PYPROF_NATIVE_F_SKIPPED); uvarint native_ns (time inside the
+     * native walk, part of handler_ns). */
     PYPROF_REC_FOOTER = 15,
 };
 
@@ -110,6 +140,14 @@ enum pyprof_clock {
 
 #define PYPROF_HDR_MEMORY 1u /* RSS is recorded */
 #define PYPROF_HDR_NATIVE 2u /* native frames are recorded */
+
+/* SAMPLE.native_flags */
+#define PYPROF_NATIVE_F_TRUNCATED 1u /* the native walk stopped before the thread's root
+                                      * (a fault, a frame without unwind information, the
+                                      * depth limit): the chain holds its inner part */
+#define PYPROF_NATIVE_F_SKIPPED 2u   /* no native walk was made (the thread was not set up
+                                      * for it yet, or modules were being loaded or
+                                      * unloaded); nstack_id is 0 */
 
 enum pyprof_linetable {
     PYPROF_LT_NONE = 0,

@@ -8,7 +8,8 @@
  *
  * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
  * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
- * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
+ * pyprof_nstack_rec, PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
  * pyprof_reader_header, pyprof_reader_next, pyprof_reader_offset, pyprof_reader_close.
  */
@@ -74,13 +75,34 @@ typedef struct pyprof_frame {
 typedef struct pyprof_stack_rec {
     uint64_t stack_id, nframes;
     const pyprof_frame *frames; /* outermost first */
+    /* Native logs: the frames grouped by eval-loop activation, outermost first (run
+     * lengths adding up to nframes).  nruns 0: not recorded. */
+    uint64_t nruns;
+    const uint32_t *runs;
 } pyprof_stack_rec;
 
 /* Timed records carry the absolute time, already summed from the dt fields. */
 typedef struct pyprof_sample_rec {
     int64_t t_us; /* since start of profiling */
     uint64_t thread_idx, stack_id, cpu_us;
+    uint64_t nstack_id;   /* native logs: the NSTACK, 0 = none */
+    uint64_t native_flags; /* PYPROF_NATIVE_F_* */
 } pyprof_sample_rec;
+
+typedef struct pyprof_segment {
+    uint64_t vaddr, memsz, file_offset, flags;
+} pyprof_segment;
+
+typedef struct pyprof_module_rec {
+    uint64_t module_id, base, nseg, dev, ino, size, mtime_ns;
+    pyprof_str path, build_id; /* build_id: raw bytes */
+    const pyprof_segment *segs;
+} pyprof_module_rec;
+
+typedef struct pyprof_nstack_rec {
+    uint64_t nstack_id, n;
+    const uint64_t *addrs; /* outermost first; the last is the interrupted instruction */
+} pyprof_nstack_rec;
 
 typedef struct pyprof_rss_rec {
     int64_t t_us;
@@ -104,6 +126,9 @@ typedef struct pyprof_footer {
     /* The optional timer section (0 in logs of older writers). */
     uint8_t has_timers;
     uint64_t timer_ns, untimed_ns;
+    /* The optional native section (0 in logs without native frames). */
+    uint8_t has_native;
+    uint64_t native_ok, native_truncated, native_skipped, native_ns;
 } pyprof_footer;
 
 typedef struct pyprof_record {
@@ -117,6 +142,9 @@ typedef struct pyprof_record {
         pyprof_stack_rec stack;
         pyprof_sample_rec sample;
         pyprof_rss_rec rss;
+        pyprof_module_rec module;
+        pyprof_nstack_rec nstack;
+        uint64_t module_gone; /* PYPROF_REC_MODULE_GONE: the module_id */
         pyprof_footer footer;
     } u;
 } pyprof_record;

@@ -34,9 +34,24 @@ typedef struct rrec_sample {
     uint64_t t_ns;           /* monotonic, since sighandler_state.t0_ns */
     uint32_t cut;            /* frames omitted between frames[keep_inner-1] and the rest */
     uint16_t keep_inner;     /* frames before the cut; the rest run inner to outer */
-    uint16_t pad;
+    uint16_t nnative;        /* native mode: addresses after frames[nframes] */
+    uint8_t native_flags;    /* PYPROF_NATIVE_F_* */
+    uint8_t pad[7];
     rframe frames[];
+    /* then, native mode: uint64_t native[nnative], innermost (the interrupted
+     * instruction) first; see rrec_native */
 } rrec_sample;
+
+/* Native mode: the walk marks the outermost frame of each eval-loop activation's run
+ * of frames (every frame up to 3.10, an entry frame on 3.11+) with this bit of
+ * rframe.code_id.  Code ids stay far below it. */
+#define RFRAME_RUN_START 0x80000000u
+
+/* The native addresses of a sample record. */
+static inline uint64_t *rrec_native(rrec_sample *r)
+{
+    return (uint64_t *)(void *)(r->frames + r->nframes);
+}
 
 typedef struct rrec_code {
     uint8_t kind;
