@@ -87,6 +87,10 @@ void sampler_read_stats(sampler_stats *out)
     for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
         for (int t = 0; t < PYPROF_COST_NTIME; t++)
             out->cost[d][t] = atomic_load(&g->cost[d][t]);
+    out->native_ok = atomic_load(&g->native_ok);
+    out->native_truncated = atomic_load(&g->native_truncated);
+    out->native_skipped = atomic_load(&g->native_skipped);
+    out->native_ns = atomic_load(&g->native_ns);
 }
 
 /* SIGPROF taken by the program while it is our timer's signal: the program wins,

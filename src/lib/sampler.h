@@ -24,6 +24,9 @@ typedef struct sampler_stats {
     uint64_t handler_ns; /* time spent inside the handler */
     uint64_t drops[PYPROF_DROP_COUNT];
     uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME]; /* samples by depth and time */
+    /* Native mode: samples whose native walk was whole, cut short, not made; the time
+     * the native walks took (part of handler_ns). */
+    uint64_t native_ok, native_truncated, native_skipped, native_ns;
 } sampler_stats;
 
 /* [not sigsafe] Allocates the rings and tables, installs the handlers and arms the timer

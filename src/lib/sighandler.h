@@ -84,6 +84,11 @@ typedef struct sighandler_state {
     /* Samples by stack depth and handler time (PYPROF_COST_* buckets). */
     _Atomic uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME];
     _Atomic int pthread_tid_offset; /* where glibc's thread descriptor keeps the tid, or 0 */
+    /* Native mode (PYPROF_NATIVE): set before the first signal; each sample then also
+     * walks the native stack (native.h) into up to native_max addresses. */
+    int native;
+    unsigned native_max;
+    _Atomic uint64_t native_ok, native_truncated, native_skipped, native_ns;
 } sighandler_state;
 
 extern sighandler_state sighandler_g;
