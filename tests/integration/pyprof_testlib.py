@@ -199,6 +199,38 @@ def plugin_host(interp):
     return [host, plugin]
 
 
+NATIVE_CHAIN_SRC = os.path.join(REPO, "tests", "helpers", "native_chain.c")
+
+
+def native_chain(interp):
+    """The directory holding tests/helpers/native_chain.c built as an extension module for
+    `interp` (its own headers and module suffix), with -g for source lines."""
+    interp.require()
+    info = subprocess.run(
+        [interp.path, "-c", "import sysconfig as s; print(s.get_paths()['include']); "
+         "print(s.get_config_var('EXT_SUFFIX') or '.so')"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert info.returncode == 0, info.stderr
+    include, suffix = info.stdout.split()
+    outdir = os.path.join(os.path.dirname(LIB), "embed", "native_chain-%s" % interp.id)
+    out = os.path.join(outdir, "native_chain" + suffix)
+    with _embed_lock:
+        if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(NATIVE_CHAIN_SRC):
+            return outdir
+        if not os.path.isdir(outdir):
+            os.makedirs(outdir)
+        tmp = out + ".tmp.%d" % os.getpid()
+        cmd = ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-optimize-sibling-calls", "-w",
+               "-I" + include, NATIVE_CHAIN_SRC, "-o", tmp]
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             universal_newlines=True)
+        if res.returncode != 0:
+            raise AssertionError("building native_chain for %s failed:\n$ %s\n%s"
+                                 % (interp.id, " ".join(cmd), res.stdout))
+        os.rename(tmp, out)
+    return outdir
+
+
 # ---- running programs ----------------------------------------------------------------------
 
 
