@@ -141,6 +141,13 @@ enum pyprof_clock {
 #define PYPROF_HDR_MEMORY 1u /* RSS is recorded */
 #define PYPROF_HDR_NATIVE 2u /* native frames are recorded */
 
+/* Bounds of the native records.  A writer never exceeds them and a reader takes a record
+ * beyond one as corruption: segments in a MODULE, addresses in an NSTACK, bytes of a
+ * build-id. */
+#define PYPROF_MODULE_SEG_MAX 256
+#define PYPROF_NSTACK_MAX 4096
+#define PYPROF_BUILD_ID_MAX 64
+
 /* SAMPLE.native_flags */
 #define PYPROF_NATIVE_F_TRUNCATED 1u /* the native walk stopped before the thread's root
                                       * (a fault, a frame without unwind information, the
