@@ -389,23 +389,33 @@ static void test_open_fails(void **state)
 
 /* ---- stackmap ----------------------------------------------------------------------- */
 
+/* The writer's packing of Python frames, without run marks. */
+static uint32_t intern_frames(stackmap *m, const logenc_frame *f, size_t n, int *fresh)
+{
+    uint64_t w[8];
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++)
+        w[i] = stackmap_frame_word(f[i].code_id, f[i].line, 0);
+    return stackmap_intern(m, w, n, fresh);
+}
+
 static void test_stackmap(void **state)
 {
     (void)state;
     stackmap m = {0};
     const logenc_frame a[] = {{16, 1}, {17, 2}}, b[] = {{16, 1}, {17, 3}};
     int fresh;
-    uint32_t ia = stackmap_intern(&m, a, 2, &fresh);
+    uint32_t ia = intern_frames(&m, a, 2, &fresh);
     assert_int_equal(ia, 1);
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, b, 2, &fresh), 2);
+    assert_int_equal(intern_frames(&m, b, 2, &fresh), 2);
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, a, 2, &fresh), 1);
+    assert_int_equal(intern_frames(&m, a, 2, &fresh), 1);
     assert_false(fresh);
-    assert_int_equal(stackmap_intern(&m, a, 1, &fresh), 3); /* a prefix is another stack */
+    assert_int_equal(intern_frames(&m, a, 1, &fresh), 3); /* a prefix is another stack */
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, NULL, 0, &fresh), 4);
-    assert_int_equal(stackmap_intern(&m, NULL, 0, &fresh), 4);
+    assert_int_equal(intern_frames(&m, NULL, 0, &fresh), 4);
+    assert_int_equal(intern_frames(&m, NULL, 0, &fresh), 4);
     assert_false(fresh);
     /* Many stacks: the index grows and every id is still found. */
     logenc_frame f[3];
@@ -413,19 +423,41 @@ static void test_stackmap(void **state)
         f[0] = (logenc_frame){16, (int32_t)i};
         f[1] = (logenc_frame){i, -1};
         f[2] = (logenc_frame){PYPROF_CODE_CUT, 7};
-        assert_int_equal(stackmap_intern(&m, f, 3, &fresh), 5 + i);
+        assert_int_equal(intern_frames(&m, f, 3, &fresh), 5 + i);
         assert_true(fresh);
     }
     for (uint32_t i = 0; i < 20000; i += 997) {
         f[0] = (logenc_frame){16, (int32_t)i};
         f[1] = (logenc_frame){i, -1};
-        assert_int_equal(stackmap_intern(&m, f, 3, &fresh), 5 + i);
+        assert_int_equal(intern_frames(&m, f, 3, &fresh), 5 + i);
         assert_false(fresh);
     }
     /* After a reset a stack is new again, under a new id. */
     stackmap_reset(&m);
-    assert_int_equal(stackmap_intern(&m, a, 2, &fresh), 20005);
+    assert_int_equal(intern_frames(&m, a, 2, &fresh), 20005);
     assert_true(fresh);
+    /* The same frames with other runs are another stack. */
+    const logenc_frame c[] = {{16, 1}, {17, 2}, {18, 3}};
+    uint64_t w1[3], w2[3];
+    for (int i = 0; i < 3; i++) {
+        w1[i] = stackmap_frame_word(c[i].code_id, c[i].line, i == 0);
+        w2[i] = stackmap_frame_word(c[i].code_id, c[i].line, i == 0 || i == 2);
+    }
+    uint32_t i1 = stackmap_intern(&m, w1, 3, &fresh);
+    assert_true(fresh);
+    uint32_t i2 = stackmap_intern(&m, w2, 3, &fresh);
+    assert_true(fresh);
+    assert_int_not_equal(i1, i2);
+    assert_int_equal(stackmap_intern(&m, w1, 3, &fresh), i1);
+    assert_false(fresh);
+    /* Native stacks: addresses, whole 64-bit words. */
+    stackmap n = {0};
+    const uint64_t na[] = {0x401000, UINT64_MAX}, nb[] = {0x401000, UINT64_MAX - 1};
+    assert_int_equal(stackmap_intern(&n, na, 2, &fresh), 1);
+    assert_int_equal(stackmap_intern(&n, nb, 2, &fresh), 2);
+    assert_int_equal(stackmap_intern(&n, na, 2, &fresh), 1);
+    assert_false(fresh);
+    stackmap_free(&n);
     stackmap_free(&m);
     assert_null(m.arena);
 }
