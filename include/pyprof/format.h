@@ -76,7 +76,9 @@ enum pyprof_record_type {
     /* A loaded ELF module (native mode), written before the first sample that can hold
      * one of its addresses is drained, and again (with a new module_id) when the program
      * loads it anew.  uvarint module_id (>= 1); str path (absolute; the executable's
-     * own path for the main program); uvarint base (load bias: runtime address =
+     * own path for the main program; an object without a file, the kernel's vDSO, has
+     * the loader's name for it, "linux-vdso.so.1", with no '/', and dev, ino, size and
+     * mtime_ns 0); uvarint base (load bias: runtime address =
      * base + vaddr); str build_id (the raw bytes of the GNU build-id note; empty when
      * the module has none); uvarint nseg; nseg x (uvarint vaddr, uvarint memsz,
      * uvarint file_offset, uvarint flags (PF_X 1, PF_W 2, PF_R 4)): its PT_LOAD
