@@ -76,7 +76,9 @@ enum pyprof_record_type {
     /* A loaded ELF module (native mode), written before the first sample that can hold
      * one of its addresses is drained, and again (with a new module_id) when the program
      * loads it anew.  uvarint module_id (>= 1); str path (absolute; the executable's
-     * own path for the main program); uvarint base (load bias: runtime address =
+     * own path for the main program; an object without a file, the kernel's vDSO, has
+     * the loader's name for it, "linux-vdso.so.1", with no '/', and dev, ino, size and
+     * mtime_ns 0); uvarint base (load bias: runtime address =
      * base + vaddr); str build_id (the raw bytes of the GNU build-id note; empty when
      * the module has none); uvarint nseg; nseg x (uvarint vaddr, uvarint memsz,
      * uvarint file_offset, uvarint flags (PF_X 1, PF_W 2, PF_R 4)): its PT_LOAD
@@ -140,6 +142,13 @@ enum pyprof_clock {
 
 #define PYPROF_HDR_MEMORY 1u /* RSS is recorded */
 #define PYPROF_HDR_NATIVE 2u /* native frames are recorded */
+
+/* Bounds of the native records.  A writer never exceeds them and a reader takes a record
+ * beyond one as corruption: segments in a MODULE, addresses in an NSTACK, bytes of a
+ * build-id. */
+#define PYPROF_MODULE_SEG_MAX 256
+#define PYPROF_NSTACK_MAX 4096
+#define PYPROF_BUILD_ID_MAX 64
 
 /* SAMPLE.native_flags */
 #define PYPROF_NATIVE_F_TRUNCATED 1u /* the native walk stopped before the thread's root

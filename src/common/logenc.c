@@ -74,6 +74,14 @@ int logenc_put_stack(rec_out *o, uint64_t stack_id, const logenc_frame *f, size_
     return done(o);
 }
 
+int logenc_put_stack_runs(rec_out *o, const uint32_t *runs, size_t nruns)
+{
+    rec_put_uvarint(o, nruns);
+    for (size_t i = 0; i < nruns; i++)
+        rec_put_uvarint(o, runs[i]);
+    return done(o);
+}
+
 int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
                       uint64_t cpu_us)
 {
@@ -84,10 +92,52 @@ int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t s
     return done(o);
 }
 
+int logenc_put_sample_native(rec_out *o, uint64_t nstack_id, uint64_t native_flags)
+{
+    rec_put_uvarint(o, nstack_id);
+    rec_put_uvarint(o, native_flags);
+    return done(o);
+}
+
 int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes)
 {
     rec_put_svarint(o, dt_us);
     rec_put_uvarint(o, rss_bytes);
+    return done(o);
+}
+
+int logenc_put_module(rec_out *o, const logenc_module_fields *m)
+{
+    rec_put_uvarint(o, m->module_id);
+    rec_put_cstr(o, m->path);
+    rec_put_uvarint(o, m->base);
+    rec_put_str(o, m->build_id, m->build_id_len);
+    rec_put_uvarint(o, m->nseg);
+    for (size_t i = 0; i < m->nseg; i++) {
+        rec_put_uvarint(o, m->segs[i].vaddr);
+        rec_put_uvarint(o, m->segs[i].memsz);
+        rec_put_uvarint(o, m->segs[i].file_offset);
+        rec_put_uvarint(o, m->segs[i].flags);
+    }
+    rec_put_uvarint(o, m->dev);
+    rec_put_uvarint(o, m->ino);
+    rec_put_uvarint(o, m->size);
+    rec_put_uvarint(o, m->mtime_ns);
+    return done(o);
+}
+
+int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, size_t n)
+{
+    rec_put_uvarint(o, nstack_id);
+    rec_put_uvarint(o, n);
+    for (size_t i = 0; i < n; i++)
+        rec_put_uvarint(o, addrs[i]);
+    return done(o);
+}
+
+int logenc_put_module_gone(rec_out *o, uint64_t module_id)
+{
+    rec_put_uvarint(o, module_id);
     return done(o);
 }
 
@@ -123,5 +173,11 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
     }
     rec_put_uvarint(o, f->timer_ns);
     rec_put_uvarint(o, f->untimed_ns);
+    if (f->has_native) {
+        rec_put_uvarint(o, f->native_ok);
+        rec_put_uvarint(o, f->native_truncated);
+        rec_put_uvarint(o, f->native_skipped);
+        rec_put_uvarint(o, f->native_ns);
+    }
     return done(o);
 }

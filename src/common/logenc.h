@@ -10,9 +10,17 @@
  *   logenc_put_thread   THREAD: thread_idx, tid, name
  *   logenc_put_code     CODE from a logenc_code_fields; logenc_code_max sizes its buffer
  *   logenc_put_stack    STACK: stack_id and logenc_frames; LOGENC_STACK_MAX sizes it
+ *   logenc_put_stack_runs  the STACK's native-log tail: nruns and the run lengths
  *   logenc_put_sample   SAMPLE: dt_us, thread_idx, stack_id, cpu_us
+ *   logenc_put_sample_native  the SAMPLE's native-log tail: nstack_id, native_flags
  *   logenc_put_rss      RSS: dt_us, rss_bytes
+ *   logenc_put_module   MODULE from a logenc_module_fields; logenc_module_max sizes it
+ *   logenc_put_nstack   NSTACK: nstack_id and addresses; LOGENC_NSTACK_MAX sizes it
+ *   logenc_put_module_gone  MODULE_GONE: module_id
  *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
+ *
+ * The native-log tails are appended by the caller right after the record they extend,
+ * and only in logs whose header has PYPROF_HDR_NATIVE, so other logs stay as they were.
  *
  * Every encoder appends to `o` and returns 0, or -1 when `o` overflowed (then the payload
  * is cut and must not be written).
@@ -71,7 +79,26 @@ typedef struct logenc_footer_fields {
     /* Samples by depth and handler time, in the buckets PYPROF_COST_*_BOUNDS. */
     uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME];
     uint64_t timer_ns, untimed_ns;
+    /* The native section, written only when has_native is set (native logs). */
+    int has_native;
+    uint64_t native_ok, native_truncated, native_skipped, native_ns;
 } logenc_footer_fields;
+
+/* A PT_LOAD segment of a module, as the MODULE record carries it. */
+typedef struct logenc_segment {
+    uint64_t vaddr, memsz, file_offset, flags; /* flags: PF_X 1, PF_W 2, PF_R 4 */
+} logenc_segment;
+
+typedef struct logenc_module_fields {
+    uint64_t module_id;
+    const char *path;          /* NUL-terminated */
+    uint64_t base;             /* load bias */
+    const uint8_t *build_id;   /* raw note bytes, build_id_len of them (may be 0) */
+    size_t build_id_len;
+    const logenc_segment *segs;
+    size_t nseg;
+    uint64_t dev, ino, size, mtime_ns; /* of the file; 0 when unknown */
+} logenc_module_fields;
 
 /* Bytes a CODE payload of these fields takes at most; a STACK payload of n frames. */
 static inline size_t logenc_code_max(const logenc_code_fields *c)
@@ -79,14 +106,32 @@ static inline size_t logenc_code_max(const logenc_code_fields *c)
     return 64 + c->name_len + c->qualname_len + c->filename_len + c->lt_len;
 }
 #define LOGENC_STACK_MAX(n) (32 + (size_t)(n) * 16)
+/* Bytes the runs of a stack of n frames add at most (at most one run per frame). */
+#define LOGENC_RUNS_MAX(n) (REC_VARINT_MAX + (size_t)(n) * 5)
+/* Bytes an NSTACK payload of n addresses takes at most. */
+#define LOGENC_NSTACK_MAX(n) (2 * REC_VARINT_MAX + (size_t)(n) * REC_VARINT_MAX)
+static inline size_t logenc_module_max(const logenc_module_fields *m)
+{
+    size_t path_len = 0;
+    while (m->path[path_len])
+        path_len++;
+    return 10 * REC_VARINT_MAX + path_len + m->build_id_len + m->nseg * 4 * REC_VARINT_MAX;
+}
 
 int logenc_put_header(rec_out *o, const logenc_header_fields *h);
 int logenc_put_thread(rec_out *o, uint64_t thread_idx, uint64_t tid, const char *name);
 int logenc_put_code(rec_out *o, const logenc_code_fields *c);
 int logenc_put_stack(rec_out *o, uint64_t stack_id, const logenc_frame *f, size_t n);
+/* The runs: nruns lengths, outermost first, adding up to the stack's frames. */
+int logenc_put_stack_runs(rec_out *o, const uint32_t *runs, size_t nruns);
 int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
                       uint64_t cpu_us);
+int logenc_put_sample_native(rec_out *o, uint64_t nstack_id, uint64_t native_flags);
 int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
+int logenc_put_module(rec_out *o, const logenc_module_fields *m);
+/* addrs[0..n), outermost first. */
+int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, size_t n);
+int logenc_put_module_gone(rec_out *o, uint64_t module_id);
 int logenc_put_footer(rec_out *o, const logenc_footer_fields *f);
 
 #endif

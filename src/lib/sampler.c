@@ -57,6 +57,8 @@ static int have_posix_timer;
 static const char *timer_name = "none";
 static int handlers_installed;
 static _Atomic int armed;          /* timers armed, not yet disarmed */
+/* Native mode as the last sampler_start decided it: -1 until it has (sampler_native). */
+static _Atomic int native_mode = -1;
 static pthread_t wall_thread;
 static int wall_running;
 static _Atomic int wall_stop;
@@ -70,6 +72,15 @@ uint64_t sampler_wall_passes(void) { return atomic_load(&wall_passes); }
 ring *sampler_sample_ring(void) { return &sighandler_g.samples; }
 ring *sampler_code_ring(void) { return &sighandler_g.codes; }
 uint64_t sampler_t0_ns(void) { return sighandler_g.t0_ns; }
+int sampler_native(void) { return atomic_load(&native_mode); }
+
+/* The timer is armed: sampling runs, with or without native stacks from now on. */
+static int started(void)
+{
+    atomic_store(&native_mode, sighandler_g.native != 0);
+    atomic_store(&armed, 1);
+    return 0;
+}
 
 void sampler_count_drop(int reason)
 {
@@ -210,6 +221,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
 {
     sighandler_state *g = &sighandler_g;
     size_t tables = CODETABLE_BYTES;
+    atomic_store(&native_mode, -1);
     if (memory) {
         /* A new toggle window: the last one's stop quiesced every handler, so the memory
          * is ours to clear and use again. */
@@ -255,10 +267,8 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
         atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
-        if (start_wall_thread(period_ns) == 0) {
-            atomic_store(&armed, 1);
-            return 0;
-        }
+        if (start_wall_thread(period_ns) == 0)
+            return started();
         atomic_store(&g->enabled, 0);
         snprintf(err, errlen, "pyprof: cannot start the wall-clock sampler thread: %s; "
                  "not profiling", strerror(errno));
@@ -266,15 +276,12 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     }
     if (arm_perf(period_ns) == 0) {
         g->sample_signal = SIGTRAP;
-        atomic_store(&armed, 1);
-        return 0;
+        return started();
     }
     if (g->sample_signal == SIGPROF || install_handler(SIGPROF) == 0) {
         g->sample_signal = SIGPROF;
-        if (arm_posix_timer(period_ns) == 0) {
-            atomic_store(&armed, 1);
-            return 0;
-        }
+        if (arm_posix_timer(period_ns) == 0)
+            return started();
     }
     atomic_store(&g->enabled, 0);
     snprintf(err, errlen, "pyprof: cannot start a sampling timer: %s; not profiling",
@@ -327,6 +334,7 @@ void sampler_forget_in_child(void)
     have_posix_timer = 0;
     wall_running = 0; /* the wall thread was the parent's */
     atomic_store(&armed, 0);
+    atomic_store(&native_mode, -1);
     /* Only the forking thread exists here, and it is not in a handler (fork is not
      * called from one), so no handler runs: the parent's unwritten records and code ids
      * go with the mapping, and a new start maps fresh memory. */

@@ -64,4 +64,11 @@ ring *sampler_code_ring(void);
 /* CLOCK_MONOTONIC at sampler_start: the zero of the samples' time stamps. */
 uint64_t sampler_t0_ns(void);
 
+/* Native mode as the last sampler_start decided it: 1 when samples carry native stacks
+ * (sighandler_state.native), 0 when not, -1 while it is undecided (from the start of
+ * sampler_start until the timer is armed; also when it failed, or before any).  The writer
+ * writes its header only once this is decided.  It keeps its value after sampler_stop, for
+ * a log that is opened only at the end. */
+int sampler_native(void);
+
 #endif

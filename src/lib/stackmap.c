@@ -8,11 +8,11 @@
 
 #include "common/growarray.h"
 
-static uint64_t hash_frames(const logenc_frame *f, size_t n)
+static uint64_t hash_words(const uint64_t *w, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) {
-        h ^= ((uint64_t)f[i].code_id << 32) | (uint32_t)f[i].line;
+        h ^= w[i];
         h *= 1099511628211ull;
         h ^= h >> 29;
     }
@@ -45,19 +45,20 @@ static int index_grow(stackmap *m)
     return 0;
 }
 
-uint32_t stackmap_intern(stackmap *m, const logenc_frame *f, size_t n, int *is_new)
+uint32_t stackmap_intern(stackmap *m, const uint64_t *w, size_t n, int *is_new)
 {
     *is_new = 0;
     if (m->arena_len + n > STACKMAP_ARENA_MAX)
         stackmap_reset(m);
     if ((m->stacks_n + 1) * 2 > m->index_cap && index_grow(m) < 0)
         return 0;
-    uint64_t h = hash_frames(f, n);
+    uint64_t h = hash_words(w, n);
     size_t mask = m->index_cap - 1;
     size_t j = h & mask;
     for (; m->index[j]; j = (j + 1) & mask) {
         stackmap_entry *e = &m->stacks[m->index[j] - 1];
-        if (e->hash == h && e->n == n && memcmp(m->arena + e->off, f, n * sizeof *f) == 0)
+        if (e->hash == h && e->n == n &&
+            (n == 0 || memcmp(m->arena + e->off, w, n * sizeof *w) == 0))
             return e->id;
     }
     if (grow_array((void **)&m->stacks, &m->stacks_cap, m->stacks_n + 1, sizeof *m->stacks,
@@ -65,7 +66,8 @@ uint32_t stackmap_intern(stackmap *m, const logenc_frame *f, size_t n, int *is_n
         grow_array((void **)&m->arena, &m->arena_cap, m->arena_len + n, sizeof *m->arena,
                    65536) < 0)
         return 0;
-    memcpy(m->arena + m->arena_len, f, n * sizeof *f);
+    if (n)
+        memcpy(m->arena + m->arena_len, w, n * sizeof *w);
     uint32_t id = ++m->next_id;
     m->stacks[m->stacks_n] = (stackmap_entry){ .hash = h, .off = (uint32_t)m->arena_len,
                                                .n = (uint32_t)n, .id = id };

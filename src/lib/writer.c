@@ -10,6 +10,20 @@
  * leaves a log readable up to the last flush; what the header says about the process is
  * procself.h's.  All the writer's memory is its own heap, never touched by the handler.
  *
+ * Native mode (the header's PYPROF_HDR_NATIVE, when sampler_native() says the handler
+ * records native stacks).  Right after the header, and before the samples of any drain
+ * once the loader has loaded or unloaded objects, the writer announces the modules
+ * (modules.h: MODULE and MODULE_GONE records).  Each sample's native addresses, reversed
+ * to run outermost first, are interned in a second stackmap (NSTACK records), and the
+ * SAMPLE record gains the native stack's id and flags.  The handler marks the outermost
+ * frame of each eval-loop activation's run with RFRAME_RUN_START in the code id; the
+ * writer strips the bit before anything else sees the id, keeps it in the stack's
+ * identity, and writes the runs' lengths in the STACK record.  A module loaded after the
+ * last check and sampled before the next drain would be announced just after that
+ * drain's samples; the handler skips the native walk while objects are being loaded or
+ * unloaded, which keeps that window to the loader's own bookkeeping.  Logs without
+ * native mode are exactly what they were before it existed.
+ *
  * Generations.  When the handler's code table fills to half, the writer flips it to the
  * other (empty) table, waits until no handler still uses the old one, drains the rings,
  * clears the old table and forgets every code id that the new table does not hold, and
@@ -39,6 +53,7 @@
 #include "common/growarray.h"
 #include "libc_next.h"
 #include "logfile.h"
+#include "modules.h"
 #include "ownthreads.h"
 #include "procself.h"
 #include "pynames.h"
@@ -99,8 +114,11 @@ static struct {
     /* code map: open addressing on id */
     code_info *codes;
     size_t codes_cap, codes_n;
-    /* stack dedup */
-    stackmap stacks;
+    /* stack dedup: Python stacks, native stacks (native mode) */
+    stackmap stacks, nstacks;
+    /* native mode: decided when the log is opened; the modules the log announced */
+    int native;
+    modules mods;
     /* threads: tid -> idx */
     wthread *threads;
     size_t threads_n, threads_cap;
@@ -149,16 +167,47 @@ static void put_header(void)
         .clock = (uint8_t)W.cfg.clock,
         .timer = sampler_timer_name(),
         .max_depth = W.cfg.max_depth,
-        /* PYPROF_HDR_NATIVE stays clear: no native frames are recorded yet, whatever
-         * PYPROF_NATIVE says. */
-        .flags = W.cfg.memory ? PYPROF_HDR_MEMORY : 0,
+        .flags = (W.cfg.memory ? PYPROF_HDR_MEMORY : 0) | (W.native ? PYPROF_HDR_NATIVE : 0),
         .window = W.window,
     };
     logenc_put_header(&o, &h);
     emit(PYPROF_REC_HEADER, &o);
 }
 
-/* Opens the log and writes the frame header, magic and HEADER.  Returns 0 or -1. */
+static void emit_module(const logenc_module_fields *m, void *ctx)
+{
+    (void)ctx;
+    size_t cap = logenc_module_max(m);
+    uint8_t small[1024];
+    uint8_t *buf = cap <= sizeof small ? small : malloc(cap);
+    if (!buf)
+        return;
+    rec_out o;
+    rec_out_init(&o, buf, cap);
+    logenc_put_module(&o, m);
+    emit(PYPROF_REC_MODULE, &o);
+    if (buf != small)
+        free(buf);
+}
+
+static void emit_module_gone(uint32_t module_id, void *ctx)
+{
+    (void)ctx;
+    uint8_t buf[16];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    logenc_put_module_gone(&o, module_id);
+    emit(PYPROF_REC_MODULE_GONE, &o);
+}
+
+/* Announces the modules loaded since the last time, and those gone (native mode). */
+static void sync_modules(void)
+{
+    modules_sync(&W.mods, emit_module, emit_module_gone, NULL);
+}
+
+/* Opens the log and writes the frame header, magic and HEADER (and, in native mode, the
+ * modules).  Returns 0 or -1. */
 static int open_log(void)
 {
     if (W.log.fd >= 0 || W.log.failed)
@@ -171,7 +220,10 @@ static int open_log(void)
                           .start_unix_ns = W.unix_start_ns };
     if (logfile_open(&W.log, &nm) < 0)
         return -1;
+    W.native = sampler_native() > 0;
     put_header();
+    if (W.native)
+        sync_modules();
     diag_verbose("pyprof: profiling pid %ld into %s (%s)", (long)W.pid, W.log.path,
                  sampler_timer_name());
     return 0;
@@ -278,26 +330,98 @@ static uint32_t thread_idx(uint32_t tid)
     return t->idx;
 }
 
-static void stacks_reset(void) { stackmap_reset(&W.stacks); }
+/* Both maps start afresh together, so no id of the new generation refers to a record
+ * of the old one. */
+static void stacks_reset(void)
+{
+    stackmap_reset(&W.stacks);
+    stackmap_reset(&W.nstacks);
+}
 
-/* The id of this stack, emitting its STACK record the first time.  0 on failure. */
-static uint32_t stack_id(const logenc_frame *f, size_t n)
+/* A sample's Python stack being built, outermost first: its frames, their words in the
+ * stack map (with the run marks), and its runs. */
+typedef struct stackbuild {
+    logenc_frame *f;
+    uint64_t *w;
+    uint32_t *runs;
+    size_t n, nruns;
+} stackbuild;
+
+/* Appends a frame.  The outermost frame starts the first run, a frame marked
+ * RFRAME_RUN_START the next; a marker is never marked, so it stays in the run it sits
+ * in.  Marks count in the stack's identity only in native logs (elsewhere there are
+ * none, and the words are the frames alone). */
+static void sb_push(stackbuild *b, uint32_t code_id, int32_t line, int run_start)
+{
+    int starts = b->n == 0 || run_start;
+    if (starts)
+        b->runs[b->nruns++] = 0;
+    b->runs[b->nruns - 1]++;
+    b->f[b->n] = (logenc_frame){ code_id, line };
+    b->w[b->n] = stackmap_frame_word(code_id, line, W.native && starts);
+    b->n++;
+}
+
+/* The id of this stack, emitting its STACK record (with its runs in native mode) the
+ * first time.  0 on failure. */
+static uint32_t stack_id(const stackbuild *b)
 {
     int is_new;
-    uint32_t id = stackmap_intern(&W.stacks, f, n, &is_new);
+    uint32_t id = stackmap_intern(&W.stacks, b->w, b->n, &is_new);
     if (!id || !is_new)
         return id;
-    size_t cap = LOGENC_STACK_MAX(n);
+    size_t cap = LOGENC_STACK_MAX(b->n) + (W.native ? LOGENC_RUNS_MAX(b->n) : 0);
     uint8_t small[4096];
     uint8_t *buf = cap <= sizeof small ? small : malloc(cap);
     if (!buf)
         return 0;
     rec_out o;
     rec_out_init(&o, buf, cap);
-    logenc_put_stack(&o, id, f, n);
+    logenc_put_stack(&o, id, b->f, b->n);
+    if (W.native)
+        logenc_put_stack_runs(&o, b->runs, b->nruns);
     emit(PYPROF_REC_STACK, &o);
     if (buf != small)
         free(buf);
+    return id;
+}
+
+/* The id of a sample's native stack (addresses innermost first in the record), emitting
+ * its NSTACK record the first time; 0 when it has none, or on failure.  A chain longer
+ * than the format allows keeps its inner part and is flagged truncated. */
+static uint32_t native_stack_id(const rrec_sample *s, size_t len, uint8_t *flags)
+{
+    size_t nn = s->nnative;
+    if (!nn || sizeof *s + (size_t)s->nframes * sizeof(rframe) + nn * sizeof(uint64_t) > len)
+        return 0;
+    if (nn > PYPROF_NSTACK_MAX) {
+        nn = PYPROF_NSTACK_MAX;
+        *flags |= PYPROF_NATIVE_F_TRUNCATED;
+    }
+    const uint64_t *in = rrec_native((rrec_sample *)s);
+    uint64_t small[512];
+    uint64_t *a = nn <= 512 ? small : malloc(nn * sizeof *a);
+    if (!a)
+        return 0;
+    for (size_t i = 0; i < nn; i++)
+        a[i] = in[nn - 1 - i];
+    int is_new;
+    uint32_t id = stackmap_intern(&W.nstacks, a, nn, &is_new);
+    if (id && is_new) {
+        size_t cap = LOGENC_NSTACK_MAX(nn);
+        uint8_t *buf = malloc(cap);
+        if (buf) {
+            rec_out o;
+            rec_out_init(&o, buf, cap);
+            logenc_put_nstack(&o, id, a, nn);
+            emit(PYPROF_REC_NSTACK, &o);
+            free(buf);
+        } else {
+            id = 0;
+        }
+    }
+    if (a != small)
+        free(a);
     return id;
 }
 
@@ -374,39 +498,55 @@ static int32_t frame_line(uint32_t *code_id, int32_t offset)
     return linetable_line(ci->kind, ci->lt, ci->lt_len, ci->first_line, offset);
 }
 
-static void take_sample(const rrec_sample *s)
+/* Appends a recorded frame: its code id without the run mark, its line. */
+static void sb_frame(stackbuild *b, const rframe *fr)
 {
-    logenc_frame stackbuf[512];
+    uint32_t id = fr->code_id & ~RFRAME_RUN_START;
+    int32_t line = frame_line(&id, fr->offset);
+    sb_push(b, id, line, (fr->code_id & RFRAME_RUN_START) != 0);
+}
+
+#define SB_SMALL 512 /* frames a stack is built with on the writer's own stack */
+
+/* One SAMPLE record (`len` bytes in the ring), with what it needs announced first. */
+static void take_sample(const rrec_sample *s, size_t len)
+{
     size_t n = (size_t)s->nframes + 2;
-    logenc_frame *f = n <= 512 ? stackbuf : malloc(n * sizeof *f);
-    if (!f)
-        return;
-    size_t k = 0;
+    logenc_frame fbuf[SB_SMALL];
+    uint64_t wbuf[SB_SMALL];
+    uint32_t rbuf[SB_SMALL];
+    stackbuild b = { fbuf, wbuf, rbuf, 0, 0 };
+    void *heap = NULL;
+    if (n > SB_SMALL) {
+        heap = malloc(n * (sizeof *b.w + sizeof *b.f + sizeof *b.runs));
+        if (!heap)
+            return;
+        b.w = heap;
+        b.f = (logenc_frame *)(b.w + n);
+        b.runs = (uint32_t *)(b.f + n);
+    }
     if (s->unreadable_tail)
-        f[k++] = (logenc_frame){ PYPROF_CODE_UNREADABLE, 0 };
-    for (size_t i = s->nframes; i-- > s->keep_inner;) {
-        uint32_t id = s->frames[i].code_id;
-        int32_t line = frame_line(&id, s->frames[i].offset);
-        f[k++] = (logenc_frame){ id, line };
-    }
+        sb_push(&b, PYPROF_CODE_UNREADABLE, 0, 0);
+    for (size_t i = s->nframes; i-- > s->keep_inner;)
+        sb_frame(&b, &s->frames[i]);
     if (s->cut)
-        f[k++] = (logenc_frame){ PYPROF_CODE_CUT, (int32_t)s->cut };
-    for (size_t i = s->keep_inner; i-- > 0;) {
-        uint32_t id = s->frames[i].code_id;
-        int32_t line = frame_line(&id, s->frames[i].offset);
-        f[k++] = (logenc_frame){ id, line };
-    }
+        sb_push(&b, PYPROF_CODE_CUT, (int32_t)s->cut, 0);
+    for (size_t i = s->keep_inner; i-- > 0;)
+        sb_frame(&b, &s->frames[i]);
     uint32_t tidx = thread_idx(s->tid);
-    uint32_t sid = stack_id(f, k);
-    if (f != stackbuf)
-        free(f);
+    uint32_t sid = stack_id(&b);
+    free(heap);
     if (!sid)
         return;
+    uint8_t nflags = s->native_flags;
+    uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
     uint8_t buf[64];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
     int64_t t_us = (int64_t)(s->t_ns / 1000);
     logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, W.cfg.period_ns / 1000);
+    if (W.native)
+        logenc_put_sample_native(&o, nsid, nflags);
     W.last_t_us = t_us;
     emit(PYPROF_REC_SAMPLE, &o);
     W.samples++;
@@ -419,11 +559,14 @@ static void drain(void)
     if (W.log.fd < 0 && !W.log.failed)
         return;
     drain_codes();
+    /* Modules first: a sample may hold an address in one loaded since the last drain. */
+    if (W.native && W.log.fd >= 0 && !W.log.failed && modules_changed(&W.mods))
+        sync_modules();
     const void *rec;
     size_t len;
     while ((rec = ring_peek(sampler_sample_ring(), &len))) {
         if (W.log.fd >= 0 && !W.log.failed)
-            take_sample(rec);
+            take_sample(rec, len);
         ring_release(sampler_sample_ring());
     }
 }
@@ -510,7 +653,9 @@ static void *writer_main(void *arg)
             finish_log(W.end_req_kind, 1, W.end_req_status);
             return NULL;
         }
-        if (W.log.fd < 0 && !W.log.failed &&
+        /* The header says whether samples carry native stacks: wait until the sampler
+         * has decided (it starts right after the writer). */
+        if (W.log.fd < 0 && !W.log.failed && sampler_native() >= 0 &&
             (interpreter_running() || ring_used(sampler_sample_ring())))
             open_log();
         /* Wake often only while the handler fills the ring faster than an idle period
@@ -605,6 +750,11 @@ static void put_footer(int end, int status_known, int status)
         .writer_ns = W.writer_cpu_ns,
         .timer_ns = threadtimer_cpu_ns(),
         .untimed_ns = threadtimer_untimed_ns(),
+        .has_native = W.native,
+        .native_ok = st.native_ok,
+        .native_truncated = st.native_truncated,
+        .native_skipped = st.native_skipped,
+        .native_ns = st.native_ns,
     };
     _Static_assert(sizeof f.drops == sizeof st.drops && sizeof f.cost == sizeof st.cost,
                    "the footer's counters are the sampler's");
@@ -688,6 +838,8 @@ static void forget_all(void)
         free(W.codes[i].lt);
     free(W.codes);
     stackmap_free(&W.stacks);
+    stackmap_free(&W.nstacks);
+    modules_free(&W.mods);
     free(W.threads);
     free(W.names);
     memset(&W, 0, sizeof W);

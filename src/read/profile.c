@@ -565,6 +565,10 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
             pr->has_footer = 1;
             pr->footer = rec.u.footer;
             break;
+        case PYPROF_REC_MODULE:
+        case PYPROF_REC_NSTACK:
+        case PYPROF_REC_MODULE_GONE:
+            break; /* native frames: read and checked, not in the model yet */
         default:
             pr->unknown_read++;
             break;

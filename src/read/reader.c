@@ -126,6 +126,11 @@ struct pyprof_reader {
 
     pyprof_frame *frames;
     size_t frames_cap;
+    uint32_t *runs; /* a native STACK's run lengths (frames_cap of them) */
+    size_t runs_cap;
+    /* Native records, bounded by format.h, so a fixed room each. */
+    pyprof_segment segs[PYPROF_MODULE_SEG_MAX];
+    uint64_t addrs[PYPROF_NSTACK_MAX];
 };
 
 const char *pyprof_reader_strerror(int err)
@@ -636,6 +641,77 @@ const pyprof_header *pyprof_reader_header(const pyprof_reader *r) { return &r->h
 
 uint64_t pyprof_reader_offset(const pyprof_reader *r) { return r->consumed; }
 
+/* A native log's tail of a STACK: the run lengths, which must each hold a frame and add
+ * up to the stack's frames.  Absent (an older writer, a non-native log): no runs. */
+static int reader_parse_runs(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
+{
+    s->nruns = 0;
+    s->runs = NULL;
+    if (!(r->hdr.flags & PYPROF_HDR_NATIVE) || in->bad || in->p >= in->end)
+        return 0;
+    uint64_t nruns = rec_get_uvarint(in);
+    /* A run holds a frame and takes a byte. */
+    if (in->bad || nruns > s->nframes || nruns > rec_in_left(in))
+        return -PYPROF_R_CORRUPT;
+    if (nruns > r->runs_cap) {
+        uint32_t *p = realloc(r->runs, (size_t)nruns * sizeof *p);
+        if (!p)
+            return -PYPROF_R_NOMEM;
+        r->runs = p;
+        r->runs_cap = (size_t)nruns;
+    }
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < nruns; i++) {
+        uint64_t len = rec_get_uvarint(in);
+        if (in->bad || len == 0 || len > s->nframes - sum)
+            return -PYPROF_R_CORRUPT;
+        r->runs[i] = (uint32_t)len;
+        sum += len;
+    }
+    if (sum != s->nframes)
+        return -PYPROF_R_CORRUPT;
+    s->nruns = nruns;
+    s->runs = nruns ? r->runs : NULL;
+    return 0;
+}
+
+static int reader_parse_module(pyprof_reader *r, rec_in *in, pyprof_module_rec *m)
+{
+    m->module_id = rec_get_uvarint(in);
+    m->path = reader_str(in);
+    m->base = rec_get_uvarint(in);
+    m->build_id = reader_str(in);
+    m->nseg = rec_get_uvarint(in);
+    /* A segment takes four bytes at least. */
+    if (in->bad || m->build_id.len > PYPROF_BUILD_ID_MAX || m->nseg > PYPROF_MODULE_SEG_MAX ||
+        m->nseg > rec_in_left(in) / 4)
+        return -PYPROF_R_CORRUPT;
+    for (uint64_t i = 0; i < m->nseg; i++) {
+        r->segs[i].vaddr = rec_get_uvarint(in);
+        r->segs[i].memsz = rec_get_uvarint(in);
+        r->segs[i].file_offset = rec_get_uvarint(in);
+        r->segs[i].flags = rec_get_uvarint(in);
+    }
+    m->segs = r->segs;
+    m->dev = rec_get_uvarint(in);
+    m->ino = rec_get_uvarint(in);
+    m->size = rec_get_uvarint(in);
+    m->mtime_ns = rec_get_uvarint(in);
+    return 0;
+}
+
+static int reader_parse_nstack(pyprof_reader *r, rec_in *in, pyprof_nstack_rec *n)
+{
+    n->nstack_id = rec_get_uvarint(in);
+    n->n = rec_get_uvarint(in);
+    if (in->bad || n->n > PYPROF_NSTACK_MAX || n->n > rec_in_left(in))
+        return -PYPROF_R_CORRUPT;
+    for (uint64_t i = 0; i < n->n; i++)
+        r->addrs[i] = rec_get_uvarint(in);
+    n->addrs = r->addrs;
+    return 0;
+}
+
 static int reader_parse_stack(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
 {
     s->stack_id = rec_get_uvarint(in);
@@ -658,10 +734,10 @@ static int reader_parse_stack(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
         r->frames[i].line = rec_get_svarint(in);
     }
     s->frames = r->frames;
-    return 0;
+    return reader_parse_runs(r, in, s);
 }
 
-static void reader_parse_footer(rec_in *in, pyprof_footer *f)
+static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
 {
     f->end_unix_ns = rec_get_uvarint(in);
     f->duration_ns = rec_get_uvarint(in);
@@ -715,6 +791,17 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f)
     f->timer_ns = timer_ns;
     f->untimed_ns = untimed_ns;
     f->has_timers = 1;
+    if (!native || c.p >= c.end)
+        return; /* a footer without the native section */
+    uint64_t ok = rec_get_uvarint(&c), truncated = rec_get_uvarint(&c);
+    uint64_t skipped = rec_get_uvarint(&c), native_ns = rec_get_uvarint(&c);
+    if (c.bad)
+        return;
+    f->native_ok = ok;
+    f->native_truncated = truncated;
+    f->native_skipped = skipped;
+    f->native_ns = native_ns;
+    f->has_native = 1;
 }
 
 /* Adds a dt field to the running time. */
@@ -791,6 +878,11 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
         rec->u.sample.thread_idx = get_uv(&in);
         rec->u.sample.stack_id = get_uv(&in);
         rec->u.sample.cpu_us = get_uv(&in);
+        rec->u.sample.nstack_id = rec->u.sample.native_flags = 0;
+        if ((r->hdr.flags & PYPROF_HDR_NATIVE) && in.p < in.end) {
+            rec->u.sample.nstack_id = get_uv(&in);
+            rec->u.sample.native_flags = get_uv(&in);
+        }
         break;
     }
     case PYPROF_REC_RSS: {
@@ -799,9 +891,22 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
         rec->u.rss.rss_bytes = rec_get_uvarint(&in);
         break;
     }
+    case PYPROF_REC_MODULE:
+        rc = reader_parse_module(r, &in, &rec->u.module);
+        if (rc < 0)
+            goto fail;
+        break;
+    case PYPROF_REC_NSTACK:
+        rc = reader_parse_nstack(r, &in, &rec->u.nstack);
+        if (rc < 0)
+            goto fail;
+        break;
+    case PYPROF_REC_MODULE_GONE:
+        rec->u.module_gone = rec_get_uvarint(&in);
+        break;
     case PYPROF_REC_FOOTER:
         memset(&rec->u.footer, 0, sizeof rec->u.footer);
-        reader_parse_footer(&in, &rec->u.footer);
+        reader_parse_footer(&in, &rec->u.footer, !!(r->hdr.flags & PYPROF_HDR_NATIVE));
         r->done = 1;
         break;
     default:
@@ -834,6 +939,7 @@ void pyprof_reader_close(pyprof_reader *r)
     free(r->hdr_copy);
     free(r->argv);
     free(r->frames);
+    free(r->runs);
     free(r->trk.block);
     free(r);
 }

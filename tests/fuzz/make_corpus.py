@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
-from make_fixtures import MAGIC, lz4, read_uvarint, uvarint  # noqa: E402  (one codec)
+from make_fixtures import MAGIC, lz4, read_uvarint, record, svarint, text, uvarint  # noqa: E402,E501  (one codec)
 
 PROGRAMS = {
     # A short CPU-bound run with a thread.
@@ -117,6 +117,52 @@ def pick_records(recs, nsamples):
     return [recs[k][1] for k in sorted(keep)]
 
 
+def native_mini():
+    """A small native log built by hand (until the library's own native logs are in the
+    runs above): the header with PYPROF_HDR_NATIVE, MODULE records (a file, the vDSO),
+    NSTACK, STACK with runs, SAMPLE with the native tail, MODULE_GONE and a footer with
+    the native section."""
+    hdr = (uvarint(1) + uvarint(4242) + uvarint(1) + text("0123456789abcdef")
+           + uvarint(1700000000000000000) + text("fuzz-host") + text("/usr/bin/python3.11")
+           + uvarint(1) + text("python3") + text("3.11.7") + uvarint(0x030B07F0)
+           + uvarint(10_000_000) + bytes([0]) + text("perf-task-clock") + uvarint(256)
+           + uvarint(2) + uvarint(0))
+
+    def module(mid, path, base, bid, segs, ino):
+        p = uvarint(mid) + text(path) + uvarint(base) + text(bid) + uvarint(len(segs))
+        p += b"".join(b"".join(uvarint(v) for v in seg) for seg in segs)
+        return record(8, p + uvarint(0x803 if ino else 0) + uvarint(ino)
+                      + uvarint(23_000_000 if ino else 0) + uvarint(1_700_000_000 * ino))
+
+    segs = [(0, 0x1000, 0, 4), (0x1000, 0x20000, 0x1000, 5), (0x21000, 0x8000, 0x21000, 6)]
+    recs = [
+        module(1, "/usr/lib/libpython3.11.so.1.0", 0x7F0000000000, bytes(range(20)), segs, 77),
+        module(2, "linux-vdso.so.1", 0x7FFF00000000, bytes(range(20, 40)), segs[:1], 0),
+        record(2, uvarint(0) + uvarint(4242) + text("MainThread")),
+        record(3, uvarint(16) + svarint(1) + text("f") + text("f") + text("/a.py")
+               + bytes([4]) + text(b"") + uvarint(0)),
+        record(9, uvarint(1) + uvarint(3) + uvarint(0x7F0000001234)
+               + uvarint(0x7F0000005678) + uvarint(0x7FFF00000100)),
+        record(4, uvarint(1) + uvarint(3) + uvarint(1) + svarint(0) + uvarint(16)
+               + svarint(3) + uvarint(16) + svarint(4) + uvarint(2) + uvarint(1) + uvarint(2)),
+        record(5, svarint(100) + uvarint(0) + uvarint(1) + uvarint(10000) + uvarint(1)
+               + uvarint(1)),
+        record(5, svarint(100) + uvarint(0) + uvarint(1) + uvarint(10000) + uvarint(0)
+               + uvarint(2)),
+        record(10, uvarint(2)),
+    ]
+    foot = (uvarint(1700000001000000000) + uvarint(10**9) + uvarint(2) + uvarint(2)
+            + uvarint(0) + uvarint(1) + bytes([1]) + svarint(0) + uvarint(99_500)
+            + uvarint(1000) + uvarint(600) + uvarint(400) + uvarint(0) + uvarint(0)
+            + uvarint(0) + uvarint(0) + uvarint(1) + uvarint(0) + uvarint(1) + uvarint(500))
+    return MAGIC + record(1, hdr) + b"".join(recs) + record(15, foot)
+
+
+def native_seeds():
+    plain = native_mini()
+    return {"native-mini.lz4": lz4(plain), "native-cut.lz4": lz4(plain[: len(plain) * 2 // 3])}
+
+
 def main():
     lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/libpyprof.so")
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
@@ -178,6 +224,7 @@ def main():
     seeds["three-frames.lz4"] = (lz4(plain[:third]) + lz4(plain[third:2 * third]) +
                                  lz4(plain[2 * third:]))
     seeds["frames-then-junk.lz4"] = mini + b"\x00junk"
+    seeds.update(native_seeds())
 
     for old in glob.glob(os.path.join(out, "*")):
         os.remove(old)

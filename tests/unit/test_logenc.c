@@ -288,6 +288,149 @@ static void test_footer(void **state)
     expect_end(&in);
 }
 
+/* A native log's STACK: the runs follow the frames, inside LOGENC_RUNS_MAX. */
+static void test_stack_runs(void **state)
+{
+    (void)state;
+    const logenc_frame f[] = {{PYPROF_CODE_UNREADABLE, 0}, {16, 1}, {17, 2}, {18, 3}};
+    const uint32_t runs[] = {1, 2, 1};
+    rec_out o;
+    rec_out_init(&o, buf, LOGENC_STACK_MAX(4) + LOGENC_RUNS_MAX(4));
+    assert_int_equal(logenc_put_stack(&o, 5, f, 4), 0);
+    assert_int_equal(logenc_put_stack_runs(&o, runs, 3), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 5);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(rec_get_uvarint(&in), f[i].code_id);
+        assert_int_equal(rec_get_svarint(&in), f[i].line);
+    }
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(rec_get_uvarint(&in), runs[i]);
+    expect_end(&in);
+    /* The largest run lengths fit too. */
+    uint32_t big[64];
+    for (size_t i = 0; i < 64; i++)
+        big[i] = UINT32_MAX;
+    rec_out_init(&o, buf, LOGENC_RUNS_MAX(64));
+    assert_int_equal(logenc_put_stack_runs(&o, big, 64), 0);
+}
+
+static void test_sample_native(void **state)
+{
+    (void)state;
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_sample(&o, 7, 1, 2, 3), 0);
+    assert_int_equal(logenc_put_sample_native(&o, 300, PYPROF_NATIVE_F_TRUNCATED), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_svarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 1);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 300);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_NATIVE_F_TRUNCATED);
+    expect_end(&in);
+}
+
+static void test_module(void **state)
+{
+    (void)state;
+    static const uint8_t bid[20] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3};
+    const logenc_segment segs[] = {
+        {0, 0x1000, 0, 4}, {0x1000, 0x5432, 0x1000, 5}, {UINT64_MAX, 1, 2, 6},
+    };
+    logenc_module_fields m = {
+        .module_id = 3, .path = "/usr/lib/libx.so.1", .base = 0x7f0000000000ull,
+        .build_id = bid, .build_id_len = sizeof bid, .segs = segs, .nseg = 3,
+        .dev = 0x803, .ino = 123456, .size = 98765, .mtime_ns = 1700000000987654321ull,
+    };
+    rec_out o;
+    rec_out_init(&o, buf, logenc_module_max(&m));
+    assert_int_equal(logenc_put_module(&o, &m), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    EXPECT_CSTR(&in, "/usr/lib/libx.so.1");
+    assert_int_equal(rec_get_uvarint(&in), 0x7f0000000000ull);
+    expect_str(&in, (const char *)bid, sizeof bid);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rec_get_uvarint(&in), segs[i].vaddr);
+        assert_int_equal(rec_get_uvarint(&in), segs[i].memsz);
+        assert_int_equal(rec_get_uvarint(&in), segs[i].file_offset);
+        assert_int_equal(rec_get_uvarint(&in), segs[i].flags);
+    }
+    assert_int_equal(rec_get_uvarint(&in), 0x803);
+    assert_int_equal(rec_get_uvarint(&in), 123456);
+    assert_int_equal(rec_get_uvarint(&in), 98765);
+    assert_int_equal(rec_get_uvarint(&in), 1700000000987654321ull);
+    expect_end(&in);
+    /* No build-id, no segments, no file: still a whole record. */
+    logenc_module_fields v = { .module_id = 4, .path = "linux-vdso.so.1", .base = 1 };
+    rec_out_init(&o, buf, logenc_module_max(&v));
+    assert_int_equal(logenc_put_module(&o, &v), 0);
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    EXPECT_CSTR(&in, "linux-vdso.so.1");
+    assert_int_equal(rec_get_uvarint(&in), 1);
+    expect_str(&in, "", 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(rec_get_uvarint(&in), 0);
+    expect_end(&in);
+}
+
+static void test_nstack(void **state)
+{
+    (void)state;
+    const uint64_t a[] = {0x401000, 0x7fffffffffffull, UINT64_MAX, 0};
+    rec_out o;
+    rec_out_init(&o, buf, LOGENC_NSTACK_MAX(4));
+    assert_int_equal(logenc_put_nstack(&o, UINT32_MAX, a, 4), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), UINT32_MAX);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(rec_get_uvarint(&in), a[i]);
+    expect_end(&in);
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_module_gone(&o, 77), 0);
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 77);
+    expect_end(&in);
+}
+
+/* The native section follows the timer section, only when asked for. */
+static void test_footer_native(void **state)
+{
+    (void)state;
+    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777 };
+    rec_out o;
+    rec_out_init(&o, buf, 2048);
+    assert_int_equal(logenc_put_footer(&o, &f), 0);
+    size_t plain = o.len;
+    f.has_native = 1;
+    f.native_ok = 10;
+    f.native_truncated = 2;
+    f.native_skipped = 3;
+    f.native_ns = 123456789;
+    rec_out_init(&o, buf, 2048);
+    assert_int_equal(logenc_put_footer(&o, &f), 0);
+    rec_in in;
+    rec_in_init(&in, buf + plain - 4, o.len - plain + 4);
+    assert_int_equal(rec_get_uvarint(&in), 4242); /* two bytes each: the tail of before */
+    assert_int_equal(rec_get_uvarint(&in), 777);
+    assert_int_equal(rec_get_uvarint(&in), 10);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 123456789);
+    expect_end(&in);
+}
+
 /* A buffer too small: the encoder says so, so the writer can refuse a cut payload. */
 static void test_overflow(void **state)
 {
@@ -316,6 +459,11 @@ int main(void)
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_rss),
         cmocka_unit_test(test_footer),
+        cmocka_unit_test(test_stack_runs),
+        cmocka_unit_test(test_sample_native),
+        cmocka_unit_test(test_module),
+        cmocka_unit_test(test_nstack),
+        cmocka_unit_test(test_footer_native),
         cmocka_unit_test(test_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
  * every value checked.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -26,6 +27,7 @@
 #include "common/record.h"
 #include "lib/diag.h"
 #include "lib/logfile.h"
+#include "lib/modules.h"
 #include "lib/procself.h"
 #include "lib/stackmap.h"
 
@@ -321,6 +323,185 @@ static void test_roundtrip(void **state)
     pyprof_reader_close(r);
 }
 
+/* ---- a native log ------------------------------------------------------------------ */
+
+static int put_module(rec_out *o, const void *arg) { return logenc_put_module(o, arg); }
+
+/* The native records, as the writer composes them, through logfile and the reader. */
+static void test_native_roundtrip(void **state)
+{
+    const char *dir = *state;
+    logfile lf;
+    assert_int_equal(logfile_init(&lf, count_write_error), 0);
+    logfile_naming nm = naming(dir);
+    assert_int_equal(logfile_open(&lf, &nm), 0);
+    logenc_header_fields h = {
+        .run_id = "r", .host = "h", .exe = "/e", .cmdline = "", .python_version = "3.12.1",
+        .timer = "perf-task-clock", .flags = PYPROF_HDR_NATIVE,
+    };
+    emit(&lf, PYPROF_REC_HEADER, put_header, &h);
+    static const uint8_t bid[] = {1, 2, 3, 4};
+    const logenc_segment segs[] = {{0, 0x1000, 0, 4}, {0x1000, 0x2000, 0x1000, 5}};
+    logenc_module_fields m = {
+        .module_id = 1, .path = "/usr/lib/libx.so", .base = 0x7f0000000000ull,
+        .build_id = bid, .build_id_len = sizeof bid, .segs = segs, .nseg = 2,
+        .dev = 1, .ino = 2, .size = 3, .mtime_ns = 4,
+    };
+    emit(&lf, PYPROF_REC_MODULE, put_module, &m);
+    const uint64_t addrs[] = {0x7f0000001234ull, 0x7f0000001000ull};
+    rec_out o;
+    rec_out_init(&o, pl, LOGENC_NSTACK_MAX(2));
+    assert_int_equal(logenc_put_nstack(&o, 1, addrs, 2), 0);
+    logfile_emit(&lf, PYPROF_REC_NSTACK, &o);
+    const uint32_t runs[] = {2, 1};
+    rec_out_init(&o, pl, LOGENC_STACK_MAX(3) + LOGENC_RUNS_MAX(3));
+    assert_int_equal(logenc_put_stack(&o, 1, frames, 3), 0);
+    assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+    logfile_emit(&lf, PYPROF_REC_STACK, &o);
+    rec_out_init(&o, pl, 64);
+    logenc_put_sample(&o, 10, 0, 1, 5000);
+    logenc_put_sample_native(&o, 1, PYPROF_NATIVE_F_TRUNCATED);
+    logfile_emit(&lf, PYPROF_REC_SAMPLE, &o);
+    rec_out_init(&o, pl, 16);
+    logenc_put_module_gone(&o, 1);
+    logfile_emit(&lf, PYPROF_REC_MODULE_GONE, &o);
+    logenc_footer_fields f = { .has_native = 1, .native_ok = 5, .native_truncated = 6,
+                               .native_skipped = 7, .native_ns = 8 };
+    emit(&lf, PYPROF_REC_FOOTER, put_footer, &f);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", lf.path);
+    logfile_close(&lf);
+    logfile_free(&lf);
+
+    int err;
+    pyprof_reader *r = pyprof_reader_open(path, &err);
+    assert_non_null(r);
+    assert_int_equal(pyprof_reader_header(r)->flags, PYPROF_HDR_NATIVE);
+    pyprof_record rec;
+    next(r, &rec, PYPROF_REC_MODULE);
+    assert_int_equal(rec.u.module.module_id, 1);
+    EXPECT_CSTR(rec.u.module.path, "/usr/lib/libx.so");
+    assert_int_equal(rec.u.module.base, 0x7f0000000000ull);
+    expect_str(rec.u.module.build_id, (const char *)bid, sizeof bid);
+    assert_int_equal(rec.u.module.nseg, 2);
+    assert_int_equal(rec.u.module.segs[1].vaddr, 0x1000);
+    assert_int_equal(rec.u.module.segs[1].memsz, 0x2000);
+    assert_int_equal(rec.u.module.segs[1].file_offset, 0x1000);
+    assert_int_equal(rec.u.module.segs[1].flags, 5);
+    assert_int_equal(rec.u.module.dev, 1);
+    assert_int_equal(rec.u.module.ino, 2);
+    assert_int_equal(rec.u.module.size, 3);
+    assert_int_equal(rec.u.module.mtime_ns, 4);
+    next(r, &rec, PYPROF_REC_NSTACK);
+    assert_int_equal(rec.u.nstack.nstack_id, 1);
+    assert_int_equal(rec.u.nstack.n, 2);
+    assert_int_equal(rec.u.nstack.addrs[0], addrs[0]);
+    assert_int_equal(rec.u.nstack.addrs[1], addrs[1]);
+    next(r, &rec, PYPROF_REC_STACK);
+    assert_int_equal(rec.u.stack.nframes, 3);
+    assert_int_equal(rec.u.stack.nruns, 2);
+    assert_int_equal(rec.u.stack.runs[0], 2);
+    assert_int_equal(rec.u.stack.runs[1], 1);
+    next(r, &rec, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.stack_id, 1);
+    assert_int_equal(rec.u.sample.nstack_id, 1);
+    assert_int_equal(rec.u.sample.native_flags, PYPROF_NATIVE_F_TRUNCATED);
+    next(r, &rec, PYPROF_REC_MODULE_GONE);
+    assert_int_equal(rec.u.module_gone, 1);
+    next(r, &rec, PYPROF_REC_FOOTER);
+    assert_true(rec.u.footer.has_native);
+    assert_int_equal(rec.u.footer.native_ok, 5);
+    assert_int_equal(rec.u.footer.native_truncated, 6);
+    assert_int_equal(rec.u.footer.native_skipped, 7);
+    assert_int_equal(rec.u.footer.native_ns, 8);
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    pyprof_reader_close(r);
+}
+
+/* ---- modules ------------------------------------------------------------------------ */
+
+typedef struct seen_mods {
+    int nnew, ngone;
+    uint32_t last_new, gone[8];
+    int exe_found, vdso_found, libc_bid, libz_new;
+    uint32_t libz_id;
+} seen_mods;
+
+static void on_new(const logenc_module_fields *m, void *ctx)
+{
+    seen_mods *s = ctx;
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[l > 0 ? l : 0] = 0;
+    assert_true(m->module_id > s->last_new); /* ids grow */
+    s->last_new = (uint32_t)m->module_id;
+    s->nnew++;
+    assert_true(m->nseg >= 1);
+    if (!strcmp(m->path, exe)) {
+        s->exe_found = 1;
+        assert_true(m->ino != 0);
+        assert_true(m->size > 0);
+    }
+    if (!strcmp(m->path, "linux-vdso.so.1")) {
+        s->vdso_found = 1;
+        assert_int_equal(m->ino, 0);
+    }
+    if (strstr(m->path, "libc.so"))
+        s->libc_bid = (int)m->build_id_len;
+    if (strstr(m->path, "libz.so")) {
+        s->libz_new++;
+        s->libz_id = (uint32_t)m->module_id;
+    }
+}
+
+static void on_gone(uint32_t id, void *ctx)
+{
+    seen_mods *s = ctx;
+    if (s->ngone < 8)
+        s->gone[s->ngone] = id;
+    s->ngone++;
+}
+
+static void test_modules(void **state)
+{
+    (void)state;
+    modules m = {0};
+    seen_mods s = {0};
+    assert_true(modules_changed(&m)); /* never synced */
+    assert_int_equal(modules_sync(&m, on_new, on_gone, &s), 0);
+    assert_true(s.exe_found);
+    assert_true(s.libc_bid >= 8 && s.libc_bid <= PYPROF_BUILD_ID_MAX);
+    assert_int_equal(s.ngone, 0);
+    int first = s.nnew;
+    assert_false(modules_changed(&m));
+    assert_int_equal(modules_sync(&m, on_new, on_gone, &s), 0); /* nothing new */
+    assert_int_equal(s.nnew, first);
+
+    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        modules_free(&m);
+        skip(); /* no libz here: the load and unload half cannot run */
+    }
+    assert_true(modules_changed(&m));
+    assert_int_equal(modules_sync(&m, on_new, on_gone, &s), 0);
+    assert_int_equal(s.libz_new, 1);
+    uint32_t libz = s.libz_id;
+    dlclose(h);
+    assert_true(modules_changed(&m));
+    assert_int_equal(modules_sync(&m, on_new, on_gone, &s), 0);
+    assert_int_equal(s.ngone, 1);
+    assert_int_equal(s.gone[0], libz);
+    /* Loaded again: a new id, never the old one. */
+    h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    assert_int_equal(modules_sync(&m, on_new, on_gone, &s), 0);
+    assert_int_equal(s.libz_new, 2);
+    assert_true(s.libz_id > libz);
+    dlclose(h);
+    modules_free(&m);
+    assert_null(m.e);
+}
+
 /* ---- naming ------------------------------------------------------------------------- */
 
 static void test_template_taken(void **state)
@@ -389,23 +570,33 @@ static void test_open_fails(void **state)
 
 /* ---- stackmap ----------------------------------------------------------------------- */
 
+/* The writer's packing of Python frames, without run marks. */
+static uint32_t intern_frames(stackmap *m, const logenc_frame *f, size_t n, int *fresh)
+{
+    uint64_t w[8];
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++)
+        w[i] = stackmap_frame_word(f[i].code_id, f[i].line, 0);
+    return stackmap_intern(m, w, n, fresh);
+}
+
 static void test_stackmap(void **state)
 {
     (void)state;
     stackmap m = {0};
     const logenc_frame a[] = {{16, 1}, {17, 2}}, b[] = {{16, 1}, {17, 3}};
     int fresh;
-    uint32_t ia = stackmap_intern(&m, a, 2, &fresh);
+    uint32_t ia = intern_frames(&m, a, 2, &fresh);
     assert_int_equal(ia, 1);
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, b, 2, &fresh), 2);
+    assert_int_equal(intern_frames(&m, b, 2, &fresh), 2);
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, a, 2, &fresh), 1);
+    assert_int_equal(intern_frames(&m, a, 2, &fresh), 1);
     assert_false(fresh);
-    assert_int_equal(stackmap_intern(&m, a, 1, &fresh), 3); /* a prefix is another stack */
+    assert_int_equal(intern_frames(&m, a, 1, &fresh), 3); /* a prefix is another stack */
     assert_true(fresh);
-    assert_int_equal(stackmap_intern(&m, NULL, 0, &fresh), 4);
-    assert_int_equal(stackmap_intern(&m, NULL, 0, &fresh), 4);
+    assert_int_equal(intern_frames(&m, NULL, 0, &fresh), 4);
+    assert_int_equal(intern_frames(&m, NULL, 0, &fresh), 4);
     assert_false(fresh);
     /* Many stacks: the index grows and every id is still found. */
     logenc_frame f[3];
@@ -413,19 +604,41 @@ static void test_stackmap(void **state)
         f[0] = (logenc_frame){16, (int32_t)i};
         f[1] = (logenc_frame){i, -1};
         f[2] = (logenc_frame){PYPROF_CODE_CUT, 7};
-        assert_int_equal(stackmap_intern(&m, f, 3, &fresh), 5 + i);
+        assert_int_equal(intern_frames(&m, f, 3, &fresh), 5 + i);
         assert_true(fresh);
     }
     for (uint32_t i = 0; i < 20000; i += 997) {
         f[0] = (logenc_frame){16, (int32_t)i};
         f[1] = (logenc_frame){i, -1};
-        assert_int_equal(stackmap_intern(&m, f, 3, &fresh), 5 + i);
+        assert_int_equal(intern_frames(&m, f, 3, &fresh), 5 + i);
         assert_false(fresh);
     }
     /* After a reset a stack is new again, under a new id. */
     stackmap_reset(&m);
-    assert_int_equal(stackmap_intern(&m, a, 2, &fresh), 20005);
+    assert_int_equal(intern_frames(&m, a, 2, &fresh), 20005);
     assert_true(fresh);
+    /* The same frames with other runs are another stack. */
+    const logenc_frame c[] = {{16, 1}, {17, 2}, {18, 3}};
+    uint64_t w1[3], w2[3];
+    for (int i = 0; i < 3; i++) {
+        w1[i] = stackmap_frame_word(c[i].code_id, c[i].line, i == 0);
+        w2[i] = stackmap_frame_word(c[i].code_id, c[i].line, i == 0 || i == 2);
+    }
+    uint32_t i1 = stackmap_intern(&m, w1, 3, &fresh);
+    assert_true(fresh);
+    uint32_t i2 = stackmap_intern(&m, w2, 3, &fresh);
+    assert_true(fresh);
+    assert_int_not_equal(i1, i2);
+    assert_int_equal(stackmap_intern(&m, w1, 3, &fresh), i1);
+    assert_false(fresh);
+    /* Native stacks: addresses, whole 64-bit words. */
+    stackmap n = {0};
+    const uint64_t na[] = {0x401000, UINT64_MAX}, nb[] = {0x401000, UINT64_MAX - 1};
+    assert_int_equal(stackmap_intern(&n, na, 2, &fresh), 1);
+    assert_int_equal(stackmap_intern(&n, nb, 2, &fresh), 2);
+    assert_int_equal(stackmap_intern(&n, na, 2, &fresh), 1);
+    assert_false(fresh);
+    stackmap_free(&n);
     stackmap_free(&m);
     assert_null(m.arena);
 }
@@ -466,7 +679,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_taken, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_check_dir, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_open_fails, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_native_roundtrip, setup_dir, teardown_dir),
         cmocka_unit_test(test_stackmap),
+        cmocka_unit_test(test_modules),
         cmocka_unit_test(test_procself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,7 +71,7 @@ static uint8_t scratch[1 << 16];
 
 static const char *const test_argv[] = {"python3", "-c", "print('hi')"};
 
-static void lb_header(logbuf *b, uint64_t version)
+static void lb_header_flags(logbuf *b, uint64_t version, uint64_t flags)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -91,9 +91,14 @@ static void lb_header(logbuf *b, uint64_t version)
     rec_put_u8(&o, PYPROF_CLOCK_WALL);
     rec_put_cstr(&o, "perf-task-clock");
     rec_put_uvarint(&o, 256);
-    rec_put_uvarint(&o, PYPROF_HDR_MEMORY);
+    rec_put_uvarint(&o, flags);
     rec_put_uvarint(&o, 3);                  /* window */
     lb_rec(b, PYPROF_REC_HEADER, &o);
+}
+
+static void lb_header(logbuf *b, uint64_t version)
+{
+    lb_header_flags(b, version, PYPROF_HDR_MEMORY);
 }
 
 static void lb_thread(logbuf *b, uint64_t idx, uint64_t tid, const char *name)
@@ -926,6 +931,376 @@ static void test_file_big(void **state)
     free(b.p);
 }
 
+/* ---- native logs ------------------------------------------------------------------ */
+
+/* A MODULE of `nseg` segments (segment i: vaddr 0x1000 * i, memsz i + 1, offset i * 16,
+ * flags i & 7) and a build-id of `bid_len` bytes 0, 1, 2, ... */
+static void lb_module(logbuf *b, uint64_t id, const char *path, uint64_t base,
+                      size_t bid_len, uint64_t nseg)
+{
+    uint8_t bid[256];
+    for (size_t i = 0; i < bid_len; i++)
+        bid[i] = (uint8_t)i;
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    rec_put_cstr(&o, path);
+    rec_put_uvarint(&o, base);
+    rec_put_str(&o, bid, bid_len);
+    rec_put_uvarint(&o, nseg);
+    for (uint64_t i = 0; i < nseg; i++) {
+        rec_put_uvarint(&o, 0x1000 * i);
+        rec_put_uvarint(&o, i + 1);
+        rec_put_uvarint(&o, i * 16);
+        rec_put_uvarint(&o, i & 7);
+    }
+    rec_put_uvarint(&o, 0x803);       /* dev */
+    rec_put_uvarint(&o, 424242);      /* ino */
+    rec_put_uvarint(&o, 1 << 20);     /* size */
+    rec_put_uvarint(&o, 1700000000123456789ull);
+    lb_rec(b, PYPROF_REC_MODULE, &o);
+}
+
+/* An NSTACK of n addresses base, base + 1, ... */
+static void lb_nstack(logbuf *b, uint64_t id, uint64_t n, uint64_t base)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    rec_put_uvarint(&o, n);
+    for (uint64_t i = 0; i < n; i++)
+        rec_put_uvarint(&o, base + i);
+    lb_rec(b, PYPROF_REC_NSTACK, &o);
+}
+
+/* A STACK of n frames (code 16 + i, line i) and its runs (nruns < 0: none written). */
+static void lb_stack_runs(logbuf *b, uint64_t id, uint64_t n, int nruns,
+                          const uint64_t *runs)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    rec_put_uvarint(&o, n);
+    for (uint64_t i = 0; i < n; i++) {
+        rec_put_uvarint(&o, 16 + i);
+        rec_put_svarint(&o, (int64_t)i);
+    }
+    if (nruns >= 0) {
+        rec_put_uvarint(&o, (uint64_t)nruns);
+        for (int i = 0; i < nruns; i++)
+            rec_put_uvarint(&o, runs[i]);
+    }
+    lb_rec(b, PYPROF_REC_STACK, &o);
+}
+
+static void lb_sample_native(logbuf *b, int64_t dt, uint64_t stack, uint64_t nstack,
+                             uint64_t flags)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_svarint(&o, dt);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, stack);
+    rec_put_uvarint(&o, 10000);
+    rec_put_uvarint(&o, nstack);
+    rec_put_uvarint(&o, flags);
+    lb_rec(b, PYPROF_REC_SAMPLE, &o);
+}
+
+static void lb_module_gone(logbuf *b, uint64_t id)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    lb_rec(b, PYPROF_REC_MODULE_GONE, &o);
+}
+
+/* A footer with every section, the native one included. */
+static void lb_footer_native(logbuf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    for (int i = 0; i < 4; i++)
+        rec_put_uvarint(&o, (uint64_t)i + 1); /* end, duration, samples, signals */
+    rec_put_uvarint(&o, 0);                  /* ndrop */
+    rec_put_uvarint(&o, PYPROF_END_EXIT);
+    rec_put_u8(&o, 1);
+    rec_put_svarint(&o, 0);
+    rec_put_uvarint(&o, 100000);
+    rec_put_uvarint(&o, 5);
+    rec_put_uvarint(&o, 6);  /* handler_ns */
+    rec_put_uvarint(&o, 7);  /* writer_ns */
+    rec_put_uvarint(&o, 0);  /* ntime */
+    rec_put_uvarint(&o, 0);  /* ndepth */
+    rec_put_uvarint(&o, 8);  /* timer_ns */
+    rec_put_uvarint(&o, 9);  /* untimed_ns */
+    rec_put_uvarint(&o, 40); /* native_ok */
+    rec_put_uvarint(&o, 3);  /* native_truncated */
+    rec_put_uvarint(&o, 2);  /* native_skipped */
+    rec_put_uvarint(&o, 123456);
+    lb_rec(b, PYPROF_REC_FOOTER, &o);
+}
+
+static const uint64_t runs_3_1[] = {3, 1};
+
+static void build_native(logbuf *b)
+{
+    lb_init(b);
+    lb_header_flags(b, PYPROF_FORMAT_VERSION, PYPROF_HDR_NATIVE);
+    lb_module(b, 1, "/usr/bin/python3.11", 0x555555554000ull, 20, 4);
+    lb_module(b, 2, "linux-vdso.so.1", 0x7ffff7fc1000ull, 0, 1);
+    lb_nstack(b, 1, 3, 0x7f0000001000ull);
+    lb_stack_runs(b, 1, 4, 2, runs_3_1);
+    lb_stack_runs(b, 2, 2, -1, NULL); /* no runs: an older writer */
+    lb_stack_runs(b, 3, 0, 0, NULL);  /* no frames, no runs */
+    lb_sample_native(b, 10, 1, 1, PYPROF_NATIVE_F_TRUNCATED);
+    lb_sample(b, 5, 0, 2, 10000);     /* no native tail */
+    lb_module_gone(b, 2);
+    lb_footer_native(b);
+}
+
+static pyprof_reader *open_built(logbuf *b, uint8_t **c)
+{
+    size_t clen;
+    *c = compress1(b->p, b->len, &clen);
+    int err;
+    pyprof_reader *r = pyprof_reader_open_mem(*c, clen, &err);
+    assert_non_null(r);
+    return r;
+}
+
+static void test_native_roundtrip(void **state)
+{
+    logbuf b;
+    build_native(&b);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    assert_int_equal(pyprof_reader_header(r)->flags, PYPROF_HDR_NATIVE);
+    pyprof_record rec;
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_MODULE);
+    const pyprof_module_rec *m = &rec.u.module;
+    assert_int_equal(m->module_id, 1);
+    assert_true(streq(m->path, "/usr/bin/python3.11"));
+    assert_int_equal(m->base, 0x555555554000ull);
+    assert_int_equal(m->build_id.len, 20);
+    for (size_t i = 0; i < 20; i++)
+        assert_int_equal((uint8_t)m->build_id.s[i], i);
+    assert_int_equal(m->nseg, 4);
+    for (uint64_t i = 0; i < 4; i++) {
+        assert_int_equal(m->segs[i].vaddr, 0x1000 * i);
+        assert_int_equal(m->segs[i].memsz, i + 1);
+        assert_int_equal(m->segs[i].file_offset, i * 16);
+        assert_int_equal(m->segs[i].flags, i & 7);
+    }
+    assert_int_equal(m->dev, 0x803);
+    assert_int_equal(m->ino, 424242);
+    assert_int_equal(m->size, 1 << 20);
+    assert_int_equal(m->mtime_ns, 1700000000123456789ull);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_MODULE);
+    assert_int_equal(rec.u.module.module_id, 2);
+    assert_true(streq(rec.u.module.path, "linux-vdso.so.1"));
+    assert_int_equal(rec.u.module.build_id.len, 0);
+    assert_int_equal(rec.u.module.nseg, 1);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_NSTACK);
+    assert_int_equal(rec.u.nstack.nstack_id, 1);
+    assert_int_equal(rec.u.nstack.n, 3);
+    for (uint64_t i = 0; i < 3; i++)
+        assert_int_equal(rec.u.nstack.addrs[i], 0x7f0000001000ull + i);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_STACK);
+    assert_int_equal(rec.u.stack.nframes, 4);
+    assert_int_equal(rec.u.stack.frames[3].code_id, 19);
+    assert_int_equal(rec.u.stack.nruns, 2);
+    assert_int_equal(rec.u.stack.runs[0], 3);
+    assert_int_equal(rec.u.stack.runs[1], 1);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_STACK);
+    assert_int_equal(rec.u.stack.nframes, 2);
+    assert_int_equal(rec.u.stack.nruns, 0);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_STACK);
+    assert_int_equal(rec.u.stack.nframes, 0);
+    assert_int_equal(rec.u.stack.nruns, 0);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.t_us, 10);
+    assert_int_equal(rec.u.sample.stack_id, 1);
+    assert_int_equal(rec.u.sample.cpu_us, 10000);
+    assert_int_equal(rec.u.sample.nstack_id, 1);
+    assert_int_equal(rec.u.sample.native_flags, PYPROF_NATIVE_F_TRUNCATED);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec.u.sample.t_us, 15);
+    assert_int_equal(rec.u.sample.nstack_id, 0);
+    assert_int_equal(rec.u.sample.native_flags, 0);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_MODULE_GONE);
+    assert_int_equal(rec.u.module_gone, 2);
+
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_FOOTER);
+    assert_true(rec.u.footer.has_timers);
+    assert_true(rec.u.footer.has_native);
+    assert_int_equal(rec.u.footer.native_ok, 40);
+    assert_int_equal(rec.u.footer.native_truncated, 3);
+    assert_int_equal(rec.u.footer.native_skipped, 2);
+    assert_int_equal(rec.u.footer.native_ns, 123456);
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
+/* Without PYPROF_HDR_NATIVE, bytes after a SAMPLE's, a STACK's or a footer's known fields
+ * are a later writer's fields, never native ones. */
+static void test_native_tails_ignored(void **state)
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_stack_runs(&b, 1, 2, 1, (const uint64_t[]){2});
+    lb_sample_native(&b, 1, 1, 5, 1);
+    lb_footer_native(&b);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.u.stack.nruns, 0);
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.u.sample.nstack_id, 0);
+    assert_int_equal(rec.u.sample.native_flags, 0);
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_FOOTER);
+    assert_true(rec.u.footer.has_timers);
+    assert_false(rec.u.footer.has_native);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
+/* The first record after a native header, as built by `add`: what next() says. */
+static int native_first(void (*add)(logbuf *b))
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header_flags(&b, PYPROF_FORMAT_VERSION, PYPROF_HDR_NATIVE);
+    add(&b);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    int rc = pyprof_reader_next(r, &rec);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+    return rc;
+}
+
+static void add_seg_max(logbuf *b) { lb_module(b, 1, "/a", 0, 0, PYPROF_MODULE_SEG_MAX); }
+static void add_seg_over(logbuf *b) { lb_module(b, 1, "/a", 0, 0, PYPROF_MODULE_SEG_MAX + 1); }
+static void add_bid_max(logbuf *b) { lb_module(b, 1, "/a", 0, PYPROF_BUILD_ID_MAX, 1); }
+static void add_bid_over(logbuf *b) { lb_module(b, 1, "/a", 0, PYPROF_BUILD_ID_MAX + 1, 1); }
+static void add_nstack_max(logbuf *b) { lb_nstack(b, 1, PYPROF_NSTACK_MAX, 1); }
+static void add_nstack_over(logbuf *b) { lb_nstack(b, 1, PYPROF_NSTACK_MAX + 1, 1); }
+static void add_runs_short(logbuf *b) { lb_stack_runs(b, 1, 5, 2, runs_3_1); }
+static void add_runs_long(logbuf *b) { lb_stack_runs(b, 1, 3, 2, runs_3_1); }
+static void add_runs_zero(logbuf *b) { lb_stack_runs(b, 1, 3, 2, (const uint64_t[]){3, 0}); }
+static void add_runs_many(logbuf *b) { lb_stack_runs(b, 1, 1, 2, (const uint64_t[]){1, 1}); }
+static void add_runs_huge(logbuf *b)
+{
+    lb_stack_runs(b, 1, 2, 2, (const uint64_t[]){UINT64_MAX, 3}); /* wraps to 2 */
+}
+static void add_runs_none_for_frames(logbuf *b) { lb_stack_runs(b, 1, 3, 0, NULL); }
+/* A segment count the record has no room for. */
+static void add_seg_lie(logbuf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, 1);
+    rec_put_cstr(&o, "/a");
+    rec_put_uvarint(&o, 0);
+    rec_put_str(&o, "", 0);
+    rec_put_uvarint(&o, 200);
+    lb_rec(b, PYPROF_REC_MODULE, &o);
+}
+static void add_nstack_lie(logbuf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, 1);
+    rec_put_uvarint(&o, 100);
+    rec_put_uvarint(&o, 7);
+    lb_rec(b, PYPROF_REC_NSTACK, &o);
+}
+static void add_gone_empty(logbuf *b)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    lb_rec(b, PYPROF_REC_MODULE_GONE, &o);
+}
+
+static void test_native_bounds(void **state)
+{
+    assert_int_equal(native_first(add_seg_max), 1);
+    assert_int_equal(native_first(add_seg_over), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_seg_lie), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_bid_max), 1);
+    assert_int_equal(native_first(add_bid_over), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_nstack_max), 1);
+    assert_int_equal(native_first(add_nstack_over), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_nstack_lie), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_runs_short), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_runs_long), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_runs_zero), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_runs_many), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_runs_huge), -PYPROF_R_CORRUPT);
+    /* Runs written must cover the frames; only an absent tail means "not recorded". */
+    assert_int_equal(native_first(add_runs_none_for_frames), -PYPROF_R_CORRUPT);
+    assert_int_equal(native_first(add_gone_empty), -PYPROF_R_CORRUPT);
+}
+
+/* A native log cut at every byte: exactly the records before the cut, then TRUNCATED. */
+static void test_native_truncated(void **state)
+{
+    logbuf b;
+    build_native(&b);
+    for (size_t k = 0; k < b.len; k++) {
+        size_t clen;
+        uint8_t *c = compress1(b.p, k, &clen);
+        int err;
+        pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+        int whole = 0;
+        while (whole < b.nrec && b.rec_end[whole] <= k)
+            whole++;
+        if (whole == 0) {
+            assert_null(r);
+            assert_int_equal(err, PYPROF_R_TRUNCATED);
+        } else {
+            assert_non_null(r);
+            int types[MAX_RECS], end;
+            int n = read_all(r, types, MAX_RECS, &end);
+            assert_int_equal(n, whole - 1);
+            for (int i = 0; i < n; i++)
+                assert_int_equal(types[i], b.rec_type[i + 1]);
+            assert_int_equal(end, -PYPROF_R_TRUNCATED);
+            pyprof_reader_close(r);
+        }
+        free(c);
+    }
+    free(b.p);
+}
+
 static void test_strerror(void **state)
 {
     assert_string_equal(pyprof_reader_strerror(PYPROF_R_OK), "no error");
@@ -953,6 +1328,10 @@ int main(void)
         cmocka_unit_test(test_cut_block),
         cmocka_unit_test(test_random_damage),
         cmocka_unit_test(test_file_big),
+        cmocka_unit_test(test_native_roundtrip),
+        cmocka_unit_test(test_native_tails_ignored),
+        cmocka_unit_test(test_native_bounds),
+        cmocka_unit_test(test_native_truncated),
         cmocka_unit_test(test_strerror),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
