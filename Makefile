@@ -33,7 +33,7 @@ LIB_SRCS  := $(wildcard preload/*.c) $(CORE_SRCS) $(COMMON_SRCS)
 LIB_LIBS  := -llz4 -ldl -lpthread
 # The tool: the subcommands, the reader and the profile model, and the common layer.
 TOOL_SRCS := $(wildcard utils/*.c) $(READ_SRCS) $(COMMON_SRCS)
-TOOL_LIBS := -llz4 -lm -lz
+TOOL_LIBS := -llz4 -lm -lz -ldw -lelf
 
 LIB       := $(BUILD)/libpyprof.so
 TOOL      := $(BUILD)/pyprof
@@ -42,7 +42,7 @@ LIB_OBJS  := $(call obj,$(LIB_SRCS))
 TOOL_OBJS := $(call obj,$(TOOL_SRCS))
 # Unit tests link the layers as archives: each takes only the modules it uses.
 ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
-UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm
+UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm -ldw -lelf
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay asan ubsan \

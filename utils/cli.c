@@ -161,6 +161,7 @@ int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t 
 /* The options every command that reads logs takes, before its own. */
 static const struct option common_options[] = {
     {"help", no_argument, NULL, 'h'},
+    {"native-glue", no_argument, NULL, CLI_OPT_NATIVE_GLUE},
     CLI_FILTER_OPTIONS,
 };
 #define NCOMMON (sizeof common_options / sizeof common_options[0])
@@ -182,6 +183,7 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
     snprintf(shortopts, sizeof shortopts, ":h%s", cmd->shortopts ? cmd->shortopts : "");
 
     int c;
+    unsigned load = cmd->load;
     opterr = 0;
     while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         int fr = cli_filter_option(&a->cf, cmd->name, c, optarg);
@@ -197,6 +199,10 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
             a->json = 1;
             continue;
         }
+        if (c == CLI_OPT_NATIVE_GLUE) {
+            load |= PROFILE_NATIVE_GLUE;
+            continue;
+        }
         if (c == '?' || c == ':' || !cmd->option)
             return cli_bad_option(cmd->name, c, argv);
         int rc = cmd->option(ctx, c, optarg);
@@ -207,7 +213,7 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
     int rc = cmd->check ? cmd->check(ctx, nlogs) : cli_no_logs(cmd->name, nlogs);
     if (rc >= 0)
         return rc;
-    rc = cli_load(argv + optind, argc - optind, &a->cf.f, cmd->load, &a->p);
+    rc = cli_load(argv + optind, argc - optind, &a->cf.f, load, &a->p);
     return rc ? rc : -1;
 }
 

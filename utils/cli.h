@@ -1,7 +1,8 @@
 /*
  * cli: what the `pyprof` subcommands share — the exit codes, one-line error messages,
  * one command-line parser for the commands that read logs (--help, the filters every one
- * takes: --pid, --thread, --run, --from, --to, and --json where it is offered; then the
+ * takes: --pid, --thread, --run, --from, --to, the --native-glue view option, and --json
+ * where it is offered; then the
  * logs, loaded into a profile with its warnings printed), JSON string escaping and small
  * number formatters.  It also declares every command, for main.c's table.
  *
@@ -72,6 +73,7 @@ enum {
     CLI_OPT_FROM,
     CLI_OPT_TO,
     CLI_OPT_JSON,
+    CLI_OPT_NATIVE_GLUE,
 };
 #define CLI_FILTER_OPTIONS                                                              \
     {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
@@ -86,7 +88,9 @@ enum {
     "  --thread TID     only the thread with OS thread id TID (repeatable)\n"             \
     "  --run ID         only the logs of run ID (repeatable)\n"                           \
     "  --from SECONDS   only what happened SECONDS or later after each process started\n"  \
-    "  --to SECONDS     only what happened up to SECONDS after each process started\n"
+    "  --to SECONDS     only what happened up to SECONDS after each process started\n"  \
+    "  --native-glue    in logs with native frames, also show the interpreter's own C\n"   \
+    "                   frames between Python frames and the process and thread start\n"
 
 /* Filter values parsed from the command line; owns its lists. */
 typedef struct cli_filter {

@@ -328,7 +328,7 @@ static void write_funcs_nodes_stacks(FILE *f, const page *g)
         cli_json_str(f, fn->name);
         fputc(',', f);
         cli_json_str(f, fn->file);
-        fprintf(f, ",%" PRId64 "]", fn->line);
+        fprintf(f, ",%" PRId64 ",%d]", fn->line, fn->kind == PROFILE_FUNC_NATIVE);
     }
     /* Nodes 1.. as (parent, function); node 0, the root, is implicit. */
     fputs("],\n\"nodes\":[", f);

@@ -93,6 +93,27 @@ static void print_footer(const profile *p, size_t i)
     }
 }
 
+/* Native mode: what the footer counted of the native walks, and how the tool merged and
+ * symbolized the samples kept. */
+static void print_native(const profile_process *pr)
+{
+    const pyprof_footer *f = &pr->footer;
+    if (pr->has_footer && f->has_native) {
+        printf("  native walks    %" PRIu64 " whole, %" PRIu64 " truncated, %" PRIu64
+               " skipped; %.3f ms walking", f->native_ok, f->native_truncated,
+               f->native_skipped, (double)f->native_ns / 1e6);
+        uint64_t walked = f->native_ok + f->native_truncated;
+        if (walked)
+            printf(" (%.2f us per walk)", (double)f->native_ns / 1e3 / (double)walked);
+        putchar('\n');
+    }
+    printf("  native stacks   %" PRIu64 " modules, %" PRIu64 " native stacks; %" PRIu64
+           " samples kept with one, %" PRIu64 " of them unmerged (Python stack, then the "
+           "native leaf); %" PRIu64 " addresses without a symbol\n",
+           pr->modules_read, pr->nstacks_read, pr->native_samples, pr->native_unmerged,
+           pr->native_unresolved);
+}
+
 static void print_log(const profile *p, size_t i, int filtered)
 {
     const profile_process *pr = &p->procs[i];
@@ -115,6 +136,8 @@ static void print_log(const profile *p, size_t i, int filtered)
            pr->flags & PYPROF_HDR_MEMORY ? "on" : "off",
            pr->flags & PYPROF_HDR_NATIVE ? "on" : "off");
     print_footer(p, i);
+    if (pr->flags & PYPROF_HDR_NATIVE)
+        print_native(pr);
     printf("  contents        %" PRIu64 " threads, %" PRIu64 " code objects, %" PRIu64
            " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points",
            pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read);

@@ -38,9 +38,13 @@ typedef struct report_opts {
     size_t top;
 } report_opts;
 
+/* "name (file:line)"; a native function as "name [native] (module)", its first line
+ * being unknown. */
 static void print_func(const profile_func *f)
 {
-    if (f->file[0])
+    if (f->kind == PROFILE_FUNC_NATIVE)
+        printf(f->file[0] ? "%s [native] (%s)" : "%s [native]", f->name, f->file);
+    else if (f->file[0])
         printf("%s (%s:%" PRId64 ")", f->name, f->file, f->line);
     else
         fputs(f->name, stdout);
@@ -295,9 +299,10 @@ static int print_json(const profile *p, const aggregate_counts *a, const report_
         cli_json_str(stdout, fn->name);
         fputs(", \"file\": ", stdout);
         cli_json_str(stdout, fn->file);
-        printf(", \"line\": %" PRId64 ", \"self\": %" PRIu64 ", \"total\": %" PRIu64
-               ", \"lines\": [",
-               fn->line, a->self[f], a->total[f]);
+        printf(", \"line\": %" PRId64 ", \"kind\": \"%s\", \"self\": %" PRIu64
+               ", \"total\": %" PRIu64 ", \"lines\": [",
+               fn->line, fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python", a->self[f],
+               a->total[f]);
         for (size_t l = a->line_first[f]; l < a->line_first[f + 1]; l++)
             printf("%s{\"line\": %" PRId32 ", \"self\": %" PRIu64 "}",
                    l > a->line_first[f] ? ", " : "", a->lines[l].line, a->lines[l].self);

@@ -6,8 +6,13 @@
  *   sample        one per (thread, stack): location ids from the innermost frame out,
  *                 values [samples, nanoseconds], labels pid and tid (numbers) and thread
  *                 (the thread's name, when it has one)
- *   location      one per (function, line) met on a stack, with one line entry
- *   function      one per function: name (the qualified name), file, first line
+ *   location      one per (function, line) met on a stack, with one line entry; a native
+ *                 function's locations name its module's mapping
+ *   function      one per function: name (the qualified name, or a native symbol), file
+ *                 (a native function's: its module's path), first line (0 for native)
+ *   mapping       logs with native frames: one per module (path and build-id), with the
+ *                 runtime range and file offset of its executable segment in the first
+ *                 process that loaded it; the tool symbolized it (has_functions etc.)
  *   string_table  every string once, "" first, as UTF-8 (other bytes become U+FFFD)
  *   time_nanos, duration_nanos, period_type, period  from the logs' headers
  *
@@ -228,6 +233,7 @@ typedef struct pprof_out {
     pb locations; /* the Location messages, as fields of Profile */
     pb sub, sub2; /* scratch for the message being built */
     pb loc, line; /* scratch for a Location, built in the middle of a Sample */
+    uint32_t *func_mapping; /* function -> mapping id, 0: none (Python functions) */
 } pprof_out;
 
 static int cmp_thread_stack(const void *a, const void *b, void *arg)
@@ -260,6 +266,8 @@ static void add_location(pprof_out *w, uint32_t id, const profile_frame *f)
     pb_num(&w->line, 1, f->func + 1); /* Line.function_id */
     pb_num(&w->line, 2, f->line > 0 ? f->line : 0);
     pb_num(&w->loc, 1, id); /* Location.id */
+    if (w->func_mapping[f->func])
+        pb_num(&w->loc, 2, w->func_mapping[f->func]); /* Location.mapping_id */
     pb_msg(&w->loc, 4, &w->line);
     pb_msg(&w->locations, 4, &w->loc);
 }
@@ -320,6 +328,57 @@ static int add_samples(pprof_out *w)
         add_sample(w, &p->samples[order[begin]], i - begin, us * 1000);
     }
     free(order);
+    return 0;
+}
+
+/* The Mapping messages: one per module (path, build-id) of the processes, in order of
+ * first sight; each native function gets the first mapping with its module's path.
+ * Returns 0, or -1 when out of memory. */
+static int add_mappings(pprof_out *w)
+{
+    const profile *p = w->p;
+    w->func_mapping = calloc(p->nfuncs ? p->nfuncs : 1, sizeof *w->func_mapping);
+    size_t total = 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        total += p->procs[i].nmodules;
+    const profile_module **maps = malloc((total ? total : 1) * sizeof *maps);
+    if (!w->func_mapping || !maps) {
+        free(maps);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        for (size_t k = 0; k < p->procs[i].nmodules; k++) {
+            const profile_module *m = &p->procs[i].modules[k];
+            size_t j = 0;
+            while (j < n && (strcmp(maps[j]->path, m->path) || strcmp(maps[j]->build_id, m->build_id)))
+                j++;
+            if (j < n)
+                continue;
+            maps[n++] = m;
+            pb_num(&w->sub, 1, (int64_t)n);                /* id */
+            pb_num(&w->sub, 2, (int64_t)m->start);         /* memory_start */
+            pb_num(&w->sub, 3, (int64_t)m->limit);         /* memory_limit */
+            pb_num(&w->sub, 4, (int64_t)m->file_offset);   /* file_offset */
+            pb_num(&w->sub, 5, str_idx(w, m->path));       /* filename */
+            pb_num(&w->sub, 6, str_idx(w, m->build_id));   /* build_id */
+            pb_num(&w->sub, 7, 1);                         /* has_functions */
+            pb_num(&w->sub, 8, 1);                         /* has_filenames */
+            pb_num(&w->sub, 9, 1);                         /* has_line_numbers */
+            pb_num(&w->sub, 10, 1);                        /* has_inline_frames */
+            pb_msg(&w->msg, 3, &w->sub);
+        }
+    for (uint32_t f = 0; f < p->nfuncs; f++) {
+        const profile_func *fn = &p->funcs[f];
+        if (fn->kind != PROFILE_FUNC_NATIVE)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(maps[j]->path, fn->file)) {
+                w->func_mapping[f] = (uint32_t)(j + 1);
+                break;
+            }
+    }
+    free(maps);
     return 0;
 }
 
@@ -391,7 +450,7 @@ int export_pprof(FILE *out, const profile *p, const export_opts *o)
     pb strings = {0};
     int rc = -1;
     add_header(&w);
-    if (add_samples(&w) < 0)
+    if (add_mappings(&w) < 0 || add_samples(&w) < 0)
         goto cleanup;
     add_functions(&w);
     for (size_t i = 0; i < w.strings.n; i++) {
@@ -418,5 +477,6 @@ cleanup:
     strtab_free(&w.strings);
     free(w.locs.keys);
     free(w.locs.ids);
+    free(w.func_mapping);
     return rc < 0 ? export_oom() : 0;
 }

@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 
 #include "idmap.h"
+#include "nativemerge.h"
+#include "symbols.h"
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
@@ -99,23 +101,25 @@ struct profile_index {
     size_t tmp_cap;
 };
 
-static uint64_t func_hash(const char *name, const char *file, int64_t line)
+static uint64_t func_hash(const char *name, const char *file, int64_t line, int kind)
 {
     uint64_t h = hash_bytes(HASH_SEED, name, strlen(name) + 1);
     h = hash_bytes(h, file, strlen(file) + 1);
+    h = hash_bytes(h, &kind, sizeof kind);
     return hash_bytes(h, &line, sizeof line);
 }
 
-/* Returns the index of the function (name, file, line), adding it when new; takes
+/* Returns the index of the function (name, file, line, kind), adding it when new; takes
  * ownership of `name` and `file` either way.  Returns IDMAP_EMPTY when out of memory. */
-static uint32_t intern_func(profile *p, char *name, char *file, int64_t line)
+static uint32_t intern_func(profile *p, char *name, char *file, int64_t line, int kind)
 {
     idtab *t = &p->index->funcs;
-    uint64_t h = func_hash(name, file, line);
+    uint64_t h = func_hash(name, file, line, kind);
     size_t pos;
     for (uint32_t i = idtab_first(t, h, &pos); i != IDTAB_NONE; i = idtab_next(t, h, &pos)) {
         const profile_func *f = &p->funcs[i];
-        if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file)) {
+        if (f->line == line && f->kind == kind && !strcmp(f->name, name) &&
+            !strcmp(f->file, file)) {
             free(name);
             free(file);
             return i;
@@ -131,6 +135,7 @@ static uint32_t intern_func(profile *p, char *name, char *file, int64_t line)
     p->funcs[f].name = name;
     p->funcs[f].file = file;
     p->funcs[f].line = line;
+    p->funcs[f].kind = kind;
     idtab_add(t, h, f);
     return f;
 }
@@ -143,7 +148,7 @@ static uint32_t intern_func_cstr(profile *p, const char *name)
         free(f);
         return IDMAP_EMPTY;
     }
-    return intern_func(p, n, f, 0);
+    return intern_func(p, n, f, 0, PROFILE_FUNC_PYTHON);
 }
 
 /* The pseudo-function a marker code id stands for. */
@@ -240,6 +245,11 @@ void profile_free(profile *p)
         for (size_t a = 0; a < pr->argc; a++)
             free(pr->argv[a]);
         free(pr->argv);
+        for (size_t k = 0; k < pr->nmodules; k++) {
+            free(pr->modules[k].path);
+            free(pr->modules[k].build_id);
+        }
+        free(pr->modules);
     }
     for (size_t i = 0; i < p->nthreads; i++)
         free(p->threads[i].name);
@@ -346,13 +356,90 @@ static int copy_header(profile_process *pr, const pyprof_header *h)
     return 0;
 }
 
+/* A log's STACK record as the native merge needs it. */
+typedef struct stack_info {
+    uint64_t runs_off; /* into load_maps.runs */
+    uint32_t nruns;
+    uint8_t broken; /* a cut or unreadable marker, or a code id never defined */
+} stack_info;
+
+/* A log's NSTACK record: its addresses in load_maps.addrs. */
+typedef struct nstack_info {
+    uint64_t off;
+    uint32_t n;
+} nstack_info;
+
+/* A kept sample with a native stack, merged when the log is done. */
+typedef struct pending_sample {
+    uint64_t sample; /* index into profile.samples */
+    uint64_t stack_id, nstack_id;
+    uint64_t pos; /* the log's record count at the sample */
+} pending_sample;
+
+/* A (stack_id, nstack_id) pair already merged. */
+typedef struct merged_pair {
+    uint64_t stack_id, nstack_id;
+    uint32_t stack;
+    int paired;
+} merged_pair;
+
 /* One log's ids, mapped to the profile's indices. */
 typedef struct load_maps {
     idmap code;   /* code_id -> function */
     idmap stack;  /* stack_id -> stack */
     idmap thread; /* thread_idx -> thread, or IDMAP_EXCLUDED */
     idmap tid;    /* OS thread id -> thread, so a renamed thread stays one */
+    /* Native frames, only in logs that have them. */
+    symbols *sym;
+    idmap stack_info; /* stack_id -> index into sinfo */
+    stack_info *sinfo;
+    size_t nsinfo, cap_sinfo;
+    uint32_t *runs;
+    size_t nruns, cap_runs;
+    idmap nstack; /* nstack_id -> index into nsinfo */
+    nstack_info *nsv;
+    size_t nnsv, cap_nsv;
+    uint64_t *addrs;
+    size_t naddrs, cap_addrs;
+    pending_sample *pending;
+    size_t npending, cap_pending;
+    idtab pairs; /* merged (stack_id, nstack_id) pairs */
+    merged_pair *mpairs;
+    size_t nmpairs, cap_mpairs;
+    idmap sym_frames; /* a symbols_lookup result (its address) -> offset in natf */
+    profile_frame *natf;
+    size_t nnatf, cap_natf;
+    /* Scratch for one merge. */
+    nm_native *nat;
+    size_t cap_nat;
+    uint32_t *offs;
+    size_t cap_offs;
+    profile_frame *merged;
+    size_t cap_merged;
 } load_maps;
+
+static void load_maps_free(load_maps *m)
+{
+    idmap_free(&m->code);
+    idmap_free(&m->stack);
+    idmap_free(&m->thread);
+    idmap_free(&m->tid);
+    symbols_free(m->sym);
+    idmap_free(&m->stack_info);
+    free(m->sinfo);
+    free(m->runs);
+    idmap_free(&m->nstack);
+    free(m->nsv);
+    free(m->addrs);
+    free(m->pending);
+    idtab_free(&m->pairs);
+    free(m->mpairs);
+    idmap_free(&m->sym_frames);
+    free(m->natf);
+    free(m->nat);
+    free(m->offs);
+    free(m->merged);
+}
 
 static uint32_t new_thread(profile *p, uint32_t proc, uint64_t tid)
 {
@@ -400,7 +487,7 @@ static int on_code(profile *p, load_maps *m, const pyprof_code_rec *c)
         free(file);
         return -1;
     }
-    uint32_t f = intern_func(p, name, file, c->first_line);
+    uint32_t f = intern_func(p, name, file, c->first_line, PROFILE_FUNC_PYTHON);
     if (f == IDMAP_EMPTY)
         return -1;
     return idmap_set(&m->code, c->code_id, f);
@@ -415,15 +502,39 @@ static int32_t clamp_line(int64_t line)
     return (int32_t)line;
 }
 
-static int on_stack(profile *p, load_maps *m, const pyprof_stack_rec *s)
+/* Keeps what the native merge needs of a STACK record: its runs, and whether it is
+ * whole. */
+static int keep_stack_info(load_maps *m, const pyprof_stack_rec *s, int broken)
+{
+    uint32_t nruns = s->nruns > UINT32_MAX ? 0 : (uint32_t)s->nruns;
+    if (s->nruns > UINT32_MAX)
+        broken = 1;
+    if (GROW(m->sinfo, m->cap_sinfo, m->nsinfo + 1) ||
+        GROW(m->runs, m->cap_runs, m->nruns + nruns))
+        return -1;
+    for (uint32_t i = 0; i < nruns; i++)
+        m->runs[m->nruns + i] = s->runs[i];
+    m->sinfo[m->nsinfo] = (stack_info){m->nruns, nruns, (uint8_t)broken};
+    m->nruns += nruns;
+    if (m->nsinfo >= IDMAP_EXCLUDED ||
+        idmap_set(&m->stack_info, s->stack_id, (uint32_t)m->nsinfo))
+        return -1;
+    m->nsinfo++;
+    return 0;
+}
+
+static int on_stack(profile *p, load_maps *m, uint32_t proc, const pyprof_stack_rec *s)
 {
     profile_index *ix = p->index;
+    int broken = 0;
     if (s->nframes > UINT32_MAX ||
         GROW(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
         return -1;
     for (uint64_t i = 0; i < s->nframes; i++) {
         uint64_t id = s->frames[i].code_id;
         uint32_t f = id < PYPROF_CODE_FIRST ? marker_func(p, id) : idmap_get(&m->code, id);
+        if (id < PYPROF_CODE_FIRST || f == IDMAP_EMPTY)
+            broken = 1;
         if (f == IDMAP_EMPTY)
             f = unknown_func(p);
         if (f == IDMAP_EMPTY)
@@ -433,6 +544,8 @@ static int on_stack(profile *p, load_maps *m, const pyprof_stack_rec *s)
     }
     uint32_t st = intern_stack(p, ix->tmp, (size_t)s->nframes);
     if (st == IDMAP_EMPTY)
+        return -1;
+    if ((p->procs[proc].flags & PYPROF_HDR_NATIVE) && keep_stack_info(m, s, broken) < 0)
         return -1;
     return idmap_set(&m->stack, s->stack_id, st);
 }
@@ -488,6 +601,13 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     out->process = proc;
     p->threads[th].samples++;
     p->procs[proc].samples++;
+    if (s->nstack_id) {
+        if (GROW(m->pending, m->cap_pending, m->npending + 1))
+            return -1;
+        m->pending[m->npending++] =
+            (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id, p->procs[proc].records};
+        p->procs[proc].native_samples++;
+    }
     return 0;
 }
 
@@ -522,6 +642,175 @@ static int in_window(const profile_filter *f, int64_t t_us)
     return 1;
 }
 
+/* ---- native frames ------------------------------------------------------------------- */
+
+static int on_module(load_maps *m, uint64_t pos, const pyprof_module_rec *r)
+{
+    if (!m->sym && !(m->sym = symbols_new(NULL)))
+        return -1;
+    return symbols_add_module(m->sym, r, pos);
+}
+
+static void on_module_gone(load_maps *m, uint64_t pos, uint64_t module_id)
+{
+    if (m->sym)
+        symbols_module_gone(m->sym, module_id, pos);
+}
+
+static int on_nstack(load_maps *m, const pyprof_nstack_rec *r)
+{
+    if (r->n > UINT32_MAX || GROW(m->nsv, m->cap_nsv, m->nnsv + 1) ||
+        GROW(m->addrs, m->cap_addrs, m->naddrs + (size_t)r->n))
+        return -1;
+    memcpy(m->addrs + m->naddrs, r->addrs, (size_t)r->n * sizeof *r->addrs);
+    m->nsv[m->nnsv] = (nstack_info){m->naddrs, (uint32_t)r->n};
+    m->naddrs += (size_t)r->n;
+    if (m->nnsv >= IDMAP_EXCLUDED || idmap_set(&m->nstack, r->nstack_id, (uint32_t)m->nnsv))
+        return -1;
+    m->nnsv++;
+    return 0;
+}
+
+/* The offset in m->natf of the model's frames for a symbolized address, interning its
+ * native functions the first time; UINT32_MAX when out of memory. */
+static uint32_t native_frames(profile *p, load_maps *m, const sym_info *si)
+{
+    uint64_t key = (uint64_t)(uintptr_t)si;
+    uint32_t off = idmap_get(&m->sym_frames, key);
+    if (off != IDMAP_EMPTY)
+        return off;
+    if (m->nnatf + si->nframes >= IDMAP_EXCLUDED ||
+        GROW(m->natf, m->cap_natf, m->nnatf + si->nframes))
+        return UINT32_MAX;
+    for (uint32_t i = 0; i < si->nframes; i++) {
+        char *name = strdup(si->frames[i].name), *file = strdup(si->frames[i].module);
+        if (!name || !file) {
+            free(name);
+            free(file);
+            return UINT32_MAX;
+        }
+        uint32_t f = intern_func(p, name, file, 0, PROFILE_FUNC_NATIVE);
+        if (f == IDMAP_EMPTY)
+            return UINT32_MAX;
+        m->natf[m->nnatf + i] = (profile_frame){f, si->frames[i].line};
+    }
+    off = (uint32_t)m->nnatf;
+    m->nnatf += si->nframes;
+    if (idmap_set(&m->sym_frames, key, off))
+        return UINT32_MAX;
+    return off;
+}
+
+/* The merged stack of a pending sample's (stack_id, nstack_id) pair, its addresses
+ * looked up as seen at the sample's position; *paired as nativemerge sets it.
+ * IDMAP_EMPTY when out of memory. */
+static uint32_t merge_pair(profile *p, load_maps *m, const pending_sample *ps, int *paired)
+{
+    const nstack_info *ns = &m->nsv[idmap_get(&m->nstack, ps->nstack_id)];
+    if (GROW(m->nat, m->cap_nat, ns->n) || GROW(m->offs, m->cap_offs, ns->n))
+        return IDMAP_EMPTY;
+    /* Offsets first: m->natf may move while functions are interned. */
+    for (uint32_t j = 0; j < ns->n; j++) {
+        const sym_info *si = symbols_lookup(m->sym, m->addrs[ns->off + j], ps->pos,
+                                            j + 1 < ns->n);
+        if (!si)
+            return IDMAP_EMPTY;
+        uint32_t off = native_frames(p, m, si);
+        if (off == UINT32_MAX)
+            return IDMAP_EMPTY;
+        m->offs[j] = off;
+        m->nat[j] = (nm_native){NULL, si->nframes, si->flags};
+    }
+    for (uint32_t j = 0; j < ns->n; j++)
+        m->nat[j].frames = m->natf + m->offs[j];
+
+    nm_input in = {.nat = m->nat,
+                   .nnat = ns->n,
+                   .show_glue = !!(p->options & PROFILE_NATIVE_GLUE)};
+    uint32_t st = idmap_get(&m->stack, ps->stack_id);
+    uint32_t info_idx = idmap_get(&m->stack_info, ps->stack_id);
+    if (st == IDMAP_EMPTY || info_idx == IDMAP_EMPTY) {
+        st = unknown_stack(p);
+        if (st == IDMAP_EMPTY)
+            return IDMAP_EMPTY;
+        in.py_broken = 1;
+    } else {
+        const stack_info *info = &m->sinfo[info_idx];
+        in.runs = m->runs + info->runs_off;
+        in.nruns = info->nruns;
+        in.py_broken = info->broken;
+    }
+    in.py = p->frames + p->stacks[st].first;
+    in.npy = p->stacks[st].nframes;
+    long n = nativemerge(&in, &m->merged, &m->cap_merged, paired);
+    if (n < 0)
+        return IDMAP_EMPTY;
+    return intern_stack(p, m->merged, (size_t)n);
+}
+
+/* Merges every pending sample of the log into process `proc` and keeps the process's
+ * modules.  0, or -1 when out of memory. */
+static int merge_native(profile *p, load_maps *m, uint32_t proc)
+{
+    if (!m->npending && !m->sym)
+        return 0;
+    if (!m->sym && !(m->sym = symbols_new(NULL)))
+        return -1;
+    uint64_t unmerged = 0;
+    for (size_t i = 0; i < m->npending; i++) {
+        const pending_sample *ps = &m->pending[i];
+        if (idmap_get(&m->nstack, ps->nstack_id) == IDMAP_EMPTY) {
+            unmerged++; /* an NSTACK the log never defined: the Python stack alone */
+            continue;
+        }
+        uint64_t h = idtab_hash2((uint32_t)ps->stack_id, (uint32_t)ps->nstack_id,
+                                 (int32_t)((ps->stack_id >> 32) ^ (ps->nstack_id >> 32)));
+        size_t pos;
+        const merged_pair *mp = NULL;
+        for (uint32_t k = idtab_first(&m->pairs, h, &pos); k != IDTAB_NONE;
+             k = idtab_next(&m->pairs, h, &pos))
+            if (m->mpairs[k].stack_id == ps->stack_id &&
+                m->mpairs[k].nstack_id == ps->nstack_id) {
+                mp = &m->mpairs[k];
+                break;
+            }
+        if (!mp) {
+            int paired = 0;
+            uint32_t st = merge_pair(p, m, ps, &paired);
+            if (st == IDMAP_EMPTY || m->nmpairs >= IDMAP_EXCLUDED ||
+                idtab_reserve(&m->pairs, m->nmpairs + 1) ||
+                GROW(m->mpairs, m->cap_mpairs, m->nmpairs + 1))
+                return -1;
+            m->mpairs[m->nmpairs] = (merged_pair){ps->stack_id, ps->nstack_id, st, paired};
+            idtab_add(&m->pairs, h, (uint32_t)m->nmpairs);
+            mp = &m->mpairs[m->nmpairs++];
+        }
+        p->samples[ps->sample].stack = mp->stack;
+        if (!mp->paired)
+            unmerged++;
+    }
+    profile_process *pr = &p->procs[proc];
+    pr->native_unmerged += unmerged;
+    pr->native_unresolved = symbols_unresolved(m->sym);
+    size_t nmod = symbols_nmodules(m->sym);
+    pr->modules = calloc(nmod ? nmod : 1, sizeof *pr->modules);
+    if (!pr->modules)
+        return -1;
+    for (size_t i = 0; i < nmod; i++) {
+        const sym_module *sm = symbols_module(m->sym, i);
+        profile_module *pm = &pr->modules[i];
+        pm->path = strdup(sm->path);
+        pm->build_id = strdup(sm->build_id_hex);
+        pm->start = sm->start;
+        pm->limit = sm->limit;
+        pm->file_offset = sm->file_offset;
+        pr->nmodules = i + 1;
+        if (!pm->path || !pm->build_id)
+            return -1;
+    }
+    return 0;
+}
+
 /* Reads every record of an open log into process `proc`.  Returns the reader's final
  * code (0, or negative), or 1 when out of memory. */
 static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
@@ -545,7 +834,7 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
             break;
         case PYPROF_REC_STACK:
             pr->stacks_read++;
-            oom = on_stack(p, &m, &rec.u.stack) < 0;
+            oom = on_stack(p, &m, proc, &rec.u.stack) < 0;
             break;
         case PYPROF_REC_CODE:
             pr->codes_read++;
@@ -561,24 +850,32 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
             if (!timed || in_window(f, rec.u.rss.t_us))
                 oom = on_rss(p, proc, &rec.u.rss) < 0;
             break;
+        case PYPROF_REC_MODULE:
+            pr->modules_read++;
+            oom = on_module(&m, pr->records, &rec.u.module) < 0;
+            break;
+        case PYPROF_REC_NSTACK:
+            pr->nstacks_read++;
+            oom = on_nstack(&m, &rec.u.nstack) < 0;
+            break;
+        case PYPROF_REC_MODULE_GONE:
+            on_module_gone(&m, pr->records, rec.u.module_gone);
+            break;
         case PYPROF_REC_FOOTER:
             pr->has_footer = 1;
             pr->footer = rec.u.footer;
             break;
-        case PYPROF_REC_MODULE:
-        case PYPROF_REC_NSTACK:
-        case PYPROF_REC_MODULE_GONE:
-            break; /* native frames: read and checked, not in the model yet */
         default:
             pr->unknown_read++;
             break;
         }
     }
     p->procs[proc].bytes = pyprof_reader_offset(r);
-    idmap_free(&m.code);
-    idmap_free(&m.stack);
-    idmap_free(&m.thread);
-    idmap_free(&m.tid);
+    /* MODULE records may follow the samples that use them: merge once the log is read,
+     * whatever stopped the reading. */
+    if (!oom)
+        oom = merge_native(p, &m, proc) < 0;
+    load_maps_free(&m);
     return oom ? 1 : rc;
 }
 

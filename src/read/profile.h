@@ -12,9 +12,15 @@
  * are aggregate.h's, the call tree calltree.h's, the call graph callgraph.h's.  Not
  * thread-safe; tool-side only.
  *
- * Interface: profile_filter, profile_process, profile_thread, profile_func, profile_frame,
- * profile_stack, profile_sample, profile_rss, PROFILE_KEEP_CORRUPT, profile, profile_new,
- * profile_free, profile_load.
+ * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
+ * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
+ * is the merged one; native functions are identified by (symbol, module path) and carry
+ * kind PROFILE_FUNC_NATIVE.
+ *
+ * Interface: profile_filter, profile_process, profile_module, profile_thread,
+ * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
+ * profile_sample, profile_rss, PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile,
+ * profile_new, profile_free, profile_load.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -36,6 +42,14 @@ typedef struct profile_filter {
     int has_from, has_to;
     double from_s, to_s; /* seconds since the start of each process's profiling */
 } profile_filter;
+
+/* A module (shared object or executable) of a process with native frames, for mapping
+ * tables: its executable segment's runtime range and file offset. */
+typedef struct profile_module {
+    char *path;
+    char *build_id; /* hex, "" when none was recorded */
+    uint64_t start, limit, file_offset;
+} profile_module;
 
 typedef struct profile_process {
     char *path;
@@ -62,6 +76,13 @@ typedef struct profile_process {
     int64_t last_t_us; /* time of the last timed record */
     int has_rss;       /* RSS points kept: */
     uint64_t rss_start, rss_peak, rss_end;
+    /* Native frames (logs with PYPROF_HDR_NATIVE). */
+    uint64_t modules_read, nstacks_read;
+    uint64_t native_samples;    /* samples kept that have a native stack */
+    uint64_t native_unmerged;   /* of those, the ones whose stacks could not be paired */
+    uint64_t native_unresolved; /* distinct native addresses no symbol covers */
+    profile_module *modules;
+    size_t nmodules;
 } profile_process;
 
 typedef struct profile_thread {
@@ -71,15 +92,20 @@ typedef struct profile_thread {
     uint64_t samples;
 } profile_thread;
 
+enum { PROFILE_FUNC_PYTHON = 0, PROFILE_FUNC_NATIVE = 1 };
+
 typedef struct profile_func {
-    char *name; /* the qualified name where the log has one, else the name */
-    char *file;
-    int64_t line; /* first line */
+    /* Python: the qualified name where the log has one, else the name.  Native: the
+     * symbol (or inlined function), or "module+0xOFFSET" when no symbol covers it. */
+    char *name;
+    char *file;   /* Python: the source file; native: the module's path */
+    int64_t line; /* first line; 0 for native functions (unknown) */
+    int kind;     /* PROFILE_FUNC_* */
 } profile_func;
 
 typedef struct profile_frame {
     uint32_t func;
-    int32_t line; /* -1: no line */
+    int32_t line; /* -1: no line; native frames: the DWARF source line, 0 unknown */
 } profile_frame;
 
 typedef struct profile_stack {
@@ -104,6 +130,8 @@ typedef struct profile_rss {
 
 /* profile_new options. */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
+#define PROFILE_NATIVE_GLUE 2u  /* keep the interpreter's and process start's native
+                                 * frames in merged stacks (nativemerge.h) */
 
 typedef struct profile_index profile_index; /* the loader's hash tables, private */
 
