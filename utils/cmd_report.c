@@ -207,6 +207,29 @@ static void print_cost_json(const profile_process *pr)
     fputs("]}", stdout);
 }
 
+/* Native mode: the footer's walk counts and time (null without a footer), and what
+ * loading made of the native stacks; null for a log without native frames. */
+static void print_native_json(const profile_process *pr)
+{
+    const pyprof_footer *f = &pr->footer;
+    if (!(pr->flags & PYPROF_HDR_NATIVE)) {
+        fputs("null", stdout);
+        return;
+    }
+    int has = pr->has_footer && f->has_native;
+    fputs("{\"ok\": ", stdout);
+    json_u64_or_null(has, f->native_ok);
+    fputs(", \"truncated\": ", stdout);
+    json_u64_or_null(has, f->native_truncated);
+    fputs(", \"skipped\": ", stdout);
+    json_u64_or_null(has, f->native_skipped);
+    fputs(", \"walk_ns\": ", stdout);
+    json_u64_or_null(has, f->native_ns);
+    printf(", \"samples\": %" PRIu64 ", \"unmerged\": %" PRIu64
+           ", \"unresolved_addresses\": %" PRIu64 "}",
+           pr->native_samples, pr->native_unmerged, pr->native_unresolved);
+}
+
 static void print_process_json(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -257,6 +280,8 @@ static void print_process_json(const profile *p, size_t i)
     json_u64_or_null(pr->has_footer, f->lib_cpu_ns);
     fputs(", \"cost\": ", stdout);
     print_cost_json(pr);
+    fputs(", \"native\": ", stdout);
+    print_native_json(pr);
     fputs(", \"rss\": {\"start\": ", stdout);
     json_u64_or_null(pr->has_rss, pr->rss_start);
     fputs(", \"peak\": ", stdout);
