@@ -78,6 +78,8 @@ TARGETS = {
     "achieved_100hz_cpu_clock": 0.99,
     "achieved_1khz_cpu_clock": 0.95,
     "library_cpu_share_100hz": 0.005,
+    "library_cpu_share_native_100hz": 0.01,
+    "library_cpu_share_native_1khz": 0.03,
     "log_bytes_per_sample_cpu_workload": 8.0,
     "report_samples_per_s": 5e6,
 }
@@ -90,7 +92,8 @@ HANDLER_CPU_S = 0.0015
 RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as failed
 
 
-WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "thread_per_request",
+WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
+                  "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
 PART_NAMES = ["accuracy", "throughput", "steady_state"]
 
@@ -254,6 +257,15 @@ class Runner:
                 drops[k] = drops.get(k, 0) + v
         r["dropped"] = {k: v for k, v in drops.items() if v}
         r["achieved_hz_footer"] = [p.get("achieved_hz") for p in procs]
+        nat = [p["native"] for p in procs if p.get("native") and p["native"].get("ok")
+               is not None]
+        if nat:
+            walks = sum(n["ok"] + n["truncated"] for n in nat)
+            r["native"] = {"walks": walks, "truncated": sum(n["truncated"] for n in nat),
+                           "skipped": sum(n["skipped"] for n in nat),
+                           "unmerged": sum(n["unmerged"] for n in nat),
+                           "walk_ns_per_sample": (sum(n["walk_ns"] for n in nat) / walks
+                                                  if walks else None)}
         costs = [p["cost"] for p in procs if p.get("cost")]
         if costs:
             r["handler_ns"] = sum(c["handler_ns"] for c in costs)
@@ -317,12 +329,15 @@ def finish_run(r):
 
 # ---- workloads and settings ---------------------------------------------------------------
 
-def pyprof_setting(rate, clock="cpu"):
+def pyprof_setting(rate, clock="cpu", native=False):
     period = {100: "10ms", 1000: "1ms", 10000: "100us"}[rate]
-    name = "pyprof %s %s" % ("100 Hz" if rate == 100 else "1 kHz", clock)
+    name = "pyprof %s %s%s" % ("100 Hz" if rate == 100 else "1 kHz", clock,
+                               " native" if native else "")
     env = {"PYPROF_PERIOD": period}
     if clock != "cpu":
         env["PYPROF_CLOCK"] = clock
+    if native:
+        env["PYPROF_NATIVE"] = "1"
     return {"name": name, "kind": "pyprof", "rate": rate, "env": env}
 
 
@@ -354,6 +369,20 @@ def make_groups(py, rounds, debian, clib, want):
          "argv": lambda: ["deep.py", "200", str(rounds["deep200"])],
          "what": "CPU-bound loop with 200 Python frames on the stack", "depth": 200,
          "settings": list(std)},
+        {"name": "native", "python": py, "argv": lambda: ["cpu.py", str(rounds["cpu"])],
+         "what": "the CPU-bound workload with native frames recorded (PYPROF_NATIVE=1)",
+         "settings": [BARE, pyprof_setting(1000), pyprof_setting(100, native=True),
+                      pyprof_setting(1000, native=True)]},
+        {"name": "native_deep10", "python": py,
+         "argv": lambda: ["deep_c.py", "10", str(rounds["native_deep10"])],
+         "what": "CPU-bound loop under 10 Python frames each called from C (map), native "
+                 "frames recorded", "native_depth": 10,
+         "settings": [BARE, pyprof_setting(1000), pyprof_setting(1000, native=True)]},
+        {"name": "native_deep50", "python": py,
+         "argv": lambda: ["deep_c.py", "50", str(rounds["native_deep50"])],
+         "what": "CPU-bound loop under 50 Python frames each called from C (map), native "
+                 "frames recorded", "native_depth": 50,
+         "settings": [BARE, pyprof_setting(1000), pyprof_setting(1000, native=True)]},
         {"name": "thread_per_request", "python": py,
          "argv": lambda: ["server.py", str(rounds["thread_per_request"]),
                           str(rounds["thread_per_request_loop"]), RESULT],
@@ -414,7 +443,8 @@ def calibrate(runner, py, secs, debian, want):
     round of each takes here."""
     rounds, per = {}, {}
     start = None
-    if want & {"cpu", "threads", "fork", "cpu-debian", "throughput", "steady_state"}:
+    if want & {"cpu", "threads", "fork", "cpu-debian", "native", "throughput",
+        "steady_state"}:
         cpu_round, start = per_round(runner, py, lambda n: ["cpu.py", str(n)], 20, 120)
         per["cpu"] = cpu_round
         rounds["cpu"] = max(8, int(secs["cpu"] / cpu_round))
@@ -426,6 +456,12 @@ def calibrate(runner, py, secs, debian, want):
         per["deep30"], _ = per_round(runner, py, lambda n: ["deep.py", "30", str(n)],
                                      200, 1200)
         rounds["deep30"] = max(50, int(secs["deep"] / per["deep30"]))
+    for d in (10, 50):
+        name = "native_deep%d" % d
+        if name in want:
+            per[name], _ = per_round(runner, py,
+                                     lambda n, d=d: ["deep_c.py", str(d), str(n)], 200, 1200)
+            rounds[name] = max(50, int(secs["deep"] / per[name]))
     if "deep200" in want:
         per["deep200"], _ = per_round(runner, py, lambda n: ["deep.py", "200", str(n)],
                                       200, 1200)
@@ -565,6 +601,13 @@ def analyse_group(g, runs):
                     drops[k] = drops.get(k, 0) + v
             res["dropped_total"] = drops
             res["handler_by_depth"] = depth_histogram(logged)
+            nat = [r["native"] for r in logged if r.get("native")]
+            if nat:
+                res["native_walk_ns_per_sample"] = summary([n["walk_ns_per_sample"]
+                                                            for n in nat])
+                res["native_truncated_share"] = summary(
+                    [n["truncated"] / n["walks"] for n in nat if n["walks"]])
+                res["native_unmerged"] = sum(n["unmerged"] for n in nat)
             if "depth" in g:
                 res["handler_at_depth"] = at_depth(res["handler_by_depth"], g["depth"])
         out["settings"][s["name"]] = res
@@ -978,6 +1021,10 @@ def build_rows(results):
             lc = s["library_cpu_share"]["median"] if s.get("library_cpu_share") else None
             tgt = (TARGETS["library_cpu_share_100hz"] if s["rate_hz"] == 100 and checked
                    else None)
+            native = s["env"].get("PYPROF_NATIVE") == "1"
+            if native and checked:
+                tgt = TARGETS["library_cpu_share_native_%s" % (
+                    "100hz" if s["rate_hz"] == 100 else "1khz")]
             st = check(lc, tgt)
             if st:
                 checks.append({"what": "library CPU / process CPU, %s, %s" % (wname, sname),
@@ -1013,6 +1060,9 @@ def build_rows(results):
                                % (wname, sname), "value": bps, "target": "< %.0f" % tgt,
                                "status": st})
             row["B/sample (whole run)"] = cell(bps, "%.1f", tgt, "<%.0f", st)
+            nw = s.get("native_walk_ns_per_sample")
+            row["native walk"] = (cell(nw["median"] / 1e3, "%.2fus") if nw and
+                                  nw.get("median") is not None else "-")
             rows.append(row)
     return rows
 
