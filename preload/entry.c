@@ -182,7 +182,8 @@ static int start_profiling(void)
         diag_error("%s", err);
         return -1;
     }
-    if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, cfg.clock, err, sizeof err) < 0) {
+    if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, cfg.clock, cfg.native, err,
+                      sizeof err) < 0) {
         diag_error("%s", err);
         writer_finish(PYPROF_END_ERROR, 0, 0);
         return -1;

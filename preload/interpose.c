@@ -20,6 +20,7 @@
 
 #include "entry.h"
 #include "lib/libc_next.h"
+#include "lib/native.h"
 #include "lib/pyabi.h"
 #include "lib/sigdisp.h"
 #include "lib/threadtimer.h"
@@ -61,13 +62,29 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                           void *(*start)(void *), void *arg);
+EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
+EXPORT int dlclose(void *handle);
+/* dlopen is defined in assembly below; these are its hidden helpers. */
+int interpose_dlopen_direct(const char *file);
+void *interpose_dlopen_tracked(const char *file, int mode);
 
 #define REAL(name, type)                                                                  \
     static __typeof__(&name) real_##name;                                                 \
     if (!real_##name)                                                                     \
         real_##name = (__typeof__(&name))next_sym(#name);
 
-void interpose_init(void) { libc_next_init(); }
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+/* Read by the dlopen trampoline: hidden, resolved in the constructor. */
+dlopen_fn interpose_real_dlopen;
+static dlclose_fn real_dlclose;
+
+void interpose_init(void)
+{
+    libc_next_init();
+    interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+    real_dlclose = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
+}
 
 /* ---- threads ------------------------------------------------------------------------ */
 
@@ -97,6 +114,9 @@ static void *timed_thread_main(void *p)
     void *(*start)(void *) = ts->start;
     void *arg = ts->arg;
     atomic_store(&ts->taken, 0);
+    /* Native mode: one libunwind walk here, outside signal context, before this
+     * thread's samples may walk natively (native.h). */
+    native_thread_start();
     threadtimer_thread_start();
     return start(arg);
 }
@@ -116,7 +136,7 @@ static thread_start *take_start_entry(void)
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                           void *(*start)(void *), void *arg)
 {
-    if (threadtimer_armed()) {
+    if (threadtimer_armed() || native_active()) {
         thread_start *ts = take_start_entry();
         if (ts) {
             ts->start = start;
@@ -129,6 +149,85 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
         threadtimer_count_lost();
     }
     return libc_next_pthread_create(thread, attr, start, arg);
+}
+
+/* ---- the loaded modules (native mode) ----------------------------------------------- */
+
+/* libunwind, looking a frame's module up, calls dl_iterate_phdr; inside the sampling
+ * handler the C library's would take the loader lock and may malloc.  Calls made from
+ * a native walk of ours are served from the module snapshot; every other call goes to
+ * the C library's, as without us. */
+EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    if (native_in_walk())
+        return native_snapshot_iterate(cb, data);
+    return libc_next_dl_iterate_phdr(cb, data);
+}
+
+/* dlopen.  The C library's dlopen resolves $ORIGIN, the caller's RUNPATH/RPATH and the
+ * caller's namespace from its return address, so a wrapper that calls it would make
+ * every dlopen look as if libpyprof made it.  This one jumps to it instead, leaving the
+ * program's return address in place, whenever it does not need to run after it: always
+ * without native mode, and for any name that the caller could influence (no '/', or a
+ * '$' token).  In native mode, a path with a '/' and no '$' is caller-independent (in
+ * the default namespace): the wrapper calls dlopen and then updates the module snapshot
+ * (native_after_dlopen).  A module loaded through a jump is missing from the snapshot
+ * until the next update: walks through its code end there (TRUNCATED), nothing worse.
+ * Returns 1 for a jump. */
+int interpose_dlopen_direct(const char *file)
+{
+    if (!native_active() || !interpose_real_dlopen || !file)
+        return 1;
+    return !strchr(file, '/') || strchr(file, '$');
+}
+
+void *interpose_dlopen_tracked(const char *file, int mode)
+{
+    void *h = interpose_real_dlopen(file, mode);
+    native_after_dlopen();
+    return h;
+}
+
+/* dlopen(file, mode): keeps rdi/rsi across the decision, with the stack 16-byte aligned
+ * for the call, then tail-jumps to the C library's dlopen or to the tracked path.  Its
+ * CFI lets unwinders (libunwind in the handler among them) step through it. */
+__asm__(".text\n"
+        ".globl dlopen\n"
+        ".type dlopen, @function\n"
+        "dlopen:\n"
+        "    .cfi_startproc\n"
+        "    pushq %rdi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    pushq %rsi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    subq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    call interpose_dlopen_direct\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    popq %rsi\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    popq %rdi\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    testl %eax, %eax\n"
+        "    jz 1f\n"
+        "    jmp *interpose_real_dlopen(%rip)\n"
+        "1:  jmp interpose_dlopen_tracked\n"
+        "    .cfi_endproc\n"
+        ".size dlopen, .-dlopen\n");
+
+/* dlclose: in native mode, walks stop before the module can be unmapped, and the
+ * snapshot and libunwind's caches are renewed before they run again. */
+EXPORT int dlclose(void *handle)
+{
+    if (!real_dlclose)
+        return -1;
+    if (!native_active())
+        return real_dlclose(handle);
+    native_change_begin();
+    int rc = real_dlclose(handle);
+    native_change_end(1);
+    return rc;
 }
 
 /* ---- signals ------------------------------------------------------------------------ */

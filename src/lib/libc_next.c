@@ -1,5 +1,6 @@
 /*
- * libc_next: the C library's sigaction and pthread_create.  See libc_next.h.
+ * libc_next: the C library's sigaction, pthread_create and dl_iterate_phdr.
+ * See libc_next.h.
  *
  * dlsym(RTLD_NEXT) from any object of libpyprof.so finds the next definition after the
  * library, which is the C library's: the same answer the interposed wrappers get.
@@ -13,7 +14,10 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
                                  void *);
 
+typedef int (*dl_iterate_phdr_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+
 static sigaction_fn real_sigaction;
+static dl_iterate_phdr_fn real_dl_iterate_phdr;
 static pthread_create_fn real_pthread_create;
 
 int libc_next_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -37,8 +41,18 @@ int libc_next_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return real_pthread_create(thread, attr, start, arg);
 }
 
+int libc_next_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    if (!real_dl_iterate_phdr)
+        real_dl_iterate_phdr = (dl_iterate_phdr_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    if (!real_dl_iterate_phdr)
+        return -1;
+    return real_dl_iterate_phdr(cb, data);
+}
+
 void libc_next_init(void)
 {
+    real_dl_iterate_phdr = (dl_iterate_phdr_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
     real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
     real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
 }

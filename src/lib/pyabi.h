@@ -98,6 +98,8 @@ typedef struct pyabi {
     /* Frames */
     int frame_kind, lasti_kind;
     int fr_back, fr_code, fr_lasti, fr_owner;
+    int fr_is_entry;        /* _PyInterpreterFrame.is_entry (bool, 3.11 only): the first
+                             * frame an eval-loop C activation runs; -1 elsewhere */
     /* Code objects */
     int co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
     int co_firsttraceable; /* _co_firsttraceable (3.11+): code units before the frame is

@@ -41,6 +41,7 @@ typedef struct frame_raw {
     uintptr_t back, code;
     uint64_t instr; /* f_lasti (<= 3.10) or the instruction pointer (3.11+) */
     uint8_t owner;  /* 3.11+ */
+    uint8_t is_entry; /* 3.11: the eval loop's C activation started at this frame */
 } frame_raw;
 
 /* Is `o` a live object of type `type`?  (A freed object keeps its memory for a while,
@@ -94,6 +95,7 @@ static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
         f->instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
         f->owner = safe_u8(frame + (uintptr_t)a->fr_owner);
     }
+    f->is_entry = a->fr_is_entry >= 0 ? safe_u8(frame + (uintptr_t)a->fr_is_entry) : 0;
     f->back = safe_ptr(frame + (uintptr_t)a->fr_back);
     f->code = safe_ptr(frame + (uintptr_t)a->fr_code);
     return 0;

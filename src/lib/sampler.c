@@ -41,7 +41,9 @@
 
 #include "common/clock.h"
 #include "codetable.h"
+#include "diag.h"
 #include "libc_next.h"
+#include "native.h"
 #include "ownthreads.h"
 #include "pthread_tid.h"
 #include "safe_read.h"
@@ -214,10 +216,39 @@ static void reset_counters(void)
             atomic_store(&g->cost[d][t], 0);
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         atomic_store(&g->drops[i], 0);
+    atomic_store(&g->native_ok, 0);
+    atomic_store(&g->native_truncated, 0);
+    atomic_store(&g->native_skipped, 0);
+    atomic_store(&g->native_ns, 0);
 }
 
+/* Native mode for this window: on only in cpu mode, where each sample is taken by the
+ * interrupted thread itself (the wall clock reads other threads, which cannot be
+ * unwound in-process), and only when libunwind loads and checks out (native.h).  Any
+ * failure is one line; profiling goes on without native frames. */
+static void setup_native(int want, int clock)
+{
+    sighandler_state *g = &sighandler_g;
+    char err[512];
+    g->native = 0;
+    g->native_max = NATIVE_MAX;
+    if (!want)
+        return;
+    if (clock != PYPROF_CLOCK_CPU) {
+        diag_error("pyprof: native frames off: PYPROF_CLOCK=wall samples threads from "
+                   "another thread, which cannot unwind them; use the cpu clock");
+        return;
+    }
+    if (native_setup(err, sizeof err) < 0) {
+        diag_error("%s", err);
+        return;
+    }
+    g->native = 1;
+}
+
+
 int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int clock,
-                  char *err, size_t errlen)
+                  int native, char *err, size_t errlen)
 {
     sighandler_state *g = &sighandler_g;
     size_t tables = CODETABLE_BYTES;
@@ -264,6 +295,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
         }
         handlers_installed = 1;
     }
+    setup_native(native, clock);
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
         atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
@@ -322,6 +354,15 @@ void sampler_stop(void)
         struct timespec ts = { 0, 50000 };
         nanosleep(&ts, NULL);
     }
+    if (g->native && diag_is_verbose()) {
+        uint64_t ok = atomic_load(&g->native_ok), cut = atomic_load(&g->native_truncated);
+        uint64_t walks = ok + cut;
+        diag_verbose("pyprof: native walks: %llu whole, %llu truncated, %llu skipped, "
+                     "%llu ns each on average",
+                     (unsigned long long)ok, (unsigned long long)cut,
+                     (unsigned long long)atomic_load(&g->native_skipped),
+                     (unsigned long long)(walks ? atomic_load(&g->native_ns) / walks : 0));
+    }
 }
 
 void sampler_forget_in_child(void)
@@ -344,4 +385,5 @@ void sampler_forget_in_child(void)
     atomic_store(&g->inflight, 0);
     reset_counters();
     sighandler_reset_tid();
+    native_forget_in_child();
 }

@@ -31,9 +31,11 @@ typedef struct sampler_stats {
 
 /* [not sigsafe] Allocates the rings and tables, installs the handlers and arms the timer
  * for every thread of the process (clock PYPROF_CLOCK_CPU), or starts the wall-clock
- * sampler thread (PYPROF_CLOCK_WALL).  Returns 0, or -1 with a line in `err`. */
+ * sampler thread (PYPROF_CLOCK_WALL).  With `native` (PYPROF_NATIVE) in cpu mode, sets
+ * native walks up first (native.h); a failure there is one diag line and sampling goes
+ * on without them (sampler_native says which).  Returns 0, or -1 with a line in `err`. */
 int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int clock,
-                  char *err, size_t errlen);
+                  int native, char *err, size_t errlen);
 
 /* [not sigsafe] Disarms the timer and waits until no handler is at work.  Idempotent. */
 void sampler_stop(void);

@@ -24,8 +24,11 @@
  *                                    (perf_event_open, ioctl, mmap, close, munmap) and
  *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
  *                                    thread; memset of a local struct
- * Each of walk.c, codeid.c, codetable.c, sampleout.c and pyread.h lists in its own top
- * comment what it calls in turn.
+ *   native_walk (native.c)           native mode only: libunwind's unw_backtrace on a
+ *                                    thread warmed up outside signal context, under its
+ *                                    own guard, with the modules served from a snapshot
+ * Each of walk.c, codeid.c, codetable.c, sampleout.c, native.c and pyread.h lists in its
+ * own top comment what it calls in turn.
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
  * region per sample: a fault or an implausible pointer abandons the sample (counted as
@@ -48,11 +51,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "codeid.h"
 #include "codetable.h"
+#include "native.h"
 #include "pyread.h"
 #include "safe_read.h"
 #include "sampleout.h"
@@ -123,7 +128,7 @@ static uintptr_t this_tstate(const pyabi *a)
 /* One sample of the calling thread's own Python stack (the signal handler: the thread
  * is stopped in it, so its stack cannot change under the read).  Table generation `t` is
  * held by the caller.  Returns the stack's depth, 0 when no sample was taken. */
-static uint32_t sample_self(int t)
+static uint32_t sample_self(int t, uintptr_t pc)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -151,13 +156,17 @@ static uint32_t sample_self(int t)
         sampleout_drop(PYPROF_DROP_NO_PYTHON);
         return 0;
     }
-    r = ring_reserve(&g->samples, sizeof(rrec_sample) + g->max_depth * sizeof(rframe));
+    /* Native mode: room for the native chain after the frames, with the handler's own
+     * frames and the signal trampoline that the walk starts with. */
+    size_t native_room = g->native ? (g->native_max + NATIVE_SLACK) * sizeof(uint64_t) : 0;
+    r = ring_reserve(&g->samples,
+                     sizeof(rrec_sample) + g->max_depth * sizeof(rframe) + native_room);
     if (!r) {
         SAFE_GUARD_END();
         sampleout_drop(PYPROF_DROP_RING_FULL);
         return 0;
     }
-    walk_out o = { .a = a, .t = t };
+    walk_out o = { .a = a, .t = t, .runs = g->native };
     if (walk(&o, frame, (rrec_sample *)r, g->max_depth) != WALK_OK) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
@@ -171,14 +180,25 @@ static uint32_t sample_self(int t)
         sampleout_drop(PYPROF_DROP_NO_PYTHON);
         return 0;
     }
+    r->nnative = 0;
+    r->native_flags = 0;
+    if (g->native) {
+        /* Outside the Python walk's guard: native_walk has its own, and a fault inside
+         * libunwind costs only the native part. */
+        uint8_t flags;
+        r->nnative = (uint16_t)native_walk(rrec_native((rrec_sample *)r),
+                                           g->native_max + NATIVE_SLACK, pc, &flags);
+        r->native_flags = flags;
+    }
     return sampleout_commit((rrec_sample *)r, sighandler_tid());
 }
 
 /* The signal handler's sample of its own thread; returns its depth (0: none taken). */
-static uint32_t take_sample(void)
+static uint32_t take_sample(void *uc)
 {
     int t = codetable_enter();
-    uint32_t depth = sample_self(t);
+    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+    uint32_t depth = sample_self(t, pc);
     codetable_leave(t);
     return depth;
 }
@@ -220,7 +240,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         } else {
             tls_busy = 1;
             uint64_t t0 = clock_mono_ns();
-            uint32_t depth = take_sample();
+            uint32_t depth = take_sample(uc);
             uint64_t cost = clock_mono_ns() - t0;
             if (depth)
                 sampleout_cost(depth, cost);

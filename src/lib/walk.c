@@ -50,6 +50,24 @@ static int seen_add(uintptr_t frame)
     }
 }
 
+/* Native mode (o->runs): which recorded frames start an eval-loop C activation's run,
+ * seen from the root.  Up to 3.10 each activation runs one frame, so every frame does.
+ * On 3.11 the activation's first frame carries is_entry.  On 3.12+ C code entering
+ * Python pushes a shim frame (owner CSTACK, hidden) just outside the activation's
+ * first frame.  A hidden frame that marks a boundary (a 3.11 entry frame not yet
+ * complete, a shim) passes the mark to the recorded frame just inside it.  The
+ * outermost recorded frame always starts a run. */
+static inline int run_boundary_hidden(const pyabi *a, const frame_raw *f)
+{
+    return (a->minor >= 12 && f->owner >= PYREAD_OWNER_CSTACK) || f->is_entry;
+}
+
+static inline void mark_run(rrec_sample *r, int idx)
+{
+    if (idx >= 0)
+        r->frames[idx].code_id |= RFRAME_RUN_START;
+}
+
 static inline void record_frame(walk_out *o, uintptr_t frame, const frame_raw *f,
                                 uintptr_t code, int32_t offset, rrec_sample *r, unsigned i)
 {
@@ -60,6 +78,8 @@ static inline void record_frame(walk_out *o, uintptr_t frame, const frame_raw *f
         return;
     }
     r->frames[i].code_id = codeid_of(o->a, o->t, code, 0, NULL, NULL);
+    if (o->runs && (o->a->frame_kind == PYABI_FRAME_OBJECT || f->is_entry))
+        r->frames[i].code_id |= RFRAME_RUN_START;
 }
 
 /* Walks the thread's frames into r->frames, innermost first.  Stacks deeper than
@@ -90,6 +110,8 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
     unsigned steps = 0;
     uintptr_t prev = 0, top = 0;
     frame_raw prev_raw = { 0 }, top_raw = { 0 };
+    int runs = o->runs && !o->frames;
+    int last_rec = -1; /* index of the last shown frame if it was recorded, else -1 */
     r->unreadable_tail = 0;
     if (strict)
         seen_stamp++;
@@ -129,9 +151,14 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
         if (shown) {
             if (total == keep_inner)
                 resume = frame;
-            if (total < max_depth)
+            last_rec = -1;
+            if (total < max_depth) {
                 record_frame(o, frame, &f, code, offset, r, (unsigned)total);
+                last_rec = (int)total;
+            }
             total++;
+        } else if (runs && run_boundary_hidden(a, &f)) {
+            mark_run(r, last_rec);
         }
         if (!prev) {
             top = frame;
@@ -155,6 +182,8 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
         r->nframes = (uint16_t)total;
         r->keep_inner = (uint16_t)total;
         r->cut = 0;
+        if (runs)
+            mark_run(r, (int)total - 1);
         return WALK_OK;
     }
     /* Second pass: skip the middle, record the outer end. */
@@ -162,6 +191,7 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
     unsigned n = keep_inner;
     frame = resume;
     prev = 0;
+    last_rec = -1;
     for (unsigned s2 = 0; frame && s2 < steps && n < max_depth; s2++) {
         frame_raw f;
         if (pyread_frame(a, frame, &f) < 0)
@@ -177,8 +207,15 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
             r->unreadable_tail = 1;
             break;
         }
-        if (shown && seen++ >= skip)
-            record_frame(o, frame, &f, code, offset, r, n++);
+        if (shown) {
+            last_rec = -1;
+            if (seen++ >= skip) {
+                record_frame(o, frame, &f, code, offset, r, n);
+                last_rec = (int)n++;
+            }
+        } else if (runs && run_boundary_hidden(a, &f)) {
+            mark_run(r, last_rec);
+        }
         prev = frame;
         prev_raw = f;
         frame = f.back;
@@ -186,5 +223,7 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
     r->nframes = (uint16_t)n;
     r->keep_inner = (uint16_t)keep_inner;
     r->cut = (uint32_t)skip;
+    if (runs)
+        mark_run(r, (int)n - 1);
     return WALK_OK;
 }

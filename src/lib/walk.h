@@ -35,11 +35,13 @@ typedef struct walk_out {
     frame_raw *raws;
     uintptr_t ts;       /* with frames: the thread state whose stack this is */
     int strict;         /* read hand over hand (see walk); one thread only may walk so */
+    int runs;           /* native mode, code ids looked up: mark each eval-loop C
+                         * activation's outermost recorded frame with RFRAME_RUN_START */
 } walk_out;
 
 /* [sigsafe] Walks the thread's frames from `frame` into r->frames (room for max_depth),
  * setting r's nframes, keep_inner, cut and unreadable_tail; without o->frames, each
- * recorded frame's code id too.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
+ * recorded frame's code id too, and with o->runs the RFRAME_RUN_START marks.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
  * when the top of the stack is not a valid frame or the chain is cyclic or absurdly long
  * (the sample is rejected), WALK_CHANGED when a strict walk found the stack changing
  * under it.  The rules are at the definition. */

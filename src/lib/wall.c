@@ -141,6 +141,10 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth)
         ring_cancel(&g->samples, (void *)r);
         return TRY_NONE;
     }
+    /* Never native, and no RFRAME_RUN_START marks (walk_out.runs is 0): a thread that
+     * keeps running cannot be unwound from here. */
+    r->nnative = 0;
+    r->native_flags = 0;
     *depth = sampleout_commit((rrec_sample *)r, tid);
     return TRY_TAKEN;
 }
