@@ -11,7 +11,7 @@ import pytest
 
 import pyprof_testlib as t
 
-CHAIN = t.workload("native_chain.py")
+CHAIN = t.workload("native_calls.py")
 LIBS = t.workload("native_libs.py")
 STRESS = t.workload("native_stress.py")
 CXX_SRC = os.path.join(t.REPO, "tests", "helpers", "cxx_throw.cpp")

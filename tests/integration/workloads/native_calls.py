@@ -1,6 +1,6 @@
 """Python -> C -> Python -> C, for the native-frame tests.
 
-    native_chain.py EXTDIR SECONDS
+    native_calls.py EXTDIR SECONDS
 
 EXTDIR holds the native_chain extension built for this interpreter
 (tests/helpers/native_chain.c).  outer() calls chain_call in C, which calls callback()
