@@ -62,10 +62,10 @@ long nativemerge(const nm_input *in, profile_frame **out, size_t *cap, int *pair
                 continue;
             }
             if (fold && j + 1 < in->nnat) {
-                if (run == 0 && k > 0 && (n->flags & (SYM_LIBC | SYM_INTERP)))
+                if (run == 0 && k > 0)
                     continue; /* process or thread start, rootward of Python */
-                if ((n->flags & SYM_INTERP) && !(n->flags & SYM_EVAL))
-                    continue; /* the interpreter's glue between Python frames */
+                if ((n->flags & (SYM_INTERP | SYM_PROFILER)) && !(n->flags & SYM_EVAL))
+                    continue; /* glue between Python frames: the interpreter's, ours */
             }
             if (put(out, cap, &len, n->frames, n->nframes))
                 return -1;
@@ -80,9 +80,9 @@ long nativemerge(const nm_input *in, profile_frame **out, size_t *cap, int *pair
     for (uint32_t j = m ? innermost_eval + 1 : 0; j < in->nnat; j++) {
         const nm_native *n = &in->nat[j];
         if (fold && j + 1 < in->nnat) {
-            if (leading && (n->flags & (SYM_LIBC | SYM_INTERP)))
+            if (leading && (n->flags & (SYM_LIBC | SYM_INTERP | SYM_PROFILER)))
                 continue;
-            if ((n->flags & SYM_INTERP) && !(n->flags & SYM_EVAL))
+            if ((n->flags & (SYM_INTERP | SYM_PROFILER)) && !(n->flags & SYM_EVAL))
                 continue;
         }
         leading = 0;

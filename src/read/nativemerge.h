@@ -1,7 +1,8 @@
 /*
  * nativemerge: one sample's Python stack and native stack into one stack, outermost
  * first.  Pure: it sees frames already turned into the model's (profile_frame) and the
- * class of each native frame (symbols.h's SYM_EVAL, SYM_INTERP, SYM_LIBC), and owns no
+ * class of each native frame (symbols.h's SYM_EVAL, SYM_INTERP, SYM_LIBC,
+ * SYM_PROFILER), and owns no
  * state.  docs/NATIVE.md, "Reading native frames", states the rules:
  *
  *   - m eval-loop frames in the native stack, k Python runs (the STACK record's runs,
@@ -12,10 +13,11 @@
  *   - Otherwise the sample is unmerged: the whole Python stack, then the native frames
  *     leafward of the innermost eval frame (all of them when there is none).
  *   - Glue folding (unless show_glue): native frames of the interpreter that are not eval
- *     frames are hidden, except the sample's innermost native frame; so are frames of the
- *     C library or the interpreter rootward of the first Python frame (process and thread
- *     start), and, in an unmerged sample without eval frames, those before the first
- *     frame shown.
+ *     frames, and the profiler's own (its interposed entry points), are hidden, except the
+ *     sample's innermost native frame; so is every native frame rootward of the first
+ *     Python frame (process and thread start, the program's main), and, in an unmerged
+ *     sample without eval frames, frames of the C library, the interpreter or the
+ *     profiler before the first frame shown.
  *
  * Interface: nm_native, nm_input, nativemerge.  Tool-side only.
  */

@@ -286,6 +286,8 @@ int symbols_add_module(symbols *s, const pyprof_module_rec *r, uint64_t pos)
     m->pub.loaded_at = pos;
     m->pub.gone_at = UINT64_MAX;
     m->pub.flags = is_libc_name(m->basename) ? SYM_LIBC : 0;
+    if (!strncmp(m->basename, "libpyprof", 9))
+        m->pub.flags |= SYM_PROFILER;
     m->dev = r->dev;
     m->ino = r->ino;
     m->size = r->size;

@@ -13,7 +13,8 @@
  * a found file is taken only from a file whose build-id matches.  Every path comes from
  * an untrusted log: only absolute paths of regular files are opened, never blocking.
  *
- * Interface: SYM_EVAL, SYM_INTERP, SYM_LIBC, SYM_RESOLVED, SYM_NO_MODULE, sym_frame,
+ * Interface: SYM_EVAL, SYM_INTERP, SYM_LIBC, SYM_RESOLVED, SYM_NO_MODULE,
+ * SYM_PROFILER, sym_frame,
  * sym_info, sym_module, symbols, symbols_new, symbols_free, symbols_add_module,
  * symbols_module_gone, symbols_lookup, symbols_nmodules, symbols_module,
  * symbols_unresolved, symbols_is_eval_name.  Not thread-safe; tool-side only.
@@ -33,6 +34,9 @@
 #define SYM_LIBC 4u      /* in the C library, its threads library or the dynamic loader */
 #define SYM_RESOLVED 8u  /* a symbol covers the address (else the name is module+0xOFF) */
 #define SYM_NO_MODULE 16u /* no recorded module covers the address (name "0xADDRESS") */
+#define SYM_PROFILER 32u  /* in pyprof's own library (libpyprof*.so), whose interposed
+                           * entry points (Py_BytesMain, pthread_create's thread start...)
+                           * sit on the program's stacks */
 
 typedef struct sym_frame {
     const char *name;   /* function (inlined or not), "module+0xOFF" or "0xADDRESS" */
@@ -58,7 +62,7 @@ typedef struct sym_module {
     char *path;
     char *build_id_hex; /* "" when none recorded */
     char *elf_path;     /* the file symbols come from; NULL: none found */
-    unsigned flags;     /* SYM_INTERP, SYM_LIBC */
+    unsigned flags;     /* SYM_INTERP, SYM_LIBC, SYM_PROFILER */
     uint64_t loaded_at, gone_at; /* stream positions; gone_at UINT64_MAX: never gone */
 } sym_module;
 
