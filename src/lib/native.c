@@ -209,7 +209,7 @@ void native_thread_start(void)
         warm_up();
 }
 
-void native_after_dlopen(void)
+void native_refresh(void)
 {
     if (!native_active())
         return;
@@ -219,6 +219,13 @@ void native_after_dlopen(void)
         native_change_begin();
         native_change_end(c.subs != snap_subs);
     }
+}
+
+void native_after_dlopen(void)
+{
+    if (!native_active())
+        return;
+    native_refresh();
     warm_up();
 }
 

@@ -16,6 +16,7 @@
  *   native_snapshot_iterate(cb, data)  [sigsafe] dl_iterate_phdr over the snapshot
  *   native_change_begin/_end(closed)   [not sigsafe] around a dlclose
  *   native_after_dlopen()              [not sigsafe] after a dlopen returned
+ *   native_refresh()                   [not sigsafe] rebuild the snapshot if modules changed
  *   native_forget_in_child()           [not sigsafe] fork child: walkers and locks
  */
 #ifndef PYPROF_NATIVE_H
@@ -76,6 +77,12 @@ void native_change_end(int closed);
 /* [not sigsafe] After a dlopen returned: rebuilds the snapshot if modules were added
  * or removed meanwhile, and warms the calling thread again. */
 void native_after_dlopen(void);
+
+/* [not sigsafe] Rebuilds the snapshot if modules were added or removed since it was
+ * made: the writer calls it when it sees the module list change, which catches loads
+ * the dlopen wrapper does not see (bare names it passes straight on, the C library's
+ * own loads of NSS and iconv modules). */
+void native_refresh(void);
 
 /* [not sigsafe] In a fork child (only the forking thread exists): no walker runs, no
  * change is under way, the change lock is free.  The forking thread stays warm. */

@@ -54,6 +54,7 @@
 #include "libc_next.h"
 #include "logfile.h"
 #include "modules.h"
+#include "native.h"
 #include "ownthreads.h"
 #include "procself.h"
 #include "pynames.h"
@@ -560,8 +561,10 @@ static void drain(void)
         return;
     drain_codes();
     /* Modules first: a sample may hold an address in one loaded since the last drain. */
-    if (W.native && W.log.fd >= 0 && !W.log.failed && modules_changed(&W.mods))
+    if (W.native && W.log.fd >= 0 && !W.log.failed && modules_changed(&W.mods)) {
+        native_refresh(); /* the walks' module snapshot too, for loads no wrapper saw */
         sync_modules();
+    }
     const void *rec;
     size_t len;
     while ((rec = ring_peek(sampler_sample_ring(), &len))) {
