@@ -271,8 +271,36 @@ static int load_libunwind(char *err, size_t errlen)
     return 0;
 }
 
+/* fork() while another thread is inside libunwind would leave libunwind's cache mutex
+ * locked forever in the child, whose own first walk (native_setup's warm-up) would then
+ * wait on it for ever.  So fork waits, like a dlclose, until no walk runs and holds new
+ * ones off until it returns; the child starts with no walker (native_forget_in_child). */
+static int fork_held;
+
+static void fork_prepare(void)
+{
+    if (!native_active())
+        return;
+    native_change_begin();
+    fork_held = 1;
+}
+
+static void fork_parent(void)
+{
+    if (!fork_held)
+        return;
+    fork_held = 0;
+    atomic_fetch_sub(&changing, 1);
+    pthread_mutex_unlock(&change_lock);
+}
+
 int native_setup(char *err, size_t errlen)
 {
+    static int atfork_registered;
+    if (!atfork_registered) {
+        pthread_atfork(fork_prepare, fork_parent, NULL);
+        atfork_registered = 1;
+    }
     if (native_active()) {
         warm_up();
         return 0;
@@ -303,6 +331,7 @@ int native_setup(char *err, size_t errlen)
 
 void native_forget_in_child(void)
 {
+    fork_held = 0;
     atomic_store(&walkers, 0);
     atomic_store(&changing, 0);
     pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
