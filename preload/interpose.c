@@ -226,6 +226,7 @@ EXPORT int dlclose(void *handle)
         return real_dlclose(handle);
     native_change_begin();
     int rc = real_dlclose(handle);
+    native_loader_works();
     native_change_end(1);
     return rc;
 }

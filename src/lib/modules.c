@@ -22,6 +22,7 @@
 #include <pyprof/format.h>
 
 #include "common/growarray.h"
+#include "native.h"
 
 /* One object as a scan saw it. */
 typedef struct scan_obj {
@@ -62,7 +63,7 @@ int modules_changed(const modules *m)
     if (!m->synced)
         return 1;
     unsigned long long c[2] = { m->adds, m->subs };
-    dl_iterate_phdr(counters_cb, c);
+    native_iterate_loaded(counters_cb, c);
     return c[0] != m->adds || c[1] != m->subs;
 }
 
@@ -211,7 +212,7 @@ static void announce(const scan_obj *o, uint32_t id, modules_new_fn on_new, void
 int modules_sync(modules *m, modules_new_fn on_new, modules_gone_fn on_gone, void *ctx)
 {
     scan s = {0};
-    dl_iterate_phdr(scan_cb, &s);
+    native_iterate_loaded(scan_cb, &s);
     if (s.failed || grow_array((void **)&m->e, &m->cap, m->n + s.n, sizeof *m->e, 64) < 0) {
         scan_free(&s);
         return -1;

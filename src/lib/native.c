@@ -135,12 +135,37 @@ static int copy_module(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* The library's own calls of the C library's dl_iterate_phdr hold loader_mutex, which
+ * fork's prepare handler takes too: no thread of ours is inside the loader's lock when
+ * the process forks.  In a fork child, loader_suspect stays set until the program's own
+ * dlopen or dlclose has returned there: another thread of the parent may have held the
+ * loader's write lock at the fork, which glibc does not reset in the child, so until
+ * the program shows the loader works, the library reads the snapshot it inherited
+ * instead (its modules are the child's: the address space is a copy). */
+static pthread_mutex_t loader_mutex = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int loader_suspect;
+
+int native_iterate_loaded(native_phdr_cb cb, void *data)
+{
+    if (atomic_load(&loader_suspect))
+        return native_snapshot_iterate(cb, data);
+    pthread_mutex_lock(&loader_mutex);
+    int rc = libc_next_dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&loader_mutex);
+    return rc;
+}
+
+void native_loader_works(void) { atomic_store(&loader_suspect, 0); }
+
 /* Only while no walker can read the snapshot (set-up before sampling, or `changing`
- * held with walkers at 0). */
+ * held with walkers at 0).  In a fork child that has not seen the loader work, the
+ * inherited snapshot is kept as it is. */
 static void snapshot_build(void)
 {
+    if (atomic_load(&loader_suspect))
+        return;
     snap_n = 0;
-    libc_next_dl_iterate_phdr(copy_module, NULL);
+    native_iterate_loaded(copy_module, NULL);
 }
 
 typedef struct {
@@ -213,8 +238,10 @@ void native_refresh(void)
 {
     if (!native_active())
         return;
+    if (atomic_load(&loader_suspect))
+        return;
     load_counts c = { snap_adds, snap_subs };
-    libc_next_dl_iterate_phdr(read_counts, &c);
+    native_iterate_loaded(read_counts, &c);
     if (c.adds != snap_adds || c.subs != snap_subs) {
         native_change_begin();
         native_change_end(c.subs != snap_subs);
@@ -225,6 +252,7 @@ void native_after_dlopen(void)
 {
     if (!native_active())
         return;
+    native_loader_works();
     native_refresh();
     warm_up();
 }
@@ -282,6 +310,7 @@ static void fork_prepare(void)
     if (!native_active())
         return;
     native_change_begin();
+    pthread_mutex_lock(&loader_mutex);
     fork_held = 1;
 }
 
@@ -290,6 +319,7 @@ static void fork_parent(void)
     if (!fork_held)
         return;
     fork_held = 0;
+    pthread_mutex_unlock(&loader_mutex);
     atomic_fetch_sub(&changing, 1);
     pthread_mutex_unlock(&change_lock);
 }
@@ -331,6 +361,10 @@ int native_setup(char *err, size_t errlen)
 
 void native_forget_in_child(void)
 {
+    if (native_active())
+        atomic_store(&loader_suspect, 1);
+    pthread_mutex_t fresh_loader = PTHREAD_MUTEX_INITIALIZER;
+    loader_mutex = fresh_loader;
     fork_held = 0;
     atomic_store(&walkers, 0);
     atomic_store(&changing, 0);

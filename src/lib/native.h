@@ -17,6 +17,8 @@
  *   native_change_begin/_end(closed)   [not sigsafe] around a dlclose
  *   native_after_dlopen()              [not sigsafe] after a dlopen returned
  *   native_refresh()                   [not sigsafe] rebuild the snapshot if modules changed
+ *   native_iterate_loaded(cb, data)    [not sigsafe] the library's own module listing
+ *   native_loader_works()              [not sigsafe] the program's dlopen/dlclose returned
  *   native_forget_in_child()           [not sigsafe] fork child: walkers and locks
  */
 #ifndef PYPROF_NATIVE_H
@@ -77,6 +79,17 @@ void native_change_end(int closed);
 /* [not sigsafe] After a dlopen returned: rebuilds the snapshot if modules were added
  * or removed meanwhile, and warms the calling thread again. */
 void native_after_dlopen(void);
+
+/* [not sigsafe] The library's way to list the loaded modules outside signal context
+ * (the writer's MODULE records, the snapshot's rebuilds): the C library's
+ * dl_iterate_phdr under a lock that fork waits for, or, in a fork child until the
+ * program's own dlopen or dlclose has returned there, the snapshot inherited from the
+ * parent (glibc does not reset its loader's write lock in a fork child, and another
+ * thread of the parent may have held it). */
+int native_iterate_loaded(native_phdr_cb cb, void *data);
+
+/* [not sigsafe] The program's dlopen or dlclose returned: the loader's locks work. */
+void native_loader_works(void);
 
 /* [not sigsafe] Rebuilds the snapshot if modules were added or removed since it was
  * made: the writer calls it when it sees the module list change, which catches loads

@@ -251,8 +251,15 @@ def test_stress_transparent(interp, tmp_path):
     """At 10 kHz, with threads doing dlopen/dlclose, C++ exceptions, fork and subprocess:
     the same output and exit status as without the library, and complete logs."""
     cxx = build_cxx(tmp_path)
-    prof, base = t.run_pair([interp.path, STRESS, cxx, "3"], tmp_path,
-                            env={"PYPROF_NATIVE": "1", "PYPROF_PERIOD": "100us"})
+    env = {"PYPROF_NATIVE": "1", "PYPROF_PERIOD": "100us"}
+    if t.SAN == "address":
+        # AddressSanitizer's __cxa_throw interceptor needs libstdc++ loaded when it
+        # starts (else its CHECK fails at the first throw, with or without pyprof).
+        stdcxx = subprocess.run(["g++", "-print-file-name=libstdc++.so.6"],
+                                stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        env["LD_PRELOAD"] = " ".join([t.sanitizer_runtime("address"), stdcxx, t.LIB])
+    prof, base = t.run_pair([interp.path, STRESS, cxx, "3"], tmp_path, env=env,
+                            base_env={k: v for k, v in env.items() if k != "LD_PRELOAD"})
     t.assert_transparent(prof, base, stderr_too=False)
     assert prof.rc == 0 and b"cxx 80000" in prof.stdout, prof.describe()
     main = [l for l in prof.logs if ".%d." % prof.pid in os.path.basename(l)]
