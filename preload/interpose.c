@@ -176,7 +176,11 @@ EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
  * Returns 1 for a jump. */
 int interpose_dlopen_direct(const char *file)
 {
-    if (!native_active() || !interpose_real_dlopen || !file)
+    /* Before the constructor ran (another object's constructor loading a plugin), the
+     * C library's dlopen is found here: the jump must never go through a null pointer. */
+    if (!interpose_real_dlopen)
+        interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+    if (!native_active() || !file)
         return 1;
     return !strchr(file, '/') || strchr(file, '$');
 }
@@ -221,7 +225,7 @@ __asm__(".text\n"
 EXPORT int dlclose(void *handle)
 {
     if (!real_dlclose)
-        return -1;
+        real_dlclose = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
     if (!native_active())
         return real_dlclose(handle);
     native_change_begin();
