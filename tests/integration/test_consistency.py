@@ -239,6 +239,8 @@ def test_no_hidden_frames(interp, clock, tmp_path):
                 not t.same_file(f, INIT_LOOP) for _, f in frames):
             if names == ["<module>"] or names[1:2] == ["_find_and_load"]:
                 continue  # the module itself, or its imports
+            if names[1:2] in (["Mapping.get"], ["get"]):
+                continue  # the module's os.environ.get("CPU"), before main()
             wrong.append((n, ";".join("%s (%s)" % fr for fr in frames)))
         elif names[2:]:
             inits += n
