@@ -6,10 +6,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 import pyprof_testlib as t
+
+sys.path.insert(0, t.FIXTURES)
+import make_fixtures as mf  # noqa: E402  (the log format's varint reader)
 
 CHAIN = t.workload("native_calls.py")
 LIBS = t.workload("native_libs.py")
@@ -116,21 +120,14 @@ def test_glue_shown_on_request(tmp_path):
 
 
 def record_types(log):
-    """The record types of a log, in order (the container is plain LZ4 frames)."""
+    """The record types of a log, in order, and the SAMPLE payloads (the container is
+    plain LZ4 frames)."""
     raw = subprocess.run(["lz4", "-dc", log], stdout=subprocess.PIPE).stdout
     assert raw[:8] == b"\x89PYPROF\n"
     i, types, samples = 8, [], []
     while i < len(raw):
         typ = raw[i]
-        i += 1
-        n = shift = 0
-        while True:
-            b = raw[i]
-            i += 1
-            n |= (b & 0x7f) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+        n, i = mf.read_uvarint(raw, i + 1)
         types.append(typ)
         if typ == 5:
             samples.append(raw[i:i + n])
@@ -139,13 +136,10 @@ def record_types(log):
 
 
 def varints(payload):
-    out, n, shift = [], 0, 0
-    for b in bytearray(payload):
-        n |= (b & 0x7f) << shift
-        shift += 7
-        if not b & 0x80:
-            out.append(n)
-            n = shift = 0
+    out, i = [], 0
+    while i < len(payload):
+        v, i = mf.read_uvarint(payload, i)
+        out.append(v)
     return out
 
 
