@@ -43,7 +43,16 @@ enum pyprof_record_type {
      * uvarint period_ns (requested); u8 clock (enum pyprof_clock);
      * str timer (how samples were triggered, e.g. "perf-task-clock");
      * uvarint max_depth; uvarint flags (PYPROF_HDR_*); uvarint window (toggle window,
-     * 0 for the first) */
+     * 0 for the first);
+     * then, optional (absent in logs of older writers, read as 0): uvarint seq (this
+     * file's place in its series of rotated logs, 0 for the first); uvarint
+     * series_start_unix_ns (start_unix_ns of the series' first file, seq 0); uvarint
+     * offset_us (microseconds on the monotonic clock from the series' first file's start
+     * of profiling to this file's; 0 for seq 0).
+     * A series is the logs of one process and window: the same host, run_id, pid,
+     * window and series_start_unix_ns.  Every file of it is a complete log on its own
+     * (its own THREAD, CODE and STACK records, its footer counting its own samples,
+     * time and drops); every file but the last ends with PYPROF_END_ROTATED. */
     PYPROF_REC_HEADER = 1,
     /* uvarint thread_idx (small, assigned by the writer); uvarint tid (OS thread id);
      * str name.  Repeated with the same thread_idx when the name becomes known or
@@ -94,6 +103,15 @@ enum pyprof_record_type {
      * belong to it in the samples before this record; a sample drained late may still
      * hold one, so a reader keeps the module and prefers modules loaded at the time. */
     PYPROF_REC_MODULE_GONE = 10,
+    /* Where every thread was at one moment (`pyprof dump`), read from the thread states
+     * without stopping the threads.  uvarint snapshot_id (>= 1, increasing within a
+     * process); uvarint t_us (microseconds since this file's start of profiling: an
+     * absolute time, not a dt, so the dt chain of the timed records is not affected);
+     * uvarint nthreads; nthreads x (uvarint thread_idx; uvarint stack_id (0: no Python
+     * frame could be read); uvarint flags (PYPROF_SNAP_F_*); u8 os_state (the kernel's
+     * state letter of the thread, 'R' running, 'S' sleeping, 'D' disk wait, ...; 0 when
+     * unknown)).  The THREAD, CODE and STACK records it refers to come before it. */
+    PYPROF_REC_SNAPSHOT = 11,
     /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
      * uvarint signals (sampling signals handled); uvarint ndrop;
      * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
@@ -166,6 +184,11 @@ enum pyprof_linetable {
     PYPROF_LT_LOCATIONS_311 = 4, /* 3.11+ location table (code units) */
 };
 
+/* SNAPSHOT thread flags */
+#define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */
+#define PYPROF_SNAP_F_CHANGED 2u /* the stack changed while it was read: only its innermost
+                                  * frame is known (under the unreadable marker) */
+
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
 
 /* Why a sampling signal did not produce a sample.  X(name, text) */
@@ -199,7 +222,8 @@ enum pyprof_drop {
     X(SIGNAL, "signal")                                                                   \
     X(EXEC, "exec")                                                                       \
     X(TOGGLE, "toggled off")                                                              \
-    X(ERROR, "error")
+    X(ERROR, "error")                                                                     \
+    X(ROTATED, "rotated (continued in the next file of the series)")
 
 enum pyprof_end {
 #define PYPROF_X_ENUM(name, text) PYPROF_END_##name,

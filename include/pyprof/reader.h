@@ -9,9 +9,10 @@
  * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
  * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
- * pyprof_nstack_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
- * pyprof_reader_header, pyprof_reader_next, pyprof_reader_offset, pyprof_reader_close.
+ * pyprof_reader_header, pyprof_reader_next, pyprof_reader_follow, pyprof_reader_offset,
+ * pyprof_reader_close.
  */
 #ifndef PYPROF_READER_H
 #define PYPROF_READER_H
@@ -30,7 +31,8 @@
     X(NEWER, "log written by a newer pyprof (format version too new)")                    \
     X(CORRUPT, "log is corrupted")                                                        \
     X(TRUNCATED, "log is truncated (the process was killed or crashed)")                  \
-    X(NOMEM, "out of memory")
+    X(NOMEM, "out of memory")                                                             \
+    X(AGAIN, "no more data yet (the log is still being written)")
 
 enum pyprof_reader_error {
 #define PYPROF_X_ENUM(name, text) PYPROF_R_##name,
@@ -49,6 +51,8 @@ typedef struct pyprof_str {
 typedef struct pyprof_header {
     uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
         flags, window;
+    /* Rotated series (0 in logs of older writers and in the first file of a series). */
+    uint64_t seq, series_start_unix_ns, offset_us;
     pyprof_str run_id, host, exe, python_version, timer;
     uint64_t argc;
     const pyprof_str *argv; /* argc entries */
@@ -104,6 +108,18 @@ typedef struct pyprof_nstack_rec {
     const uint64_t *addrs; /* outermost first; the last is the interrupted instruction */
 } pyprof_nstack_rec;
 
+typedef struct pyprof_snap_thread {
+    uint64_t thread_idx, stack_id, flags; /* flags: PYPROF_SNAP_F_* */
+    uint8_t os_state;                     /* 'R', 'S', 'D', ...; 0 unknown */
+} pyprof_snap_thread;
+
+typedef struct pyprof_snapshot_rec {
+    uint64_t snapshot_id;
+    int64_t t_us; /* since start of profiling of this file */
+    uint64_t nthreads;
+    const pyprof_snap_thread *threads;
+} pyprof_snapshot_rec;
+
 typedef struct pyprof_rss_rec {
     int64_t t_us;
     uint64_t rss_bytes;
@@ -145,6 +161,7 @@ typedef struct pyprof_record {
         pyprof_module_rec module;
         pyprof_nstack_rec nstack;
         uint64_t module_gone; /* PYPROF_REC_MODULE_GONE: the module_id */
+        pyprof_snapshot_rec snapshot;
         pyprof_footer footer;
     } u;
 } pyprof_record;
@@ -166,6 +183,12 @@ const pyprof_header *pyprof_reader_header(const pyprof_reader *r);
  * footer), or -PYPROF_R_TRUNCATED / -PYPROF_R_CORRUPT / -PYPROF_R_IO when the log ends
  * early or is damaged; every record returned before that is valid. */
 int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec);
+
+/* Follow mode, for a log that is still being written (`pyprof top`): when the file
+ * has no more bytes for now, pyprof_reader_next returns -PYPROF_R_AGAIN instead of
+ * -PYPROF_R_TRUNCATED, keeping what it has read of a partial block or record, and may be
+ * called again once the file has grown.  Off by default. */
+void pyprof_reader_follow(pyprof_reader *r, int on);
 
 /* Bytes of decompressed log consumed so far (to say how much survived a cut). */
 uint64_t pyprof_reader_offset(const pyprof_reader *r);
