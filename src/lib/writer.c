@@ -818,6 +818,9 @@ static void serve_request(void)
     if (!op)
         return;
     int rc = -1;
+    /* A window that just started may not have created its log yet. */
+    if (W.log.fd < 0 && !W.log.failed && sampler_native() >= 0 && interpreter_running())
+        open_log();
     if (W.log.fd >= 0 && !W.log.failed) {
         if (op == WRITER_REQ_ROTATE) {
             rotate();
