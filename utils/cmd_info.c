@@ -137,8 +137,9 @@ static void print_series(const profile_process *pr)
         const profile_file *f = &pr->files[k];
         const char *how = f->end_error == -PYPROF_R_TRUNCATED ? "truncated"
                           : f->end_error                      ? "corrupted"
-                          : f->has_footer                     ? cli_end_text(f->footer.end)
-                                                              : "truncated";
+                          : !f->has_footer                    ? "truncated"
+                          : f->footer.end == PYPROF_END_ROTATED ? "rotated"
+                                                              : cli_end_text(f->footer.end);
         printf("    seq %-6" PRIu64 " from %10.3f s  %-10s %s\n", f->seq,
                (double)f->offset_us / 1e6, how, f->path);
     }
