@@ -16,8 +16,34 @@
 /* writer, wall-clock sampler, control: more threads than this means the program's. */
 #define OWN_THREADS_MAX 3
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+
+/* AddressSanitizer builds only.  Our threads are created with the C library's own
+ * pthread_create (libc_next.h), past AddressSanitizer's, which therefore never clears
+ * the shadow of their stacks.  In a fork child, glibc hands such a thread a stack that a
+ * thread of the parent was using at the fork, redzones and all: every frame would then
+ * meet stale poison.  The unused part of our stack, below this frame, is cleared here. */
+__attribute__((noinline)) static void clear_stale_stack_poison(void)
+{
+    pthread_attr_t attr;
+    void *lo;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    int ok = pthread_attr_getstack(&attr, &lo, &size) == 0;
+    pthread_attr_destroy(&attr);
+    char *here = (char *)__builtin_frame_address(0) - 512;
+    if (ok && here > (char *)lo && here <= (char *)lo + size)
+        __asan_unpoison_memory_region(lo, (size_t)(here - (char *)lo));
+}
+#else
+static void clear_stale_stack_poison(void) {}
+#endif
+
 void ownthreads_name_self(const char *role)
 {
+    clear_stale_stack_poison();
     char name[16];
     snprintf(name, sizeof name, "%s%s", OWNTHREADS_PREFIX, role);
     pthread_setname_np(pthread_self(), name);

@@ -24,7 +24,8 @@
 #define OWNTHREADS_PREFIX "pyprof-"
 
 /* [not sigsafe] Names the calling thread OWNTHREADS_PREFIX `role` (role: at most 8
- * bytes, the kernel keeps 15). */
+ * bytes, the kernel keeps 15).  Every thread of ours calls it first: in an
+ * AddressSanitizer build it also clears the stale shadow of a reused stack. */
 void ownthreads_name_self(const char *role);
 
 /* [not sigsafe] Threads of this process that are not zombies: all of them in *all,
