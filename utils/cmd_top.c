@@ -575,8 +575,9 @@ static void read_available(top *t)
 }
 
 /* DIR mode at start: the newest log in the directory that is still being written.
- * Returns 0 with it open, or an exit code after printing why. */
-static int first_file_dir(top *t)
+ * Returns 0 with it open, 1 when there is none (*nlogs says how many logs there are), or
+ * an exit code after printing why. */
+static int find_first_dir(top *t, size_t *nlogs)
 {
     DIR *d = opendir(t->dir);
     if (!d) {
@@ -636,10 +637,9 @@ static int first_file_dir(top *t)
         pyprof_reader_close(r);
     }
     int rc = CLI_EXIT_OK;
+    *nlogs = nc;
     if (!chosen) {
-        fprintf(stderr, "pyprof top: %s: no log being written there (%zu finished)\n",
-                t->dir, nc);
-        rc = CLI_EXIT_BAD_INPUT;
+        rc = 1;
     } else if (open_file(t, chosen) < 0) {
         fprintf(stderr, "pyprof top: %s\n", t->message);
         rc = CLI_EXIT_BAD_INPUT;
@@ -648,6 +648,32 @@ static int first_file_dir(top *t)
         free(c[i].path);
     free(c);
     return rc;
+}
+
+/* A log is created only once the interpreter runs, and its header reaches the disk at
+ * the first flush: a process that has just started may need a moment to show up. */
+#define TOP_FIRST_WAIT_NS (3000ull * 1000000ull)
+
+static int first_file_dir(top *t)
+{
+    uint64_t until = clock_mono_ns() + TOP_FIRST_WAIT_NS;
+    for (;;) {
+        size_t nlogs = 0;
+        int rc = find_first_dir(t, &nlogs);
+        if (rc != 1)
+            return rc;
+        if (clock_mono_ns() >= until || quit_flag) {
+            if (nlogs)
+                fprintf(stderr, "pyprof top: %s: no log being written there (%zu %s, "
+                        "finished or unreadable)\n", t->dir, nlogs,
+                        nlogs == 1 ? "log" : "logs");
+            else
+                fprintf(stderr, "pyprof top: %s: no log there\n", t->dir);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* ---- the screen ---------------------------------------------------------------------- */
