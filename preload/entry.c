@@ -27,6 +27,8 @@
 #include "common/config.h"
 #include "interpose.h"
 #include "lib/control.h"
+#include "lib/ctlcmd.h"
+#include "lib/ctlsock.h"
 #include "lib/diag.h"
 #include "lib/ownthreads.h"
 #include "lib/procself.h"
@@ -44,6 +46,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tried;              /* start was attempted (successfully or not) */
 static _Atomic int active;     /* sampling runs in this process */
 static _Atomic int finished;
+static _Atomic int ending;     /* the process is ending: no window starts again */
 static pid_t owner;
 static _Atomic int status_known, exit_status;
 static _Atomic int python_main;
@@ -69,6 +72,12 @@ static int start_profiling(void);
  * child gets its own log, timer and writer thread unless PYPROF_CHILDREN=0. */
 static void after_fork_child(void)
 {
+    /* The parent's control thread may have held it at the fork. */
+    pthread_mutex_init(&start_lock, NULL);
+    if (cfg.control && cfg.children)
+        ctlsock_restart_in_child();
+    else
+        ctlsock_forget_in_child();
     int was_active = atomic_load(&active);
     if (cfg.signal && cfg.children)
         control_restart_in_child(); /* a paused child can be toggled too */
@@ -121,6 +130,27 @@ static void run_id(char *out, size_t cap, int may_setenv)
         setenv("PYPROF_RUN_ID", out, 0);
 }
 
+/* What the control socket's requests may do (ctlcmd.h): windows, as the toggle. */
+static void ctl_lock(void) { pthread_mutex_lock(&start_lock); }
+static void ctl_unlock(void) { pthread_mutex_unlock(&start_lock); }
+static int ctl_active(void) { return atomic_load(&active) && getpid() == owner; }
+static void ctl_config(pyprof_config *out) { *out = cfg; }
+static void ctl_pause(void) { entry_finish(PYPROF_END_TOGGLE, 0, 0); }
+
+static int ctl_resume(const pyprof_config *c)
+{
+    if (atomic_load(&ending))
+        return -1;
+    cfg = *c;
+    window++;
+    atomic_store(&finished, 0);
+    atomic_store(&status_known, 0);
+    return start_profiling();
+}
+
+static const ctlcmd_ops ctl_ops = { ctl_lock,   ctl_unlock, ctl_active,
+                                    ctl_config, ctl_pause,  ctl_resume };
+
 /* Starts profiling if CPython is here.  `late`: from an init hook, not the constructor. */
 static void try_start(int late)
 {
@@ -164,6 +194,11 @@ static void try_start(int late)
         diag_error("%s", err);
         goto out;
     }
+    if (cfg.control) {
+        ctlcmd_set_ops(&ctl_ops);
+        if (ctlsock_start(ctlcmd_handle, err, sizeof err) < 0)
+            diag_error("%s", err); /* profiling goes on without live control */
+    }
     /* With a toggle signal the process starts paused: the first delivery starts. */
     if ((cfg.signal || start_profiling() == 0) && !atfork_registered) {
         pthread_atfork(NULL, NULL, after_fork_child);
@@ -202,7 +237,7 @@ void entry_toggle(void)
     pthread_mutex_lock(&start_lock);
     if (atomic_load(&active) && getpid() == owner) {
         entry_finish(PYPROF_END_TOGGLE, 0, 0);
-    } else {
+    } else if (!atomic_load(&ending)) {
         window++;
         atomic_store(&finished, 0);
         atomic_store(&status_known, 0);
@@ -213,6 +248,8 @@ void entry_toggle(void)
 
 void entry_finish(int end, int known, int status)
 {
+    if (end != PYPROF_END_TOGGLE)
+        atomic_store(&ending, 1);
     if (!atomic_load(&active) || getpid() != owner || atomic_exchange(&finished, 1))
         return;
     sampler_stop();

@@ -147,6 +147,74 @@ int config_parse_duration(const char *s, uint64_t min_ns, uint64_t max_ns, uint6
     return 0;
 }
 
+/* Does `s` end with `suffix` (ASCII, case-insensitive)?  Its length before it, or -1. */
+static long iends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (n < m || !str_ieq(s + n - m, suffix))
+        return -1;
+    return (long)(n - m);
+}
+
+int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+        int size;
+    } units[] = {
+        {"KiB", 1ull << 10, 1}, {"MiB", 1ull << 20, 1}, {"GiB", 1ull << 30, 1},
+        {"KB", 1ull << 10, 1},  {"MB", 1ull << 20, 1},  {"GB", 1ull << 30, 1},
+        {"K", 1ull << 10, 1},   {"M", 1ull << 20, 1},   {"G", 1ull << 30, 1},
+        {"B", 1, 1},            {"min", 60, 0},         {"h", 3600, 0},
+        {"d", 86400, 0},
+    };
+    if (!s)
+        return -1;
+    char num[32];
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        long at = iends_with(s, units[i].suffix);
+        if (at <= 0 || (size_t)at >= sizeof num)
+            continue;
+        /* A bare lower-case "m" would read as minutes to some: K, M and G alone are
+         * upper case only. */
+        if (units[i].suffix[1] == '\0' && units[i].size && s[at] != units[i].suffix[0])
+            return -1;
+        memcpy(num, s, (size_t)at);
+        num[at] = '\0';
+        for (long k = 0; k < at; k++)
+            if (!is_digit(num[k]) && num[k] != '.')
+                return -1;
+        /* The number, read as seconds (exact, fractions allowed), then scaled: a size is
+         * a whole number of bytes once multiplied. */
+        uint64_t v;
+        if (config_parse_duration(num, 0, UINT64_MAX, &v) < 0)
+            return -1;
+        if (v > UINT64_MAX / units[i].mult)
+            return -1;
+        uint64_t scaled = v * units[i].mult; /* ns x mult, or bytes x 10^9 */
+        if (units[i].size) {
+            uint64_t b = scaled / NS_PER_S;
+            if (b < CONFIG_ROTATE_MIN_BYTES || b > CONFIG_ROTATE_MAX_BYTES)
+                return -1;
+            *bytes = b;
+            *ns = 0;
+        } else {
+            if (scaled < CONFIG_ROTATE_MIN_NS || scaled > CONFIG_ROTATE_MAX_NS)
+                return -1;
+            *ns = scaled;
+            *bytes = 0;
+        }
+        return 0;
+    }
+    uint64_t v;
+    if (config_parse_duration(s, CONFIG_ROTATE_MIN_NS, CONFIG_ROTATE_MAX_NS, &v) < 0)
+        return -1;
+    *ns = v;
+    *bytes = 0;
+    return 0;
+}
+
 int config_parse_bool(const char *s, int *v)
 {
     static const char *const yes[] = {"1", "yes", "true", "on"};
@@ -319,7 +387,7 @@ static int expand(const char *tmpl, const config_template_vars *v, char *out, si
         char conv = 0;
         if (*p == '%') {
             conv = *++p;
-            if (conv == '\0' || !strchr("pPnthr%", conv)) {
+            if (conv == '\0' || !strchr("pPnthrs%", conv)) {
                 /* An unknown letter, or a lone '%' at the end. */
                 out[0] = '\0';
                 return EXPAND_SYNTAX;
@@ -335,6 +403,7 @@ static int expand(const char *tmpl, const config_template_vars *v, char *out, si
         case 't': rc = put_str(out, outlen, &len, v->start, 0); break;
         case 'h': rc = put_str(out, outlen, &len, v->host, 1); break;
         case 'r': rc = put_str(out, outlen, &len, v->run_id, 0); break;
+        case 's': rc = put_str(out, outlen, &len, v->seq, 0); break;
         default: rc = put_chars(out, outlen, &len, "%", 1, 0); break;
         }
     }
@@ -367,6 +436,9 @@ void config_defaults(pyprof_config *c)
     c->flush_ns = NS_PER_S;
     c->quiet = 0;
     c->verbose = 0;
+    c->rotate_ns = c->rotate_bytes = 0;
+    c->keep = 0;
+    c->control = 1;
 }
 
 /* Writes the one error line: "pyprof: NAME=VALUE is not valid: WHAT".  The value is shown
@@ -456,7 +528,7 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
     if ((v = env("PYPROF_OUTPUT"))) {
         /* Only the syntax can be checked now: the values come later (the pid changes at
          * fork), and the writer reports a name that ends up too long. */
-        static const config_template_vars probe = {1, 1, "p", "t", "h", "r"};
+        static const config_template_vars probe = {1, 1, "p", "t", "h", "r", "0000"};
         char tmp[PATH_MAX];
         if (strlen(v) >= sizeof c->output)
             return config_error(err, errlen, "PYPROF_OUTPUT", v,
@@ -464,7 +536,7 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         if (expand(v, &probe, tmp, sizeof tmp) == EXPAND_SYNTAX)
             return config_error(err, errlen, "PYPROF_OUTPUT", v,
                                 "expected a directory, or a file-name template where % is "
-                                "followed by one of p P n t h r %");
+                                "followed by one of p P n t h r s %");
         memcpy(c->output, v, strlen(v) + 1);
     }
     if ((v = env("PYPROF_PERIOD")) &&
@@ -497,5 +569,19 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         return config_error(err, errlen, "PYPROF_FLUSH", v,
                             "expected a number of seconds from 0.01 to 3600, or a duration "
                             "such as 500ms or 2s");
+    if ((v = env("PYPROF_ROTATE")) && config_parse_rotate(v, &c->rotate_ns, &c->rotate_bytes) < 0)
+        return config_error(err, errlen, "PYPROF_ROTATE", v,
+                            "expected a duration from 1s to 366d (30s, 10min, 1h, 2d) or a "
+                            "size from 64KB to 1TB (512KB, 64MB, 1GB)");
+    if ((v = env("PYPROF_KEEP"))) {
+        if (config_parse_uint(v, 1, CONFIG_KEEP_MAX, &c->keep) < 0)
+            return config_error(err, errlen, "PYPROF_KEEP", v,
+                                "expected a number of complete logs from 1 to 100000");
+        if (!c->rotate_ns && !c->rotate_bytes)
+            return config_error(err, errlen, "PYPROF_KEEP", v,
+                                "needs PYPROF_ROTATE (logs are removed only after rotation)");
+    }
+    if (load_bool("PYPROF_CONTROL", &c->control, err, errlen) < 0)
+        return -1;
     return 0;
 }

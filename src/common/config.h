@@ -26,6 +26,10 @@ typedef struct pyprof_config {
     char filter[256];      /* PYPROF_FILTER ("" = all) */
     int signal;            /* PYPROF_SIGNAL (0 = none) */
     uint64_t flush_ns;     /* PYPROF_FLUSH */
+    uint64_t rotate_ns;    /* PYPROF_ROTATE as a duration (0 = not by time) */
+    uint64_t rotate_bytes; /* PYPROF_ROTATE as a size (0 = not by size) */
+    unsigned keep;         /* PYPROF_KEEP: complete logs kept per series (0 = all) */
+    int control;           /* PYPROF_CONTROL: the control socket */
     int quiet;             /* PYPROF_QUIET */
     int verbose;           /* PYPROF_VERBOSE */
 } pyprof_config;
@@ -50,6 +54,19 @@ int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *v);
 /* "USR2", "SIGUSR2", "12", "RTMIN+1".  Returns 0 and the number, or -1. */
 int config_parse_signal(const char *s, int *sig);
 
+#define CONFIG_ROTATE_MIN_NS 1000000000ull            /* 1 s */
+#define CONFIG_ROTATE_MAX_NS (366ull * 86400 * 1000000000ull) /* a year */
+#define CONFIG_ROTATE_MIN_BYTES (64ull << 10)         /* 64 KiB */
+#define CONFIG_ROTATE_MAX_BYTES (1ull << 40)          /* 1 TiB */
+#define CONFIG_KEEP_MAX 100000u
+
+/* PYPROF_ROTATE: a duration ("30s", "10min", "1h", "2d", or what config_parse_duration
+ * takes) or a size ("64MB", "512KB", "1GB", "65536B"; K, M, G, with or without B or iB,
+ * are powers of 1024; K, M and G alone are upper case, so "1m" is refused rather than
+ * read as a mebibyte).  Returns 0 with exactly one of *ns and *bytes nonzero, or -1
+ * (syntax, or outside the CONFIG_ROTATE_* bounds). */
+int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes);
+
 /* "cpu" or "wall".  Returns 0 and enum pyprof_clock, or -1. */
 int config_parse_clock(const char *s, int *clock);
 
@@ -60,9 +77,10 @@ typedef struct config_template_vars {
     const char *start;   /* %t: YYYYmmddTHHMMSS (UTC) */
     const char *host;    /* %h */
     const char *run_id;  /* %r */
+    const char *seq;     /* %s: the file's place in a rotated series, "0000", "0001", ... */
 } config_template_vars;
 
-/* Expands %p %P %n %t %h %r %% in `tmpl` into `out`.  Returns 0, or -1 when the result
+/* Expands %p %P %n %t %h %r %s %% in `tmpl` into `out`.  Returns 0, or -1 when the result
  * does not fit or the template has an unknown %-sequence.  Characters of %n and %h that
  * are '/' become '_'. */
 int config_expand_template(const char *tmpl, const config_template_vars *v, char *out,

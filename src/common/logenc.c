@@ -39,6 +39,9 @@ int logenc_put_header(rec_out *o, const logenc_header_fields *h)
     rec_put_uvarint(o, h->max_depth);
     rec_put_uvarint(o, h->flags);
     rec_put_uvarint(o, h->window);
+    rec_put_uvarint(o, h->seq);
+    rec_put_uvarint(o, h->series_start_unix_ns);
+    rec_put_uvarint(o, h->offset_us);
     return done(o);
 }
 
@@ -138,6 +141,21 @@ int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, siz
 int logenc_put_module_gone(rec_out *o, uint64_t module_id)
 {
     rec_put_uvarint(o, module_id);
+    return done(o);
+}
+
+int logenc_put_snapshot(rec_out *o, uint64_t snapshot_id, uint64_t t_us,
+                        const logenc_snap_thread *t, size_t n)
+{
+    rec_put_uvarint(o, snapshot_id);
+    rec_put_uvarint(o, t_us);
+    rec_put_uvarint(o, n);
+    for (size_t i = 0; i < n; i++) {
+        rec_put_uvarint(o, t[i].thread_idx);
+        rec_put_uvarint(o, t[i].stack_id);
+        rec_put_uvarint(o, t[i].flags);
+        rec_put_u8(o, t[i].os_state);
+    }
     return done(o);
 }
 

@@ -17,6 +17,7 @@
  *   logenc_put_module   MODULE from a logenc_module_fields; logenc_module_max sizes it
  *   logenc_put_nstack   NSTACK: nstack_id and addresses; LOGENC_NSTACK_MAX sizes it
  *   logenc_put_module_gone  MODULE_GONE: module_id
+ *   logenc_put_snapshot SNAPSHOT: id, time and logenc_snap_threads; LOGENC_SNAPSHOT_MAX
  *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
  *
  * The native-log tails are appended by the caller right after the record they extend,
@@ -49,6 +50,7 @@ typedef struct logenc_header_fields {
     uint8_t clock;              /* enum pyprof_clock */
     const char *timer;          /* sampler_timer_name() */
     uint64_t max_depth, flags, window;
+    uint64_t seq, series_start_unix_ns, offset_us; /* the file's place in its series */
 } logenc_header_fields;
 
 typedef struct logenc_code_fields {
@@ -132,6 +134,19 @@ int logenc_put_module(rec_out *o, const logenc_module_fields *m);
 /* addrs[0..n), outermost first. */
 int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, size_t n);
 int logenc_put_module_gone(rec_out *o, uint64_t module_id);
+
+/* One thread of a SNAPSHOT. */
+typedef struct logenc_snap_thread {
+    uint32_t thread_idx, stack_id;
+    uint8_t flags;    /* PYPROF_SNAP_F_* */
+    uint8_t os_state; /* 'R', 'S', ...; 0 unknown */
+} logenc_snap_thread;
+
+/* The largest SNAPSHOT payload for n threads. */
+#define LOGENC_SNAPSHOT_MAX(n) (32 + (size_t)(n) * 17)
+
+int logenc_put_snapshot(rec_out *o, uint64_t snapshot_id, uint64_t t_us,
+                        const logenc_snap_thread *t, size_t n);
 int logenc_put_footer(rec_out *o, const logenc_footer_fields *f);
 
 #endif

@@ -72,10 +72,15 @@ static int create_file(logfile *lf, const logfile_naming *nm)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(start, sizeof start, "%Y%m%dT%H%M%S", &tm);
+    char seq[16];
+    snprintf(seq, sizeof seq, "%04u", nm->seq);
     config_template_vars v = { .pid = nm->pid, .ppid = nm->ppid, .prog = nm->prog,
-                               .start = start, .host = nm->host, .run_id = nm->run_id };
+                               .start = start, .host = nm->host, .run_id = nm->run_id,
+                               .seq = seq };
     const char *out = nm->output;
     int template = out[0] && !is_dir(out) && out[strlen(out) - 1] != '/';
+    /* A rotated series whose template has no %s: ".<seq>" before ".lz4", or at the end. */
+    int add_seq = template && nm->series && !strstr(out, "%s");
     char name[PATH_MAX];
     for (int attempt = 0; attempt < 20; attempt++) {
         char rnd[8];
@@ -84,6 +89,16 @@ static int create_file(logfile *lf, const logfile_naming *nm)
         if (template) {
             if (config_expand_template(out, &v, name, sizeof name) < 0)
                 return -1;
+            if (add_seq) {
+                size_t l = strlen(name);
+                int ext = l > 4 && strcmp(name + l - 4, ".lz4") == 0;
+                if (ext)
+                    name[l - 4] = 0;
+                size_t room = sizeof name - strlen(name);
+                if ((size_t)snprintf(name + strlen(name), room, ".%s%s", seq,
+                                     ext ? ".lz4" : "") >= room)
+                    return -1;
+            }
             if (attempt > 0) {
                 /* Taken: put the random part before a .lz4 extension, or at the end. */
                 size_t l = strlen(name);
@@ -100,8 +115,9 @@ static int create_file(logfile *lf, const logfile_naming *nm)
             const char *dir = out[0] ? out : (getenv("TMPDIR") && getenv("TMPDIR")[0]
                                                   ? getenv("TMPDIR") : "/tmp");
             size_t dl = strlen(dir);
-            if ((size_t)snprintf(name, sizeof name, "%s%spyprof.%s.%ld.%s.lz4", dir,
+            if ((size_t)snprintf(name, sizeof name, "%s%spyprof.%s.%ld.%s%s%s.lz4", dir,
                                  dl && dir[dl - 1] == '/' ? "" : "/", nm->prog, nm->pid,
+                                 nm->series ? seq : "", nm->series ? "." : "",
                                  rnd) >= sizeof name)
                 return -1;
         }
@@ -138,6 +154,7 @@ static void write_all(logfile *lf, const void *buf, size_t len)
         }
         p += n;
         len -= (size_t)n;
+        lf->written += (uint64_t)n;
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * logfile: the log on disk.  Where it goes (PYPROF_OUTPUT: a directory, or a file-name
  * template; the default is $TMPDIR or /tmp), how it is created (O_CREAT | O_EXCL |
- * O_NOFOLLOW | O_CLOEXEC, mode 0600, a random suffix when the name is taken), and the LZ4
+ * O_NOFOLLOW | O_CLOEXEC, mode 0600, a random suffix when the name is taken; the sequence
+ * number of a rotated series in the name), and the LZ4
  * frame it holds: records are staged uncompressed, compressed LOGFILE_STAGE_BYTES at a
  * time, and flushed on request, so a killed process leaves a log readable up to the last
  * flush.  The first failed write is reported once; from then on the data is discarded
@@ -34,6 +35,7 @@ typedef struct logfile {
     LZ4F_cctx *cctx;
     uint8_t *stage;         /* LOGFILE_STAGE_BYTES */
     size_t stage_len;
+    uint64_t written;       /* bytes written to the file so far */
     uint8_t *out;           /* compressed output */
     size_t out_cap;
     void (*write_failed)(void); /* called once, when the first write fails (may be NULL) */
@@ -46,6 +48,8 @@ typedef struct logfile_naming {
     long pid, ppid;
     const char *prog, *host, *run_id;
     uint64_t start_unix_ns; /* for %t */
+    unsigned seq;           /* the file's place in its series (%s) */
+    int series;             /* rotating: the name carries seq even without %s */
 } logfile_naming;
 
 /* The directory of the logs `output` names, into dir; it must exist and be writable now,

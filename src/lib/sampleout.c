@@ -33,8 +33,13 @@ void sampleout_cost(uint32_t depth, uint64_t ns)
 
 uint32_t sampleout_commit(rrec_sample *r, uint32_t tid)
 {
+    return sampleout_commit_kind(r, tid, RREC_SAMPLE);
+}
+
+uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind)
+{
     sighandler_state *g = &sighandler_g;
-    r->kind = RREC_SAMPLE;
+    r->kind = (uint8_t)kind;
     r->tid = tid;
     r->t_ns = clock_mono_ns() - g->t0_ns;
     uint32_t depth = (uint32_t)r->nframes + r->cut;

@@ -8,6 +8,8 @@
  *   sampleout_drop(reason)         counts one sample lost for PYPROF_DROP_<reason>
  *   sampleout_cost(depth, ns)      counts one sample of `depth` frames that cost `ns`
  *   sampleout_commit(r, tid)       commits sample r of thread `tid`; returns its depth
+ *   sampleout_commit_kind(r, tid, kind)  the same for a record of another kind (RREC_SNAP,
+ *                                  RREC_SNAP_END)
  */
 #ifndef PYPROF_SAMPLEOUT_H
 #define PYPROF_SAMPLEOUT_H
@@ -25,5 +27,6 @@ void sampleout_cost(uint32_t depth, uint64_t ns);
 /* [sigsafe] Commits sample r (reserved in sighandler_g.samples) of thread `tid`, stamped
  * now; returns its depth (frames, cut ones included). */
 uint32_t sampleout_commit(rrec_sample *r, uint32_t tid);
+uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind);
 
 #endif

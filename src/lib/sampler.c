@@ -372,6 +372,7 @@ void sampler_forget_in_child(void)
     /* The perf events belong to the parent's threads.  A POSIX timer is not inherited
      * by fork. */
     threadtimer_forget_in_child();
+    wall_forget_in_child();
     have_posix_timer = 0;
     wall_running = 0; /* the wall thread was the parent's */
     atomic_store(&armed, 0);

@@ -18,8 +18,10 @@
 #include "pyabi.h"
 #include "ring.h"
 
-/* Records the handler commits.  Frames run innermost first. */
-enum { RREC_SAMPLE = 1, RREC_CODE = 2 };
+/* Records the handler commits.  Frames run innermost first.  The control thread's
+ * snapshot (wall_snapshot) commits one RREC_SNAP per thread, in the sample layout, then
+ * an RREC_SNAP_END (nframes 0, `cut` the snapshot id, `tid` the threads listed). */
+enum { RREC_SAMPLE = 1, RREC_CODE = 2, RREC_SNAP = 3, RREC_SNAP_END = 4 };
 
 typedef struct rframe {
     uint32_t code_id;
@@ -36,7 +38,9 @@ typedef struct rrec_sample {
     uint16_t keep_inner;     /* frames before the cut; the rest run inner to outer */
     uint16_t nnative;        /* native mode: addresses after frames[nframes] */
     uint8_t native_flags;    /* PYPROF_NATIVE_F_* */
-    uint8_t pad[7];
+    uint8_t snap_flags;      /* RREC_SNAP: PYPROF_SNAP_F_* */
+    uint8_t os_state;        /* RREC_SNAP: the kernel's state letter, 0 unknown */
+    uint8_t pad[5];
     rframe frames[];
     /* then, native mode: uint64_t native[nnative], innermost (the interrupted
      * instruction) first; see rrec_native */

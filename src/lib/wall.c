@@ -14,14 +14,19 @@
  *   pthread_tid_read                             a guarded read of a glibc descriptor
  *   syscall(SYS_tgkill, pid, tid, 0), getpid     existence tests of the threads listed
  *   memset                                       of our own static table
+ *   open, read, close of /proc/self/task/TID/stat a snapshot's thread states (all three
+ *                                                on signal-safety(7))
  *
  * Its scratch (wall_frames, wall_raws, the thread lists and keep_live_threads' cache)
- * is static: there is one wall thread.
+ * is static: one pass at a time, the wall thread's or the control thread's snapshot
+ * (wall_snapshot), which take turns through `busy`.
  */
 #include "wall.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,9 +41,10 @@
 #include "sighandler.h"
 #include "walk.h"
 
-/* The wall sampler thread's scratch (there is one such thread). */
+/* The scratch of the one pass that runs at a time. */
 static uintptr_t wall_frames[SIGHANDLER_MAX_DEPTH];
 static frame_raw wall_raws[SIGHANDLER_MAX_DEPTH];
+static _Atomic int busy; /* a pass (wall thread) or a snapshot (control thread) runs */
 
 /* A stack that changed under the read: the thread is running Python right now.  Its
  * innermost frame, read again from the thread state, is recorded alone, under the
@@ -83,7 +89,8 @@ enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE };
 /* One try at reading thread state `ts` (OS thread `tid`), whose thread keeps running:
  * the walk (hand over hand, see walk), then the code objects of the recorded frames,
  * each looked up while the frame that holds it is checked to still hold it. */
-static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth)
+static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kind,
+                     uint8_t snap_flags, uint8_t os_state)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -145,7 +152,12 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth)
      * keeps running cannot be unwound from here. */
     r->nnative = 0;
     r->native_flags = 0;
-    *depth = sampleout_commit((rrec_sample *)r, tid);
+    if (kind == RREC_SNAP) {
+        r->snap_flags = (uint8_t)(snap_flags | (r->unreadable_tail && r->nframes == 1
+                                                    ? PYPROF_SNAP_F_CHANGED : 0));
+        r->os_state = os_state;
+    }
+    *depth = sampleout_commit_kind((rrec_sample *)r, tid, kind);
     return TRY_TAKEN;
 }
 
@@ -154,7 +166,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth)
 static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid)
 {
     uint32_t depth = 0;
-    int rc = try_other(t, ts, tid, &depth);
+    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, 0, 0);
     if (rc == TRY_CHANGED)
         sampleout_drop(PYPROF_DROP_CHANGING);
     else if (rc == TRY_UNREADABLE)
@@ -220,24 +232,25 @@ static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, unsigned *n)
     *n = kept;
 }
 
-unsigned wall_sample_threads(void)
+enum { MAX_THREADS = 4096 };
+static uintptr_t ts_of[MAX_THREADS];
+static uint32_t tid_of[MAX_THREADS];
+
+/* The main interpreter's thread states and their threads, into ts_of/tid_of: how many,
+ * or -1 when the interpreter is not running. */
+static int list_threads(void)
 {
-    sighandler_state *g = &sighandler_g;
-    const pyabi *a = &g->abi;
-    enum { MAX_THREADS = 4096 };
-    static uintptr_t ts_of[MAX_THREADS];
-    static uint32_t tid_of[MAX_THREADS];
+    const pyabi *a = &sighandler_g.abi;
     volatile unsigned n = 0;
     safe_jmpbuf jb;
     if (!SAFE_GUARD_BEGIN(jb)) {
-        /* The list changed under us: sample the threads found so far. */
+        /* The list changed under us: the threads found so far. */
         sampleout_drop(PYPROF_DROP_UNREADABLE);
-        goto sample;
+        goto listed;
     }
     if (!pyread_interpreter_ready(a)) {
         SAFE_GUARD_END();
-        sampleout_drop(PYPROF_DROP_NOT_READY);
-        return 0;
+        return -1;
     }
     /* The main interpreter (3.7+; the newest on 2.7/3.6, which have no pointer to it). */
     uintptr_t interp = a->runtime ? safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)
@@ -253,9 +266,23 @@ unsigned wall_sample_threads(void)
         ts = safe_ptr(ts + (uintptr_t)a->ts_next);
     }
     SAFE_GUARD_END();
-sample:
+listed:
     keep_live_threads(ts_of, tid_of, (unsigned *)&n);
-    unsigned taken = 0;
+    return (int)n;
+}
+
+unsigned wall_sample_threads(void)
+{
+    sighandler_state *g = &sighandler_g;
+    if (atomic_exchange(&busy, 1))
+        return 0; /* a snapshot is being taken: this period's pass is skipped */
+    int listed = list_threads();
+    if (listed < 0) {
+        atomic_store(&busy, 0);
+        sampleout_drop(PYPROF_DROP_NOT_READY);
+        return 0;
+    }
+    unsigned n = (unsigned)listed, taken = 0;
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
@@ -267,5 +294,102 @@ sample:
         }
     }
     codetable_leave(t);
+    atomic_store(&busy, 0);
     return taken;
 }
+
+/* The kernel's state letter of thread `tid` ('R', 'S', 'D', ...), 0 when unknown: the
+ * field after the command name, which ends at the last ')'. */
+static uint8_t os_state_of(uint32_t tid)
+{
+    char path[64], buf[512];
+    int saved = errno;
+    /* "/proc/self/task/" then the decimal tid, without snprintf. */
+    static const char pre[] = "/proc/self/task/";
+    char digits[12];
+    int nd = 0;
+    do {
+        digits[nd++] = (char)('0' + tid % 10);
+        tid /= 10;
+    } while (tid && nd < (int)sizeof digits);
+    size_t len = sizeof pre - 1;
+    memcpy(path, pre, len);
+    while (nd)
+        path[len++] = digits[--nd];
+    memcpy(path + len, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    errno = saved;
+    if (r <= 0)
+        return 0;
+    uint8_t st = 0;
+    for (ssize_t i = r - 1; i >= 0; i--)
+        if (buf[i] == ')') {
+            if (i + 2 < r)
+                st = (uint8_t)buf[i + 2];
+            break;
+        }
+    return st;
+}
+
+int wall_snapshot(uint32_t snapshot_id)
+{
+    sighandler_state *g = &sighandler_g;
+    const pyabi *a = &g->abi;
+    /* The wall thread's pass, if one runs, ends within a period's reads. */
+    for (int i = 0; atomic_exchange(&busy, 1); i++) {
+        if (i >= 2000)
+            return -1;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    if (!atomic_load_explicit(&g->pthread_tid_offset, memory_order_relaxed))
+        atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
+    int listed = list_threads();
+    if (listed < 0) {
+        atomic_store(&busy, 0);
+        return -1;
+    }
+    unsigned n = (unsigned)listed;
+    /* 2.7 and 3.6 name the thread holding the GIL. */
+    uintptr_t gil = 0;
+    if (a->gil_tstate) {
+        safe_jmpbuf jb;
+        if (SAFE_GUARD_BEGIN(jb)) {
+            gil = safe_ptr(a->gil_tstate);
+            SAFE_GUARD_END();
+        }
+    }
+    int t = codetable_enter();
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t flags = gil && ts_of[i] == gil ? PYPROF_SNAP_F_GIL : 0;
+        uint8_t state = os_state_of(tid_of[i]);
+        uint32_t depth = 0;
+        int rc = TRY_NONE;
+        for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
+            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, flags, state);
+        if (rc == TRY_TAKEN)
+            continue;
+        /* No Python frame, or none readable: the thread is listed all the same. */
+        rrec_sample *r = ring_reserve(&g->samples, sizeof(rrec_sample));
+        if (!r)
+            continue;
+        memset(r, 0, sizeof *r);
+        r->snap_flags = (uint8_t)(flags | (rc == TRY_CHANGED ? PYPROF_SNAP_F_CHANGED : 0));
+        r->os_state = state;
+        sampleout_commit_kind(r, tid_of[i], RREC_SNAP);
+    }
+    codetable_leave(t);
+    rrec_sample *end = ring_reserve(&g->samples, sizeof(rrec_sample));
+    if (end) {
+        memset(end, 0, sizeof *end);
+        end->cut = snapshot_id;
+        sampleout_commit_kind(end, n, RREC_SNAP_END);
+    }
+    atomic_store(&busy, 0);
+    return end ? 0 : -1;
+}
+
+void wall_forget_in_child(void) { atomic_store(&busy, 0); }

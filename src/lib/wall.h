@@ -5,9 +5,13 @@
  *
  * Interface:
  *   wall_sample_threads()   one pass over the threads; returns the samples recorded
+ *   wall_snapshot(id)       every thread's stack, for `pyprof dump`
+ *   wall_forget_in_child()
  */
 #ifndef PYPROF_WALL_H
 #define PYPROF_WALL_H
+
+#include <stdint.h>
 
 /* [not a signal handler; sigsafe all the same] Wall-clock mode, from the sampler's own
  * thread (only one may call it): one sample of every thread of the main interpreter that
@@ -15,5 +19,16 @@
  * the program's threads).  A stack that changed during the read is recorded as its
  * innermost frame under the unreadable marker.  Returns the samples recorded. */
 unsigned wall_sample_threads(void);
+
+/* [not sigsafe in spirit: the control thread's] `pyprof dump`: one read of every thread
+ * of the main interpreter, idle or not, into the sample ring: an RREC_SNAP record per
+ * thread (its stack, or none; PYPROF_SNAP_F_* and the kernel's state letter), then an
+ * RREC_SNAP_END with `snapshot_id`.  Waits for a wall pass that is running (at most
+ * 2 s).  Returns 0, or -1 (the interpreter is not running, the ring is full, or a pass
+ * never ended). */
+int wall_snapshot(uint32_t snapshot_id);
+
+/* In a fork child: a pass or snapshot the parent was running is not ours. */
+void wall_forget_in_child(void);
 
 #endif

@@ -32,6 +32,7 @@
  */
 #include "writer.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -80,6 +81,9 @@ typedef struct code_info {
     uint8_t kind;
     uint32_t lt_len;
     uint8_t *lt;
+    uint8_t *rec;      /* the CODE record's payload, for the next file of a series */
+    uint32_t rec_len;
+    unsigned file_gen; /* the file it was last written to (W.file_gen) */
 } code_info;
 
 typedef struct wthread {
@@ -94,6 +98,18 @@ static struct {
     char run_id[64];
     unsigned window;
     pid_t pid;
+    /* the series of rotated files and this file of it */
+    unsigned seq;              /* this file's place in the series */
+    unsigned file_gen;         /* bumped at each new file */
+    uint64_t series_unix_ns;   /* the first file's start (wall clock) */
+    uint64_t file_rel0_ns;     /* this file's start of profiling, since sampler_t0 */
+    uint64_t file_t0_mono_ns;  /* the same on the monotonic clock */
+    sampler_stats base;        /* the handler's counters when this file began */
+    uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes;
+    /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
+    logenc_snap_thread *snap;
+    size_t snap_n, snap_cap;
+    uint32_t snapshot_last;    /* the last snapshot written */
     /* output */
     logfile log;
     int statm_fd;
@@ -170,6 +186,9 @@ static void put_header(void)
         .max_depth = W.cfg.max_depth,
         .flags = (W.cfg.memory ? PYPROF_HDR_MEMORY : 0) | (W.native ? PYPROF_HDR_NATIVE : 0),
         .window = W.window,
+        .seq = W.seq,
+        .series_start_unix_ns = W.series_unix_ns,
+        .offset_us = W.file_rel0_ns / 1000,
     };
     logenc_put_header(&o, &h);
     emit(PYPROF_REC_HEADER, &o);
@@ -207,6 +226,35 @@ static void sync_modules(void)
     modules_sync(&W.mods, emit_module, emit_module_gone, NULL);
 }
 
+/* The files of this process that the library finished, oldest first: what PYPROF_KEEP
+ * may remove.  Never another process's (a fork child starts with none), never the file
+ * being written. */
+static struct {
+    char **paths;
+    size_t n, cap;
+} kept;
+
+/* A finished file: remembered, and the oldest beyond PYPROF_KEEP removed. */
+static void keep_finished(const char *path)
+{
+    if (!W.cfg.keep || !path[0])
+        return;
+    if (grow_array((void **)&kept.paths, &kept.cap, kept.n + 1, sizeof *kept.paths, 16) < 0)
+        return;
+    char *p = strdup(path);
+    if (!p)
+        return;
+    kept.paths[kept.n++] = p;
+    size_t drop = kept.n > W.cfg.keep ? kept.n - W.cfg.keep : 0;
+    for (size_t i = 0; i < drop; i++) {
+        if (unlink(kept.paths[i]) < 0 && errno != ENOENT)
+            diag_verbose("pyprof: cannot remove %s: %s", kept.paths[i], strerror(errno));
+        free(kept.paths[i]);
+    }
+    memmove(kept.paths, kept.paths + drop, (kept.n - drop) * sizeof *kept.paths);
+    kept.n -= drop;
+}
+
 /* Opens the log and writes the frame header, magic and HEADER (and, in native mode, the
  * modules).  Returns 0 or -1. */
 static int open_log(void)
@@ -218,7 +266,8 @@ static int open_log(void)
     procself_host(host, sizeof host);
     logfile_naming nm = { .output = W.cfg.output, .pid = W.pid, .ppid = getppid(),
                           .prog = prog, .host = host, .run_id = W.run_id,
-                          .start_unix_ns = W.unix_start_ns };
+                          .start_unix_ns = W.unix_start_ns, .seq = W.seq,
+                          .series = W.cfg.rotate_ns || W.cfg.rotate_bytes || W.seq };
     if (logfile_open(&W.log, &nm) < 0)
         return -1;
     W.native = sampler_native() > 0;
@@ -363,6 +412,20 @@ static void sb_push(stackbuild *b, uint32_t code_id, int32_t line, int run_start
     b->n++;
 }
 
+/* Writes code `id`'s CODE record into this file unless it is there already (a series'
+ * next file announces again the code its stacks use). */
+static void code_announce(uint32_t id)
+{
+    code_info *ci = id >= PYPROF_CODE_FIRST ? code_find(id) : NULL;
+    if (!ci || ci->file_gen == W.file_gen || !ci->rec)
+        return;
+    ci->file_gen = W.file_gen;
+    rec_out o;
+    rec_out_init(&o, ci->rec, ci->rec_len);
+    o.len = ci->rec_len;
+    emit(PYPROF_REC_CODE, &o);
+}
+
 /* The id of this stack, emitting its STACK record (with its runs in native mode) the
  * first time.  0 on failure. */
 static uint32_t stack_id(const stackbuild *b)
@@ -371,6 +434,8 @@ static uint32_t stack_id(const stackbuild *b)
     uint32_t id = stackmap_intern(&W.stacks, b->w, b->n, &is_new);
     if (!id || !is_new)
         return id;
+    for (size_t i = 0; i < b->n; i++)
+        code_announce(b->f[i].code_id);
     size_t cap = LOGENC_STACK_MAX(b->n) + (W.native ? LOGENC_RUNS_MAX(b->n) : 0);
     uint8_t small[4096];
     uint8_t *buf = cap <= sizeof small ? small : malloc(cap);
@@ -459,6 +524,9 @@ static void take_code(const rrec_code *c)
     else
         ci->lt_len = 0;
     size_t cap = logenc_code_max(&cf);
+    free(ci->rec);
+    ci->rec = NULL;
+    ci->rec_len = 0;
     uint8_t *buf = malloc(cap);
     if (!buf)
         return;
@@ -466,7 +534,11 @@ static void take_code(const rrec_code *c)
     rec_out_init(&o, buf, cap);
     logenc_put_code(&o, &cf);
     emit(PYPROF_REC_CODE, &o);
-    free(buf);
+    /* Kept for the next file of a series, which must announce it again. */
+    uint8_t *keep = realloc(buf, o.len ? o.len : 1);
+    ci->rec = keep ? keep : buf;
+    ci->rec_len = (uint32_t)o.len;
+    ci->file_gen = W.file_gen;
 }
 
 static void drain_codes(void)
@@ -509,8 +581,15 @@ static void sb_frame(stackbuild *b, const rframe *fr)
 
 #define SB_SMALL 512 /* frames a stack is built with on the writer's own stack */
 
-/* One SAMPLE record (`len` bytes in the ring), with what it needs announced first. */
-static void take_sample(const rrec_sample *s, size_t len)
+/* A recorded time (ns since sampler_t0) in this file's microseconds. */
+static int64_t file_us(uint64_t t_ns)
+{
+    return t_ns > W.file_rel0_ns ? (int64_t)((t_ns - W.file_rel0_ns) / 1000) : 0;
+}
+
+/* A sample's thread index and Python stack id, with what they need announced first.
+ * Returns 0, or -1 when the stack could not be interned. */
+static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
 {
     size_t n = (size_t)s->nframes + 2;
     logenc_frame fbuf[SB_SMALL];
@@ -521,7 +600,7 @@ static void take_sample(const rrec_sample *s, size_t len)
     if (n > SB_SMALL) {
         heap = malloc(n * (sizeof *b.w + sizeof *b.f + sizeof *b.runs));
         if (!heap)
-            return;
+            return -1;
         b.w = heap;
         b.f = (logenc_frame *)(b.w + n);
         b.runs = (uint32_t *)(b.f + n);
@@ -534,23 +613,67 @@ static void take_sample(const rrec_sample *s, size_t len)
         sb_push(&b, PYPROF_CODE_CUT, (int32_t)s->cut, 0);
     for (size_t i = s->keep_inner; i-- > 0;)
         sb_frame(&b, &s->frames[i]);
-    uint32_t tidx = thread_idx(s->tid);
-    uint32_t sid = stack_id(&b);
+    *tidx = thread_idx(s->tid);
+    *sid = b.n ? stack_id(&b) : 0;
     free(heap);
-    if (!sid)
+    return *sid || !b.n ? 0 : -1;
+}
+
+/* One SAMPLE record (`len` bytes in the ring), with what it needs announced first. */
+static void take_sample(const rrec_sample *s, size_t len)
+{
+    uint32_t tidx, sid;
+    if (sample_stack(s, &tidx, &sid) < 0 || !sid)
         return;
     uint8_t nflags = s->native_flags;
     uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
     uint8_t buf[64];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
-    int64_t t_us = (int64_t)(s->t_ns / 1000);
+    int64_t t_us = file_us(s->t_ns);
     logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, W.cfg.period_ns / 1000);
     if (W.native)
         logenc_put_sample_native(&o, nsid, nflags);
     W.last_t_us = t_us;
     emit(PYPROF_REC_SAMPLE, &o);
     W.samples++;
+}
+
+/* One thread of a snapshot: kept until its RREC_SNAP_END. */
+static void snap_add(const rrec_sample *s)
+{
+    uint32_t tidx, sid;
+    if (sample_stack(s, &tidx, &sid) < 0)
+        sid = 0;
+    if (grow_array((void **)&W.snap, &W.snap_cap, W.snap_n + 1, sizeof *W.snap, 16) < 0)
+        return;
+    W.snap[W.snap_n++] = (logenc_snap_thread){ tidx, sid, s->snap_flags, s->os_state };
+}
+
+/* The end of a snapshot: its SNAPSHOT record. */
+static void snap_end(const rrec_sample *s)
+{
+    size_t cap = LOGENC_SNAPSHOT_MAX(W.snap_n);
+    uint8_t *buf = malloc(cap);
+    if (buf) {
+        rec_out o;
+        rec_out_init(&o, buf, cap);
+        logenc_put_snapshot(&o, s->cut, (uint64_t)file_us(s->t_ns), W.snap, W.snap_n);
+        emit(PYPROF_REC_SNAPSHOT, &o);
+        free(buf);
+        W.snapshot_last = s->cut;
+    }
+    W.snap_n = 0;
+}
+
+static void take_record(const rrec_sample *s, size_t len)
+{
+    if (s->kind == RREC_SNAP)
+        snap_add(s);
+    else if (s->kind == RREC_SNAP_END)
+        snap_end(s);
+    else
+        take_sample(s, len);
 }
 
 static void drain(void)
@@ -569,7 +692,7 @@ static void drain(void)
     size_t len;
     while ((rec = ring_peek(sampler_sample_ring(), &len))) {
         if (W.log.fd >= 0 && !W.log.failed)
-            take_sample(rec, len);
+            take_record(rec, len);
         ring_release(sampler_sample_ring());
     }
 }
@@ -585,7 +708,7 @@ static void record_rss(void)
     uint8_t out[32];
     rec_out o;
     rec_out_init(&o, out, sizeof out);
-    int64_t t_us = (int64_t)(t / 1000);
+    int64_t t_us = file_us(t);
     logenc_put_rss(&o, t_us - W.last_t_us, rss);
     W.last_t_us = t_us;
     emit(PYPROF_REC_RSS, &o);
@@ -605,10 +728,12 @@ static void flip_rekey(void *ctx)
         if (!keep[i].id)
             continue;
         code_info *ci = codetable_holds(keep[i].id) ? code_insert_slot(keep[i].id) : NULL;
-        if (ci)
+        if (ci) {
             *ci = keep[i];
-        else
+        } else {
             free(keep[i].lt);
+            free(keep[i].rec);
+        }
     }
     free(keep);
     stacks_reset();
@@ -637,6 +762,95 @@ static int interpreter_running(void)
 
 static void finish_log(int end, int status_known, int status);
 static void forget_all(void);
+static void put_footer(int end, int status_known, int status);
+static void file_begin(void);
+
+/* Ends this file of the series (drained, footer "rotated") and begins the next: a new
+ * file whose records announce again every thread, code, stack and module they use.
+ * The writer thread only. */
+static void rotate(void)
+{
+    if (W.log.fd < 0)
+        return;
+    drain();
+    record_rss();
+    W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    put_footer(PYPROF_END_ROTATED, 0, 0);
+    logfile_close(&W.log);
+    diag_verbose("pyprof: rotated %s (%llu samples)", W.log.path,
+                 (unsigned long long)W.samples);
+    char done[PATH_MAX];
+    snprintf(done, sizeof done, "%s", W.log.path);
+    logfile_free(&W.log);
+    if (logfile_init(&W.log, count_write_error) < 0) {
+        W.log.failed = 1; /* out of memory: samples are taken and discarded */
+        keep_finished(done);
+        return;
+    }
+    W.seq++;
+    file_begin();
+    stacks_reset();
+    W.threads_n = 0;
+    W.snap_n = 0;
+    modules_free(&W.mods);
+    open_log();
+    keep_finished(done);
+}
+
+/* Requests from the control thread (writer_request): one at a time, answered by the
+ * writer thread.  Outside W, which a new window clears. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    int op;             /* WRITER_REQ_*, 0 = none pending */
+    uint64_t id, done;  /* the pending request's number; the last one answered */
+    int rc;
+    char path[PATH_MAX];
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, "" };
+
+/* Answers a pending request, if any (the writer thread, between drains). */
+static void serve_request(void)
+{
+    pthread_mutex_lock(&R.lock);
+    int op = R.op;
+    uint64_t id = R.id;
+    pthread_mutex_unlock(&R.lock);
+    if (!op)
+        return;
+    int rc = -1;
+    /* A window that just started may not have created its log yet. */
+    if (W.log.fd < 0 && !W.log.failed && sampler_native() >= 0 && interpreter_running())
+        open_log();
+    if (W.log.fd >= 0 && !W.log.failed) {
+        if (op == WRITER_REQ_ROTATE) {
+            rotate();
+        } else {
+            drain();
+            logfile_flush(&W.log);
+            W.last_flush_ns = clock_mono_ns();
+        }
+        rc = W.log.fd >= 0 && !W.log.failed ? 0 : -1;
+    }
+    pthread_mutex_lock(&R.lock);
+    if (R.id == id) {
+        R.rc = rc;
+        snprintf(R.path, sizeof R.path, "%s", W.log.path);
+        R.done = id;
+        R.op = 0;
+        pthread_cond_broadcast(&R.done_cond);
+    }
+    pthread_mutex_unlock(&R.lock);
+}
+
+/* Is it time for the next file of the series? */
+static int rotation_due(uint64_t now)
+{
+    if (W.log.fd < 0 || W.log.failed)
+        return 0;
+    if (W.cfg.rotate_ns && now - W.file_t0_mono_ns >= W.cfg.rotate_ns)
+        return 1;
+    return W.cfg.rotate_bytes && W.log.written >= W.cfg.rotate_bytes;
+}
 
 static void *writer_main(void *arg)
 {
@@ -670,6 +884,9 @@ static void *writer_main(void *arg)
         uint64_t now = clock_mono_ns();
         if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss();
+        serve_request();
+        if (rotation_due(now))
+            rotate();
         if (codetable_flip_wanted())
             flip_tables();
         if (W.log.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
@@ -708,8 +925,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     snprintf(W.run_id, sizeof W.run_id, "%s", meta->run_id ? meta->run_id : "");
     W.window = meta->window;
     W.pid = getpid();
-    W.unix_start_ns = clock_ns(CLOCK_REALTIME);
-    W.cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    file_begin();
     W.last_flush_ns = clock_mono_ns();
     /* The directory must be writable now, so a bad PYPROF_OUTPUT is reported at start. */
     char dir[PATH_MAX];
@@ -736,23 +952,57 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     return 0;
 }
 
+/* The handler's counters since this file began (a rotated series' footers each count
+ * their own file). */
+static void file_stats(sampler_stats *st)
+{
+    _Static_assert(sizeof *st % sizeof(uint64_t) == 0, "sampler_stats is all counters");
+    sampler_read_stats(st);
+    uint64_t *a = (uint64_t *)(void *)st;
+    const uint64_t *b = (const uint64_t *)(const void *)&W.base;
+    for (size_t i = 0; i < sizeof *st / sizeof(uint64_t); i++)
+        a[i] -= b[i];
+}
+
+/* Where this file's counters start: now. */
+static void file_begin(void)
+{
+    W.file_t0_mono_ns = clock_mono_ns();
+    W.file_rel0_ns = W.seq ? W.file_t0_mono_ns - sampler_t0_ns() : 0;
+    W.unix_start_ns = clock_ns(CLOCK_REALTIME);
+    if (!W.seq)
+        W.series_unix_ns = W.unix_start_ns;
+    W.cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    memset(&W.base, 0, sizeof W.base);
+    if (W.seq) {
+        sampler_read_stats(&W.base);
+        W.base_writer_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        W.base_timer_ns = threadtimer_cpu_ns();
+        W.base_untimed_ns = threadtimer_untimed_ns();
+        W.base_wall_passes = sampler_wall_passes();
+    }
+    W.samples = 0;
+    W.last_t_us = 0;
+    W.file_gen++;
+}
+
 static void put_footer(int end, int status_known, int status)
 {
     sampler_stats st;
-    sampler_read_stats(&st);
+    file_stats(&st);
     uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
     logenc_footer_fields f = {
         .end_unix_ns = clock_ns(CLOCK_REALTIME),
-        .duration_ns = clock_mono_ns() - sampler_t0_ns(),
+        .duration_ns = clock_mono_ns() - sampler_t0_ns() - W.file_rel0_ns,
         .samples = W.samples,
         .signals = st.signals,
         .end = (uint64_t)end,
         .status_known = status_known,
         .status = status,
         .handler_ns = st.handler_ns,
-        .writer_ns = W.writer_cpu_ns,
-        .timer_ns = threadtimer_cpu_ns(),
-        .untimed_ns = threadtimer_untimed_ns(),
+        .writer_ns = W.writer_cpu_ns - W.base_writer_ns,
+        .timer_ns = threadtimer_cpu_ns() - W.base_timer_ns,
+        .untimed_ns = threadtimer_untimed_ns() - W.base_untimed_ns,
         .has_native = W.native,
         .native_ok = st.native_ok,
         .native_truncated = st.native_truncated,
@@ -768,7 +1018,9 @@ static void put_footer(int end, int status_known, int status)
     uint64_t wall = f.duration_ns;
     f.achieved_hz_milli =
         W.cfg.clock == PYPROF_CLOCK_WALL
-            ? (wall ? (uint64_t)((double)sampler_wall_passes() * 1e12 / (double)wall) : 0)
+            ? (wall ? (uint64_t)((double)(sampler_wall_passes() - W.base_wall_passes) * 1e12 /
+                                 (double)wall)
+                    : 0)
             : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
     f.lib_cpu_ns = st.handler_ns + W.writer_cpu_ns + f.timer_ns;
     uint8_t buf[2048];
@@ -796,6 +1048,7 @@ static void finish_log(int end, int status_known, int status)
         logfile_close(&W.log);
         diag_verbose("pyprof: wrote %s (%llu samples)", W.log.path,
                      (unsigned long long)W.samples);
+        keep_finished(W.log.path);
     }
     if (W.statm_fd >= 0) {
         close(W.statm_fd);
@@ -837,8 +1090,11 @@ static void forget_all(void)
     logfile_free(&W.log);
     if (W.statm_fd >= 0)
         close(W.statm_fd);
-    for (size_t i = 0; i < W.codes_cap; i++)
+    for (size_t i = 0; i < W.codes_cap; i++) {
         free(W.codes[i].lt);
+        free(W.codes[i].rec);
+    }
+    free(W.snap);
     free(W.codes);
     stackmap_free(&W.stacks);
     stackmap_free(&W.nstacks);
@@ -853,6 +1109,66 @@ static void forget_all(void)
 void writer_forget_in_child(void)
 {
     /* The writer thread does not exist here: start from a clean state, without touching
-     * the parent's file beyond closing our copy of its descriptor. */
+     * the parent's file beyond closing our copy of its descriptor.  The parent's
+     * finished files are the parent's to remove. */
     forget_all();
+    for (size_t i = 0; i < kept.n; i++)
+        free(kept.paths[i]);
+    kept.n = 0;
+    pthread_mutex_init(&R.lock, NULL);
+    pthread_cond_init(&R.done_cond, NULL);
+    R.op = 0;
+}
+
+int writer_request(int op, char *path, size_t cap)
+{
+    if (!W.thread_running || W.pid != getpid() || atomic_load(&W.finished))
+        return -1;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 2;
+    pthread_mutex_lock(&R.lock);
+    while (R.op) /* another request is being answered */
+        if (pthread_cond_timedwait(&R.done_cond, &R.lock, &dl) != 0) {
+            pthread_mutex_unlock(&R.lock);
+            return -1;
+        }
+    uint64_t id = ++R.id;
+    R.op = op;
+    sem_post(&W.wake);
+    int rc = 0;
+    while (R.done != id && rc == 0)
+        rc = pthread_cond_timedwait(&R.done_cond, &R.lock, &dl);
+    if (R.done != id) {
+        R.op = 0; /* not answered: withdrawn */
+        pthread_mutex_unlock(&R.lock);
+        return -1;
+    }
+    rc = R.rc;
+    if (path && cap)
+        snprintf(path, cap, "%s", R.path);
+    pthread_mutex_unlock(&R.lock);
+    return rc;
+}
+
+void writer_status(writer_status_info *st)
+{
+    memset(st, 0, sizeof *st);
+    if (W.pid != getpid())
+        return;
+    st->open = W.log.fd >= 0 && !atomic_load(&W.finished);
+    snprintf(st->path, sizeof st->path, "%s", st->open ? W.log.path : "");
+    st->seq = W.seq;
+    st->window = W.window;
+    st->samples = W.samples;
+    st->snapshot_last = W.snapshot_last;
+    sampler_stats fs;
+    file_stats(&fs);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        st->dropped += fs.drops[i];
+    uint64_t writer_ns = 0;
+    clockid_t cid;
+    if (W.thread_running && pthread_getcpuclockid(W.thread, &cid) == 0)
+        writer_ns = clock_ns(cid) - W.base_writer_ns;
+    st->lib_cpu_ns = fs.handler_ns + writer_ns + (threadtimer_cpu_ns() - W.base_timer_ns);
 }

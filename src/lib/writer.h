@@ -1,7 +1,8 @@
 /*
  * writer: the log.  Owns the output file, the writer thread that drains the handler's
  * rings, turns instruction offsets into lines, deduplicates stacks, reads the RSS,
- * compresses with LZ4's frame API and writes; and the header and footer.  Memory stays
+ * compresses with LZ4's frame API and writes; and the header and footer; rotation into a
+ * series of files (PYPROF_ROTATE) and the removal of old ones (PYPROF_KEEP).  Memory stays
  * bounded however long the process runs: the code, stack and thread maps are reset when
  * the handler's code table changes generation.  [not sigsafe]
  */
@@ -47,5 +48,27 @@ void writer_forget_in_child(void);
 
 /* Path of the log, once created ("" before). */
 const char *writer_path(void);
+
+/* What the control thread may ask of the writer thread. */
+enum { WRITER_REQ_FLUSH = 1, /* drain the rings and flush the file */
+       WRITER_REQ_ROTATE = 2 /* finish this file of the series and begin the next */ };
+
+/* [not sigsafe] Has the writer thread do `op` and waits for it (at most 2 s).  Returns 0
+ * with the log's path (after the request) in `path`, or -1: no log is being written, the
+ * writer did not answer in time, or writing failed. */
+int writer_request(int op, char *path, size_t cap);
+
+/* What `pyprof ctl status` says of the log. */
+typedef struct writer_status_info {
+    int open;              /* a log is being written */
+    char path[4096];       /* "" when none */
+    unsigned seq, window;
+    uint64_t samples, dropped, lib_cpu_ns; /* in this file */
+    uint32_t snapshot_last;
+} writer_status_info;
+
+/* [not sigsafe] Reads the writer's state (from another thread: the numbers are a
+ * moment's, not a consistent cut). */
+void writer_status(writer_status_info *st);
 
 #endif

@@ -294,6 +294,7 @@ static const config_template_vars tvars = {
     .start = "20240102T030405",
     .host = "box",
     .run_id = "r1d",
+    .seq = "0007",
 };
 
 static void expect_expand(const char *tmpl, const config_template_vars *v, const char *want)
@@ -314,6 +315,7 @@ static void test_template_sequences(void **state)
     expect_expand("%t", &tvars, "20240102T030405");
     expect_expand("%h", &tvars, "box");
     expect_expand("%r", &tvars, "r1d");
+    expect_expand("%s", &tvars, "0007");
     expect_expand("%%", &tvars, "%");
     expect_expand("", &tvars, "");
     expect_expand("plain", &tvars, "plain");
@@ -399,6 +401,7 @@ static const char *const all_vars[] = {
     "PYPROF_OUTPUT", "PYPROF_PERIOD", "PYPROF_CLOCK",  "PYPROF_NATIVE",
     "PYPROF_MEMORY", "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER",
     "PYPROF_SIGNAL", "PYPROF_FLUSH",  "PYPROF_QUIET",  "PYPROF_VERBOSE",
+    "PYPROF_ROTATE", "PYPROF_KEEP",   "PYPROF_CONTROL",
 };
 
 static int clear_env(void **state)
@@ -568,7 +571,7 @@ static void test_load_errors(void **state)
     expect_load_error("PYPROF_SIGNAL", "65", NULL);
     expect_load_error("PYPROF_OUTPUT", "/tmp/%q.lz4",
                       "pyprof: PYPROF_OUTPUT=/tmp/%q.lz4 is not valid: expected a directory, "
-                      "or a file-name template where % is followed by one of p P n t h r %");
+                      "or a file-name template where % is followed by one of p P n t h r s %");
     expect_load_error("PYPROF_OUTPUT", "/tmp/100%", NULL);
 }
 
@@ -674,6 +677,73 @@ static void test_load_error_value_is_sanitised(void **state)
     assert_int_equal(strlen(c.filter), 255);
 }
 
+/* ---- PYPROF_ROTATE, PYPROF_KEEP, PYPROF_CONTROL -------------------------------------- */
+
+static void test_rotate_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        uint64_t ns, bytes;
+    } good[] = {
+        {"1s", 1000000000ull, 0},      {"10min", 600000000000ull, 0},
+        {"1.5h", 5400000000000ull, 0}, {"2d", 172800000000000ull, 0},
+        {"30", 30000000000ull, 0},     {"1500ms", 1500000000ull, 0},
+        {"64MB", 0, 64ull << 20},      {"64mib", 0, 64ull << 20},
+        {"512KB", 0, 512ull << 10},    {"1G", 0, 1ull << 30},
+        {"65536B", 0, 65536},          {"0.5MB", 0, 512ull << 10},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(good); i++) {
+        uint64_t ns = 99, bytes = 99;
+        if (config_parse_rotate(good[i].s, &ns, &bytes) < 0)
+            fail_msg("\"%s\" rejected", good[i].s);
+        if (ns != good[i].ns || bytes != good[i].bytes)
+            fail_msg("\"%s\" gave %llu ns, %llu bytes", good[i].s, (unsigned long long)ns,
+                     (unsigned long long)bytes);
+    }
+    static const char *const bad[] = {
+        "", "0", "0.5s", "999ms", "-1min", "1m", "10 min", "MB", "5msMB", "1e3s",
+        "63KB", "2TB", "367d", "1.5.5h", "h", "64MBB", "nan",
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        uint64_t ns = 0, bytes = 0;
+        if (config_parse_rotate(bad[i], &ns, &bytes) == 0)
+            fail_msg("\"%s\" accepted as %llu ns, %llu bytes", bad[i],
+                     (unsigned long long)ns, (unsigned long long)bytes);
+    }
+}
+
+static void test_load_rotate_keep_control(void **state)
+{
+    (void)state;
+    pyprof_config c;
+    char err[512];
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_true(c.rotate_ns == 0 && c.rotate_bytes == 0 && c.keep == 0);
+    assert_int_equal(c.control, 1);
+    setenv("PYPROF_KEEP", "3", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_KEEP=3"));
+    assert_non_null(strstr(err, "PYPROF_ROTATE"));
+    setenv("PYPROF_ROTATE", "10min", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_true(c.rotate_ns == 600000000000ull && c.keep == 3);
+    setenv("PYPROF_ROTATE", "10 minutes", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_ROTATE=10 minutes"));
+    setenv("PYPROF_ROTATE", "64MB", 1);
+    setenv("PYPROF_KEEP", "0", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_KEEP=0"));
+    unsetenv("PYPROF_KEEP");
+    setenv("PYPROF_CONTROL", "0", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_true(c.rotate_bytes == (64ull << 20) && c.control == 0);
+    setenv("PYPROF_CONTROL", "maybe", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_CONTROL=maybe"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -695,6 +765,8 @@ int main(void)
         cmocka_unit_test_setup(test_load_quiet_survives_errors, clear_env),
         cmocka_unit_test_setup(test_load_forbidden_signals, clear_env),
         cmocka_unit_test_setup(test_load_error_value_is_sanitised, clear_env),
+        cmocka_unit_test(test_rotate_parse),
+        cmocka_unit_test_setup(test_load_rotate_keep_control, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,7 +46,8 @@ static logenc_header_fields header_fields(void)
         .cmdline = cmdline, .cmdline_len = sizeof cmdline - 1, .python_version = "3.11.7",
         .python_hex = 0x030b07f0, .period_ns = 10000000, .clock = PYPROF_CLOCK_WALL,
         .timer = "perf-task-clock", .max_depth = 256, .flags = PYPROF_HDR_MEMORY,
-        .window = 3,
+        .window = 3, .seq = 12, .series_start_unix_ns = 1699999999000000000ull,
+        .offset_us = 987654321,
     };
 }
 
@@ -81,7 +82,40 @@ static void test_header(void **state)
     assert_int_equal(rec_get_uvarint(&in), 256);
     assert_int_equal(rec_get_uvarint(&in), PYPROF_HDR_MEMORY);
     assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 12);
+    assert_int_equal(rec_get_uvarint(&in), 1699999999000000000ull);
+    assert_int_equal(rec_get_uvarint(&in), 987654321);
     expect_end(&in);
+}
+
+static void test_snapshot(void **state)
+{
+    (void)state;
+    const logenc_snap_thread t[3] = {
+        { 0, 5, PYPROF_SNAP_F_GIL, 'R' },
+        { 1, 0, PYPROF_SNAP_F_CHANGED, 'S' },
+        { 300, 70000, 0, 0 },
+    };
+    uint8_t small[LOGENC_SNAPSHOT_MAX(3)];
+    rec_out o;
+    rec_out_init(&o, small, sizeof small);
+    assert_int_equal(logenc_put_snapshot(&o, 9, 123456789, t, 3), 0);
+    rec_in in;
+    rec_in_init(&in, small, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 9);
+    assert_int_equal(rec_get_uvarint(&in), 123456789);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rec_get_uvarint(&in), t[i].thread_idx);
+        assert_int_equal(rec_get_uvarint(&in), t[i].stack_id);
+        assert_int_equal(rec_get_uvarint(&in), t[i].flags);
+        assert_int_equal(rec_get_u8(&in), t[i].os_state);
+    }
+    expect_end(&in);
+    /* The bound holds for the largest values a writer can put. */
+    logenc_snap_thread big = { UINT32_MAX, UINT32_MAX, 0xff, 0xff };
+    rec_out_init(&o, small, LOGENC_SNAPSHOT_MAX(1));
+    assert_int_equal(logenc_put_snapshot(&o, UINT64_MAX, UINT64_MAX, &big, 1), 0);
 }
 
 static void test_header_no_cmdline(void **state)
@@ -450,6 +484,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
+        cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_header_no_cmdline),
         cmocka_unit_test(test_header_cut_cmdline),
         cmocka_unit_test(test_thread),
