@@ -455,9 +455,14 @@ static int next_file_pid(top *t)
     if (ctl_reply_value(reply, "state", state, sizeof state) < 0)
         state[0] = 0;
     free(reply);
-    if (!has || !path[0] || !strcmp(state, "paused")) {
+    if (!strcmp(state, "paused")) {
         t->state = ST_PAUSED;
         set_message(t, "profiling is paused (pyprof ctl %ld resume)", (long)t->pid);
+        return 0;
+    }
+    if (!has || !path[0]) {
+        t->state = ST_WAITING;
+        set_message(t, "no log yet (it is created once the interpreter runs)");
         return 0;
     }
     if (t->path && !strcmp(path, t->path) && !t->r) {
@@ -842,10 +847,21 @@ static void build_screen(top *t, screen *s)
         screen_line(s, "pyprof top - pid %ld", (long)t->pid);
         screen_line(s, "no log yet");
     }
-    if (t->message[0])
+    if (t->message[0]) {
         screen_line(s, "[%s] %s", state_text(t), t->message);
-    else
-        screen_line(s, "[%s] %s", state_text(t), t->path ? t->path : "");
+    } else {
+        /* The path's end says most: cut from the left to fit. */
+        char pre[96];
+        int n = snprintf(pre, sizeof pre, "[%s] window %" PRIu64 " seq %" PRIu64 ": ",
+                         state_text(t), t->info.window, t->info.seq);
+        const char *path = t->path ? t->path : "";
+        size_t room = s->cols > n + 4 ? (size_t)(s->cols - n) : 4;
+        size_t len = strlen(path);
+        if (len > room)
+            screen_line(s, "%s...%s", pre, path + len - (room - 3));
+        else
+            screen_line(s, "%s%s", pre, path);
+    }
     screen_line(s, "%s", "");
     screen_line(s, "%7s %7s %9s %10s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
                 "Function (file:line)");
