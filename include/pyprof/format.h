@@ -223,7 +223,7 @@ enum pyprof_drop {
     X(EXEC, "exec")                                                                       \
     X(TOGGLE, "toggled off")                                                              \
     X(ERROR, "error")                                                                     \
-    X(ROTATED, "rotated (continued in the next file of the series)")
+    X(ROTATED, "rotated")
 
 enum pyprof_end {
 #define PYPROF_X_ENUM(name, text) PYPROF_END_##name,
