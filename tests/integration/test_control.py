@@ -344,6 +344,43 @@ def test_name_held_by_another_process():
         sleeper.wait()
 
 
+class _System(object):
+    id = "system"
+    path = "/usr/bin/python3"
+
+    def require(self):
+        return self
+
+
+@pytest.mark.parametrize("mode, line, max_s", [
+    ("silent", "no complete reply from pid %d within 5 s", 30),
+    ("flood", "the reply of pid %d is longer than 65536 bytes", 30),
+])
+def test_client_bounds(mode, line, max_s, daemons):
+    """A server that never answers, or answers too much, costs a client one line and
+    at most its deadline."""
+    d = Daemon(_System(), t.workload("fake_ctl_server.py"), None, args=[mode],
+               profile=False)
+    daemons.append(d)
+    for cmd in (["ctl", d.pid, "status"], ["dump", d.pid], ["top", "--once", d.pid]):
+        start = time.time()
+        res = t.tool(*cmd, timeout=60)
+        took = time.time() - start
+        refused(res, " ".join(map(str, cmd)), "pyprof %s: %s" % (cmd[0], line % d.pid))
+        assert took < max_s, "%s took %.1f s" % (cmd, took)
+
+
+def test_client_sends_one_line(daemons):
+    d = Daemon(_System(), t.workload("fake_ctl_server.py"), None, args=["ok"],
+               profile=False)
+    daemons.append(d)
+    out = ok(ctl(d.pid, "period", "5ms"), "ctl to the stand-in")
+    assert out == "ok fine\nrequest: period 5ms\n", out
+    # dump wants "ok snapshot <id> <path>": anything else is one line, exit 1.
+    refused(t.tool("dump", d.pid, timeout=60), "dump with a bad reply",
+            "pyprof dump: unexpected reply from pid %d: ok fine" % d.pid)
+
+
 def test_no_socket(tmp_path, daemons):
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
