@@ -581,13 +581,16 @@ def hottest_first(screen):
 
 
 @pytest.mark.parametrize("interp", t.params(ONE))
-def test_top_in_a_terminal(interp, tmp_path, daemons):
-    d = Daemon(interp, TOP_TARGET, str(tmp_path / "logs"))
+@pytest.mark.parametrize("target, quit_key", [("pid", "q"), ("dir", "C-c")])
+def test_top_in_a_terminal(interp, target, quit_key, tmp_path, daemons):
+    outdir = str(tmp_path / "logs")
+    d = Daemon(interp, TOP_TARGET, outdir)
     daemons.append(d)
     rcfile = str(tmp_path / "top.rc")
     tm = Tmux(tmp_path)
     try:
-        cmd = "%s top %d; echo $? > %s; sleep 600" % (t.TOOL, d.pid, rcfile)
+        cmd = "%s top %s; echo $? > %s; sleep 600" % (
+            t.TOOL, d.pid if target == "pid" else outdir, rcfile)
         tm.run("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", cmd)
         screen = [""]
 
@@ -601,14 +604,23 @@ def test_top_in_a_terminal(interp, tmp_path, daemons):
         assert "Python %s" % interp.version in lines[1] and "clock cpu" in lines[1], lines[1]
         assert rows[0][0] >= 50.0 and rows[0][1] >= rows[0][0], screen[0]
         assert any(r[4] == "main" and r[1] >= 90.0 for r in rows), screen[0]
+        assert "seq 0: " in lines[2], lines[2]
 
-        # The log rotates under it: top follows into the next file.
-        second = reply_path(ok(ctl(d.pid, "rotate"), "rotate"), "ok rotated")
-        wait_for("top to follow the rotation", lambda: os.path.basename(second)[:60]
-                 in tm.capture() and hottest_first(tm.capture()), timeout=5.0, step=0.1)
+        # The log rotates under it, twice: top follows into the next files.
+        for seq in (1, 2):
+            path = reply_path(ok(ctl(d.pid, "rotate"), "rotate"), "ok rotated")
+            tail = os.path.basename(path)[-30:]
 
-        tm.run("send-keys", "-t", "top", "q")
-        wait_for("top to quit on q", lambda: os.path.exists(rcfile)
+            def followed():
+                screen[0] = tm.capture()
+                status_line = screen[0].splitlines()[2]
+                return ("seq %d: " % seq in status_line and tail in status_line
+                        and hottest_first(screen[0]))
+            wait_for("top to follow the rotation into %s" % path, followed, timeout=5.0,
+                     step=0.1)
+
+        tm.run("send-keys", "-t", "top", quit_key)
+        wait_for("top to quit on %s" % quit_key, lambda: os.path.exists(rcfile)
                  and open(rcfile).read().strip(), timeout=5.0)
         assert open(rcfile).read().strip() == "0"
         # Out of the alternate screen, the terminal is as before: nothing of top's table.
