@@ -445,8 +445,9 @@ def mark(name):
     return t.def_line(DUMP_TARGET, "# MARK: %s" % name)
 
 
-def dump_problems(dump, pid):
-    """What is wrong with a `pyprof dump --json` of dump_target.py (empty: nothing)."""
+def dump_problems(dump, pid, gil=False):
+    """What is wrong with a `pyprof dump --json` of dump_target.py (empty: nothing).
+    With `gil`, also that the C spinner, and no other thread, holds the GIL."""
     bad = []
     if dump["pid"] != pid:
         bad.append("pid %s" % dump["pid"])
@@ -457,7 +458,7 @@ def dump_problems(dump, pid):
         "selector": ("wait_in_select", [mark("select")], "sleeping", False),
         "c-spinner": ("spin_in_c", [mark("spin")], "running", True),
     }
-    for name, (func, lines, state, gil) in sorted(want.items()):
+    for name, (func, lines, state, holds) in sorted(want.items()):
         th = threads.get(name)
         if th is None:
             bad.append("no thread %r" % name)
@@ -469,8 +470,8 @@ def dump_problems(dump, pid):
                        % (name, top, func, DUMP_TARGET, lines))
         if th["state"] != state:
             bad.append("%s: state %r, expected %r" % (name, th["state"], state))
-        if th["gil"] != gil:
-            bad.append("%s: gil %r, expected %r" % (name, th["gil"], gil))
+        if gil and th["gil"] != holds:
+            bad.append("%s: gil %r, expected %r" % (name, th["gil"], holds))
         if th["changed"]:
             bad.append("%s: stack changed while read" % name)
         if not isinstance(th["tid"], int) or th["tid"] <= 0:
@@ -490,24 +491,38 @@ def dump_problems(dump, pid):
     return bad
 
 
-@pytest.mark.parametrize("interp", t.params(VERSIONS))
-def test_dump(interp, tmp_path, daemons):
-    lib = busy_loop_lib()
-    d = Daemon(interp, DUMP_TARGET, str(tmp_path / "logs"), args=[lib])
-    daemons.append(d)
-    # "ready" comes just before the C spinner starts: within a second every thread must
-    # be where the workload put it.
+def dump_in_place(d, gil=False):
+    """`pyprof dump --json` of dump_target.py once every thread is in place: "ready"
+    comes just before the C spinner starts, and within a second every thread must be
+    where the workload put it."""
     deadline = time.time() + 1.0
     while True:
         res = t.tool("dump", "--json", d.pid, timeout=60)
         assert res.returncode == 0, res.stderr
         assert res.stderr == "", res.stderr
         dump = json.loads(res.stdout)
-        bad = dump_problems(dump, d.pid)
+        bad = dump_problems(dump, d.pid, gil)
         if not bad or time.time() > deadline:
             break
         time.sleep(0.1)
     assert not bad, "\n".join(bad) + "\n" + json.dumps(dump, indent=1)
+    return dump
+
+
+@pytest.mark.parametrize("interp", t.params(VERSIONS))
+def test_dump_gil_holder(interp, tmp_path, daemons):
+    """The thread spinning in C with the GIL is the one the dump says holds it."""
+    d = Daemon(interp, DUMP_TARGET, str(tmp_path / "logs"), args=[busy_loop_lib()])
+    daemons.append(d)
+    dump_in_place(d, gil=True)
+
+
+@pytest.mark.parametrize("interp", t.params(VERSIONS))
+def test_dump(interp, tmp_path, daemons):
+    lib = busy_loop_lib()
+    d = Daemon(interp, DUMP_TARGET, str(tmp_path / "logs"), args=[lib])
+    daemons.append(d)
+    dump = dump_in_place(d)
     assert dump["python"] == interp.version, dump["python"]
     assert dump["argv"][1:] == [DUMP_TARGET, lib], dump["argv"]
 
@@ -522,7 +537,9 @@ def test_dump(interp, tmp_path, daemons):
                              ("deadlock-b", "take_b_then_a", mark("deadlock-b")),
                              ("selector", "wait_in_select", mark("select")),
                              ("c-spinner", "spin_in_c", mark("spin"))):
-        state = "running, gil" if name == "c-spinner" else "sleeping"
+        state = "running" if name == "c-spinner" else "sleeping"
+        if threads[name]["gil"]:
+            state += ", gil"
         head = 'Thread %d (%s): "%s"\n    %s (%s:%d)\n' % (
             threads[name]["tid"], state, name, func, DUMP_TARGET, line)
         assert head in text, "expected\n%s\nin\n%s" % (head, text)
