@@ -250,17 +250,15 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
         cli_error("out of memory");
         return CLI_EXIT_BAD_INPUT;
     }
-    size_t shown = 0;
     int rc = CLI_EXIT_OK;
-    for (int i = 0; i < npaths && rc == CLI_EXIT_OK; i++) {
-        if (profile_load(p, paths[i]) < 0)
-            rc = CLI_EXIT_BAD_INPUT;
-        /* Warnings first, in the order met, then the error that stopped us. */
-        for (; shown < p->nwarnings; shown++)
-            cli_error("%s", p->warnings[shown]);
-        if (rc)
-            cli_error("%s", p->error);
-    }
+    /* One set: the files of a rotated series load in seq order whatever the order given. */
+    if (profile_load_paths(p, (const char *const *)paths, (size_t)npaths) < 0)
+        rc = CLI_EXIT_BAD_INPUT;
+    /* Warnings first, in the order met, then the error that stopped us. */
+    for (size_t i = 0; i < p->nwarnings; i++)
+        cli_error("%s", p->warnings[i]);
+    if (rc)
+        cli_error("%s", p->error);
     if (rc) {
         profile_free(p);
         return rc;

@@ -196,6 +196,31 @@ static int page_build(page *g, const profile *p)
             g->stack_out[s->stack] = (uint32_t)g->nstacks++;
         }
     }
+    /* The stacks of the snapshots' threads, after the samples'. */
+    for (size_t i = 0; i < p->nsnap_threads; i++) {
+        uint32_t st = p->snap_threads[i].stack;
+        if (st == PROFILE_NO_STACK || g->stack_out[st] != UINT32_MAX)
+            continue;
+        const profile_stack *ps = &p->stacks[st];
+        for (uint32_t d = 0; d < ps->nframes; d++) {
+            uint32_t f = p->frames[ps->first + d].func;
+            if (g->func_out[f] == UINT32_MAX) {
+                g->func_list[g->nfuncs] = f;
+                g->func_out[f] = (uint32_t)g->nfuncs++;
+            }
+        }
+        if (calltree_add(&g->tree, p, st, 0, 0) == CALLTREE_NONE)
+            return -1;
+        g->stack_list[g->nstacks] = st;
+        g->stack_out[st] = (uint32_t)g->nstacks++;
+    }
+    for (size_t i = 0; i < p->nsnapshots; i++) {
+        int64_t ts = g->proc_offset_us[p->snapshots[i].process] + p->snapshots[i].t_us;
+        if (ts < g->t_min_us)
+            g->t_min_us = ts;
+        if (ts > g->t_max_us)
+            g->t_max_us = ts;
+    }
     for (size_t i = 0; i < p->nrss; i++) {
         int64_t ts = g->proc_offset_us[p->rss[i].process] + p->rss[i].t_us;
         if (ts < g->t_min_us)
@@ -347,6 +372,37 @@ static void write_funcs_nodes_stacks(FILE *f, const page *g)
     fputc(']', f);
 }
 
+/* Snapshots: process, id, time on the common axis, and every thread as (tid, name, stack
+ * in "stacks" or -1 without a Python frame, flags, the kernel's state letter or ""). */
+static void write_snaps(FILE *f, const page *g)
+{
+    const profile *p = g->p;
+    fputs(",\n\"snaps\":[", f);
+    for (size_t i = 0; i < p->nsnapshots; i++) {
+        const profile_snapshot *sn = &p->snapshots[i];
+        fprintf(f, "%s{\"p\":%" PRIu32 ",\"id\":%" PRIu64 ",\"t\":%" PRId64 ",\"threads\":[",
+                i ? ",\n" : "", sn->process, sn->id,
+                g->proc_offset_us[sn->process] + sn->t_us);
+        for (uint32_t k = 0; k < sn->nthreads; k++) {
+            const profile_snap_thread *st = &p->snap_threads[sn->first + k];
+            const profile_thread *th = &p->threads[st->thread];
+            fprintf(f, "%s[%" PRIu64 ",", k ? "," : "", th->tid);
+            cli_json_str(f, th->name);
+            if (st->stack == PROFILE_NO_STACK)
+                fputs(",-1", f);
+            else
+                fprintf(f, ",%" PRIu32, g->stack_out[st->stack]);
+            char state[2] = {(char)(st->os_state >= 0x21 && st->os_state < 0x7f ? st->os_state
+                                                                                  : 0), 0};
+            fprintf(f, ",%" PRIu32 ",", st->flags);
+            cli_json_str(f, state);
+            fputc(']', f);
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+}
+
 static void write_json(FILE *f, const page *g, const char *title)
 {
     const profile *p = g->p;
@@ -367,6 +423,7 @@ static void write_json(FILE *f, const page *g, const char *title)
     write_procs(f, g);
     write_threads(f, g);
     write_funcs_nodes_stacks(f, g);
+    write_snaps(f, g);
     fputs("}", f);
 }
 

@@ -16,7 +16,9 @@ const char cmd_info_usage[] =
     "Python version, sampling clock and period — its footer — how the process ended, how\n"
     "many samples were taken, dropped and why, the rate achieved, the CPU time the library\n"
     "used — and checks its integrity: complete, or cut short (and how much survived), or\n"
-    "corrupted.\n"
+    "corrupted.  The files of a rotated series are one process: their list (seq, where\n"
+    "each starts, how it ended, path) follows the run id, and the snapshots `pyprof dump`\n"
+    "took are listed by id and time.\n"
     "\n"
     "options:\n" CLI_FILTER_HELP
     "  -h, --help       show this text\n"
@@ -114,6 +116,57 @@ static void print_native(const profile_process *pr)
            pr->native_unresolved);
 }
 
+/* A rotated series: its files by seq, where each starts on the process's axis and how it
+ * ended. */
+static void print_series(const profile_process *pr)
+{
+    const profile_file *last = &pr->files[pr->nfiles - 1];
+    int rotated = pr->nfiles > 1 || pr->files[0].seq ||
+                  (last->has_footer && last->footer.end == PYPROF_END_ROTATED);
+    if (!rotated)
+        return;
+    uint64_t span = last->seq - pr->files[0].seq + 1;
+    printf("  series          %zu file%s, seq %" PRIu64 " to %" PRIu64, pr->nfiles,
+           pr->nfiles == 1 ? "" : "s", pr->files[0].seq, last->seq);
+    if (span > pr->nfiles)
+        printf(" (%" PRIu64 " missing)", span - pr->nfiles);
+    if (pr->files[0].seq)
+        printf(" (seq 0 to %" PRIu64 " missing)", pr->files[0].seq - 1);
+    putchar('\n');
+    for (size_t k = 0; k < pr->nfiles; k++) {
+        const profile_file *f = &pr->files[k];
+        const char *how = f->end_error == -PYPROF_R_TRUNCATED ? "truncated"
+                          : f->end_error                      ? "corrupted"
+                          : !f->has_footer                    ? "truncated"
+                          : f->footer.end == PYPROF_END_ROTATED ? "rotated"
+                                                              : cli_end_text(f->footer.end);
+        printf("    seq %-6" PRIu64 " from %10.3f s  %-10s %s\n", f->seq,
+               (double)f->offset_us / 1e6, how, f->path);
+    }
+}
+
+/* The snapshots (`pyprof dump`) of process i: their ids and times. */
+static void print_snapshots(const profile *p, size_t i)
+{
+    const profile_process *pr = &p->procs[i];
+    if (!pr->snapshots)
+        return;
+    printf("  snapshots       %" PRIu64 ":", pr->snapshots);
+    size_t shown = 0;
+    for (size_t k = 0; k < p->nsnapshots; k++) {
+        const profile_snapshot *s = &p->snapshots[k];
+        if (s->process != i)
+            continue;
+        if (shown++ == 20) {
+            printf(" ...");
+            break;
+        }
+        printf("%s #%" PRIu64 " at %.3f s (%u threads)", shown > 1 ? "," : "", s->id,
+               (double)s->t_us / 1e6, s->nthreads);
+    }
+    putchar('\n');
+}
+
 static void print_log(const profile *p, size_t i, int filtered)
 {
     const profile_process *pr = &p->procs[i];
@@ -122,6 +175,7 @@ static void print_log(const profile *p, size_t i, int filtered)
     printf("  format          version %" PRIu64 "\n", pr->format_version);
     printf("  process         pid %" PRIu64 ", parent %" PRIu64 "\n", pr->pid, pr->ppid);
     printf("  run id          %s (window %" PRIu64 ")\n", pr->run_id, pr->window);
+    print_series(pr);
     printf("  started         %s\n", cli_fmt_unix_ns(pr->start_unix_ns, b1, sizeof b1));
     printf("  host            %s\n", pr->host);
     printf("  executable      %s\n", pr->exe);
@@ -144,6 +198,7 @@ static void print_log(const profile *p, size_t i, int filtered)
     if (pr->unknown_read)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');
+    print_snapshots(p, i);
     if (pr->has_rss)
         printf("  memory          RSS start %s, peak %s, end %s\n",
                cli_fmt_bytes(pr->rss_start, b1, sizeof b1),

@@ -290,7 +290,8 @@ static void print_process_json(const profile *p, size_t i)
     json_u64_or_null(pr->has_rss, pr->rss_end);
     fputs("}, \"path\": ", stdout);
     cli_json_str(stdout, pr->path);
-    putchar('}');
+    /* A rotated series is one process of several files. */
+    printf(", \"files\": %zu, \"snapshots\": %" PRIu64 "}", pr->nfiles, pr->snapshots);
 }
 
 static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)

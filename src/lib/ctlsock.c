@@ -34,6 +34,7 @@
 
 typedef struct client {
     int fd; /* -1: free slot */
+    ino_t ino; /* its socket's inode: the number is ours only while it holds this */
     uint64_t deadline_ns;
     size_t len;
     char line[CTLSOCK_LINE_MAX + 1];
@@ -48,14 +49,29 @@ static struct {
     int running;
 } S = { .fd = -1 };
 
+/* Is descriptor `fd` still the socket of inode `ino`?  The program may have closed it
+ * (a daemon closing every descriptor) and opened something else under the number. */
+static int fd_is(int fd, ino_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino;
+}
+
+/* Forgets client `c`, closing its descriptor while it is still ours. */
+static void drop(client *c)
+{
+    if (fd_is(c->fd, c->ino))
+        close(c->fd);
+    c->fd = -1;
+    c->len = 0;
+}
+
 /* Sends the reply and closes the client. */
 static void reply_close(client *c, const char *text, size_t len)
 {
-    if (len)
+    if (len && fd_is(c->fd, c->ino))
         (void)send(c->fd, text, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    close(c->fd);
-    c->fd = -1;
-    c->len = 0;
+    drop(c);
 }
 
 static void reply_error(client *c, const char *msg)
@@ -65,12 +81,8 @@ static void reply_error(client *c, const char *msg)
     reply_close(c, buf, (size_t)n);
 }
 
-/* Is `fd` still our listening socket? */
-static int still_ours(void)
-{
-    struct stat st;
-    return S.fd >= 0 && fstat(S.fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == S.ino;
-}
+/* Is the listening descriptor still our socket? */
+static int still_ours(void) { return fd_is(S.fd, S.ino); }
 
 /* A complete request line (NUL-terminated in c->line): answered, and the client closed. */
 static void serve(client *c)
@@ -91,6 +103,10 @@ static void serve(client *c)
 static void take_input(client *c)
 {
     char buf[512];
+    if (!fd_is(c->fd, c->ino)) {
+        drop(c);
+        return;
+    }
     ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
@@ -100,8 +116,7 @@ static void take_input(client *c)
             c->line[c->len] = 0;
             serve(c);
         } else {
-            close(c->fd);
-            c->fd = -1;
+            drop(c);
         }
         return;
     }
@@ -124,10 +139,17 @@ static void take_input(client *c)
 /* A new connection: served if its peer may be, into a free slot. */
 static void take_client(void)
 {
+    if (!still_ours())
+        return;
     int fd = accept4(S.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return;
-    client tmp = { .fd = fd };
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return;
+    }
+    client tmp = { .fd = fd, .ino = st.st_ino };
     struct ucred cr;
     socklen_t crl = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 ||
@@ -259,11 +281,8 @@ void ctlsock_forget_in_child(void)
     if (still_ours())
         close(S.fd);
     S.fd = -1;
-    for (int i = 0; i < CTLSOCK_CLIENTS; i++) {
-        if (S.clients[i].fd >= 0)
-            close(S.clients[i].fd);
-        S.clients[i].fd = -1;
-    }
+    for (int i = 0; i < CTLSOCK_CLIENTS; i++)
+        drop(&S.clients[i]);
     S.running = 0;
 }
 

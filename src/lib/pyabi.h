@@ -90,6 +90,11 @@ typedef struct pyabi {
     /* _PyRuntime (3.7+) */
     int rt_initialized, rt_finalizing, rt_tss, rt_interp_head;
     int rt_interp_main;     /* _PyRuntime.interpreters.main (interpreters.head + 8) */
+    int gil_holder;         /* the GIL's last_holder (its `locked` int follows 8 bytes on):
+                             * in _PyRuntime.ceval.gil (3.7-3.11) or in the main
+                             * interpreter's _gil (3.12+, gil_in_interp); -1 on 2.7/3.6,
+                             * which have gil_tstate */
+    int gil_in_interp;
     /* PyInterpreterState / PyThreadState */
     int is_tstate_head, ts_next, ts_interp, ts_thread_id, ts_native_tid;
     int is_modules;         /* PyInterpreterState.modules (.imports.modules on 3.12+) */

@@ -334,6 +334,32 @@ static uint8_t os_state_of(uint32_t tid)
     return st;
 }
 
+/* The thread state holding the GIL now, 0 when none or unknown: 2.7 and 3.6 keep it in
+ * _PyThreadState_Current; later versions in the GIL's last_holder, which counts only
+ * while the GIL is locked.  (GCC takes the failing reads' noreturn jump for a way out
+ * with the guard still set: its dangling-pointer warning is off for this function.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+static uintptr_t gil_holder(const pyabi *a)
+{
+    volatile uintptr_t holder = 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        if (a->gil_tstate) {
+            holder = safe_ptr(a->gil_tstate);
+        } else if (a->gil_holder >= 0 && a->runtime) {
+            uintptr_t base = a->runtime;
+            if (a->gil_in_interp)
+                base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
+            if (base && safe_u32(base + (uintptr_t)a->gil_holder + 8))
+                holder = safe_ptr(base + (uintptr_t)a->gil_holder);
+        }
+        SAFE_GUARD_END();
+    }
+    return holder;
+}
+#pragma GCC diagnostic pop
+
 int wall_snapshot(uint32_t snapshot_id)
 {
     sighandler_state *g = &sighandler_g;
@@ -353,15 +379,7 @@ int wall_snapshot(uint32_t snapshot_id)
         return -1;
     }
     unsigned n = (unsigned)listed;
-    /* 2.7 and 3.6 name the thread holding the GIL. */
-    uintptr_t gil = 0;
-    if (a->gil_tstate) {
-        safe_jmpbuf jb;
-        if (SAFE_GUARD_BEGIN(jb)) {
-            gil = safe_ptr(a->gil_tstate);
-            SAFE_GUARD_END();
-        }
-    }
+    uintptr_t gil = gil_holder(a);
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         uint8_t flags = gil && ts_of[i] == gil ? PYPROF_SNAP_F_GIL : 0;

@@ -250,6 +250,9 @@ void profile_free(profile *p)
             free(pr->modules[k].build_id);
         }
         free(pr->modules);
+        for (size_t k = 0; k < pr->nfiles; k++)
+            free(pr->files[k].path);
+        free(pr->files);
     }
     for (size_t i = 0; i < p->nthreads; i++)
         free(p->threads[i].name);
@@ -266,6 +269,8 @@ void profile_free(profile *p)
     free(p->frames);
     free(p->samples);
     free(p->rss);
+    free(p->snapshots);
+    free(p->snap_threads);
     free(p->warnings);
     if (p->index) {
         idtab_free(&p->index->funcs);
@@ -385,6 +390,9 @@ typedef struct merged_pair {
 
 /* One log's ids, mapped to the profile's indices. */
 typedef struct load_maps {
+    uint64_t pos;      /* records read from this file, the header included */
+    int64_t offset_us; /* this file's start on its process's axis */
+    int older;         /* a file of the series with a higher seq was loaded before it */
     idmap code;   /* code_id -> function */
     idmap stack;  /* stack_id -> stack */
     idmap thread; /* thread_idx -> thread, or IDMAP_EXCLUDED */
@@ -467,8 +475,9 @@ static int on_thread(profile *p, load_maps *m, uint32_t proc, const pyprof_threa
         if (th == IDMAP_EMPTY || idmap_set(&m->tid, t->tid, th))
             return -1;
     }
-    /* A later record for the same thread carries its newer name. */
-    if (t->name.len) {
+    /* A later record for the same thread carries its newer name (a file older than one
+     * loaded before only names a thread that has no name yet). */
+    if (t->name.len && (!m->older || !p->threads[th].name[0])) {
         char *name = copy_pstr(t->name);
         if (!name)
             return -1;
@@ -594,7 +603,7 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     if (GROW(p->samples, p->cap_samples, p->nsamples + 1))
         return -1;
     profile_sample *out = &p->samples[p->nsamples++];
-    out->t_us = s->t_us;
+    out->t_us = s->t_us + m->offset_us;
     out->thread = th;
     out->stack = st;
     out->cpu_us = s->cpu_us > UINT32_MAX ? UINT32_MAX : (uint32_t)s->cpu_us;
@@ -605,17 +614,17 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
         if (GROW(m->pending, m->cap_pending, m->npending + 1))
             return -1;
         m->pending[m->npending++] =
-            (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id, p->procs[proc].records};
+            (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id, m->pos};
         p->procs[proc].native_samples++;
     }
     return 0;
 }
 
-static int on_rss(profile *p, uint32_t proc, const pyprof_rss_rec *r)
+static int on_rss(profile *p, uint32_t proc, const pyprof_rss_rec *r, int64_t t_us)
 {
     if (GROW(p->rss, p->cap_rss, p->nrss + 1))
         return -1;
-    p->rss[p->nrss].t_us = r->t_us;
+    p->rss[p->nrss].t_us = t_us;
     p->rss[p->nrss].bytes = r->rss_bytes;
     p->rss[p->nrss].process = proc;
     p->nrss++;
@@ -640,6 +649,42 @@ static int in_window(const profile_filter *f, int64_t t_us)
     if (f->has_to && t > f->to_s)
         return 0;
     return 1;
+}
+
+/* A snapshot at t_us on the process's axis: each thread's stack mapped to the model's,
+ * the threads the --thread filter excludes left out. */
+static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_snapshot_rec *s,
+                       int64_t t_us)
+{
+    if (GROW(p->snapshots, p->cap_snapshots, p->nsnapshots + 1) ||
+        GROW(p->snap_threads, p->cap_snap_threads, p->nsnap_threads + (size_t)s->nthreads))
+        return -1;
+    profile_snapshot *out = &p->snapshots[p->nsnapshots];
+    out->process = proc;
+    out->id = s->snapshot_id;
+    out->t_us = t_us;
+    out->first = p->nsnap_threads;
+    out->nthreads = 0;
+    for (uint64_t i = 0; i < s->nthreads; i++) {
+        const pyprof_snap_thread *st = &s->threads[i];
+        uint32_t th = thread_of(p, m, proc, st->thread_idx);
+        if (th == IDMAP_EMPTY)
+            return -1;
+        if (th == IDMAP_EXCLUDED)
+            continue;
+        uint32_t stack = PROFILE_NO_STACK;
+        if (st->stack_id) {
+            stack = idmap_get(&m->stack, st->stack_id);
+            if (stack == IDMAP_EMPTY && (stack = unknown_stack(p)) == IDMAP_EMPTY)
+                return -1;
+        }
+        p->snap_threads[p->nsnap_threads++] = (profile_snap_thread){
+            th, stack, st->flags > UINT32_MAX ? UINT32_MAX : (uint32_t)st->flags, st->os_state};
+        out->nthreads++;
+    }
+    p->nsnapshots++;
+    p->procs[proc].snapshots++;
+    return 0;
 }
 
 /* ---- native frames ------------------------------------------------------------------- */
@@ -791,45 +836,76 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
     }
     profile_process *pr = &p->procs[proc];
     pr->native_unmerged += unmerged;
-    pr->native_unresolved = symbols_unresolved(m->sym);
+    pr->native_unresolved += symbols_unresolved(m->sym);
+    /* The file's modules join the process's (the files of a series announce theirs
+     * again): one entry per distinct mapping. */
     size_t nmod = symbols_nmodules(m->sym);
-    pr->modules = calloc(nmod ? nmod : 1, sizeof *pr->modules);
-    if (!pr->modules)
+    profile_module *mods = realloc(pr->modules, (pr->nmodules + nmod + 1) * sizeof *mods);
+    if (!mods)
         return -1;
+    pr->modules = mods;
     for (size_t i = 0; i < nmod; i++) {
         const sym_module *sm = symbols_module(m->sym, i);
-        profile_module *pm = &pr->modules[i];
+        int seen = 0;
+        for (size_t k = 0; k < pr->nmodules && !seen; k++) {
+            const profile_module *o = &pr->modules[k];
+            seen = o->start == sm->start && o->limit == sm->limit &&
+                   o->file_offset == sm->file_offset && !strcmp(o->path, sm->path) &&
+                   !strcmp(o->build_id, sm->build_id_hex);
+        }
+        if (seen)
+            continue;
+        profile_module *pm = &pr->modules[pr->nmodules];
         pm->path = strdup(sm->path);
         pm->build_id = strdup(sm->build_id_hex);
         pm->start = sm->start;
         pm->limit = sm->limit;
         pm->file_offset = sm->file_offset;
-        pr->nmodules = i + 1;
-        if (!pm->path || !pm->build_id)
+        if (!pm->path || !pm->build_id) {
+            free(pm->path);
+            free(pm->build_id);
             return -1;
+        }
+        pr->nmodules++;
     }
     return 0;
 }
 
-/* Reads every record of an open log into process `proc`.  Returns the reader's final
- * code (0, or negative), or 1 when out of memory. */
-static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
+/* Reads every record of an open log into process `proc`, its per-file numbers into `pf`.
+ * Returns the reader's final code (0, or negative), or 1 when out of memory. */
+static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_file *pf)
 {
     load_maps m;
     memset(&m, 0, sizeof m);
+    m.pos = 1; /* the header */
+    m.offset_us = (int64_t)pf->offset_us;
+    m.older = pf != &p->procs[proc].files[p->procs[proc].nfiles - 1];
     profile_process *pr;
     const profile_filter *f = &p->filter;
     int timed = f->has_from || f->has_to;
+    /* A file that joins a process: its threads are the process's, by tid. */
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].process == proc && p->threads[i].tid &&
+            idmap_set(&m.tid, p->threads[i].tid, (uint32_t)i)) {
+            load_maps_free(&m);
+            return 1;
+        }
     pyprof_record rec;
     int rc = 0, oom = 0;
+    int64_t t;
+    pf->last_t_us = m.offset_us;
     while (!oom && (rc = pyprof_reader_next(r, &rec)) == 1) {
         pr = &p->procs[proc];
         pr->records++;
+        pf->records++;
+        m.pos++;
         switch (rec.type) {
         case PYPROF_REC_SAMPLE:
             pr->samples_read++;
-            pr->last_t_us = rec.u.sample.t_us;
-            if (!timed || in_window(f, rec.u.sample.t_us))
+            pf->samples_read++;
+            t = rec.u.sample.t_us + m.offset_us;
+            pf->last_t_us = t;
+            if (!timed || in_window(f, t))
                 oom = on_sample(p, &m, proc, &rec.u.sample) < 0;
             break;
         case PYPROF_REC_STACK:
@@ -846,31 +922,38 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
             break;
         case PYPROF_REC_RSS:
             pr->rss_read++;
-            pr->last_t_us = rec.u.rss.t_us;
-            if (!timed || in_window(f, rec.u.rss.t_us))
-                oom = on_rss(p, proc, &rec.u.rss) < 0;
+            t = rec.u.rss.t_us + m.offset_us;
+            pf->last_t_us = t;
+            if (!timed || in_window(f, t))
+                oom = on_rss(p, proc, &rec.u.rss, t) < 0;
+            break;
+        case PYPROF_REC_SNAPSHOT:
+            t = rec.u.snapshot.t_us + m.offset_us;
+            if (!timed || in_window(f, t))
+                oom = on_snapshot(p, &m, proc, &rec.u.snapshot, t) < 0;
             break;
         case PYPROF_REC_MODULE:
             pr->modules_read++;
-            oom = on_module(&m, pr->records, &rec.u.module) < 0;
+            oom = on_module(&m, m.pos, &rec.u.module) < 0;
             break;
         case PYPROF_REC_NSTACK:
             pr->nstacks_read++;
             oom = on_nstack(&m, &rec.u.nstack) < 0;
             break;
         case PYPROF_REC_MODULE_GONE:
-            on_module_gone(&m, pr->records, rec.u.module_gone);
+            on_module_gone(&m, m.pos, rec.u.module_gone);
             break;
         case PYPROF_REC_FOOTER:
-            pr->has_footer = 1;
-            pr->footer = rec.u.footer;
+            pf->has_footer = 1;
+            pf->footer = rec.u.footer;
             break;
         default:
             pr->unknown_read++;
             break;
         }
     }
-    p->procs[proc].bytes = pyprof_reader_offset(r);
+    pf->bytes = pyprof_reader_offset(r);
+    p->procs[proc].bytes += pf->bytes;
     /* MODULE records may follow the samples that use them: merge once the log is read,
      * whatever stopped the reading. */
     if (!oom)
@@ -879,60 +962,261 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc)
     return oom ? 1 : rc;
 }
 
-/* Loads one file.  `named`: the user named it (errors are errors) rather than it being
- * found in a directory (files that are not logs are skipped).  *found is set when the
- * file is a pyprof log, kept or filtered out. */
-static int load_file(profile *p, const char *path, int named, int *found)
+/* ---- series -------------------------------------------------------------------------- */
+
+/* What ties the files of a rotated series together, and where one goes in it. */
+typedef struct series_key {
+    char *host, *run_id;
+    uint64_t pid, window, series_start_unix_ns, seq;
+} series_key;
+
+static int same_series(const series_key *k, const profile_process *pr)
+{
+    return k->pid == pr->pid && k->window == pr->window &&
+           k->series_start_unix_ns == pr->series_start_unix_ns && !strcmp(k->host, pr->host) &&
+           !strcmp(k->run_id, pr->run_id);
+}
+
+static int process_has_seq(const profile_process *pr, uint64_t seq)
+{
+    for (size_t i = 0; i < pr->nfiles; i++)
+        if (pr->files[i].seq == seq)
+            return 1;
+    return 0;
+}
+
+/* The process a file of series `k` joins: one with the same key that does not have its
+ * seq yet (the same file given twice is two processes, as any two logs are); else
+ * UINT32_MAX. */
+static uint32_t series_process(const profile *p, const series_key *k)
+{
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (same_series(k, &p->procs[i]) && !process_has_seq(&p->procs[i], k->seq))
+            return (uint32_t)i;
+    return UINT32_MAX;
+}
+
+/* Adds file `b`'s footer into the sums `a`.  The cost histograms add up only when their
+ * buckets are the same (one writer's). */
+static void footer_add(pyprof_footer *a, const pyprof_footer *b)
+{
+    a->samples += b->samples;
+    a->signals += b->signals;
+    a->lib_cpu_ns += b->lib_cpu_ns;
+    for (int d = 0; d < PYPROF_DROP_COUNT; d++)
+        a->dropped[d] += b->dropped[d];
+    if (b->has_cost) {
+        if (!a->has_cost) {
+            a->has_cost = 1;
+            a->cost_ntime = b->cost_ntime;
+            a->cost_ndepth = b->cost_ndepth;
+            memcpy(a->cost_time_bound, b->cost_time_bound, sizeof a->cost_time_bound);
+            memcpy(a->cost_depth_bound, b->cost_depth_bound, sizeof a->cost_depth_bound);
+        }
+        a->handler_ns += b->handler_ns;
+        a->writer_ns += b->writer_ns;
+        if (a->cost_ntime == b->cost_ntime && a->cost_ndepth == b->cost_ndepth &&
+            !memcmp(a->cost_time_bound, b->cost_time_bound, sizeof a->cost_time_bound) &&
+            !memcmp(a->cost_depth_bound, b->cost_depth_bound, sizeof a->cost_depth_bound))
+            for (uint32_t d = 0; d < b->cost_ndepth; d++)
+                for (uint32_t t = 0; t < b->cost_ntime; t++)
+                    a->cost[d][t] += b->cost[d][t];
+    }
+    if (b->has_timers) {
+        a->has_timers = 1;
+        a->timer_ns += b->timer_ns;
+        a->untimed_ns += b->untimed_ns;
+    }
+    if (b->has_native) {
+        a->has_native = 1;
+        a->native_ok += b->native_ok;
+        a->native_truncated += b->native_truncated;
+        a->native_skipped += b->native_skipped;
+        a->native_ns += b->native_ns;
+    }
+}
+
+/* Derives the process's footer, end, path and last time from its files (by seq). */
+static int series_combine(profile_process *pr)
+{
+    const profile_file *last = &pr->files[pr->nfiles - 1];
+    if (strcmp(pr->path, pr->files[0].path)) {
+        char *path = strdup(pr->files[0].path);
+        if (!path)
+            return -1;
+        free(pr->path);
+        pr->path = path;
+    }
+    pr->has_footer = last->has_footer;
+    pr->last_t_us = last->last_t_us;
+    pr->end_error = last->end_error;
+    for (size_t i = 0; i < pr->nfiles; i++)
+        if (pr->files[i].end_error && pr->files[i].end_error != -PYPROF_R_TRUNCATED) {
+            pr->end_error = pr->files[i].end_error;
+            break;
+        }
+    if (pr->nfiles == 1) {
+        /* One file: its footer as it is, but for where it ends on the process's axis. */
+        pr->footer = last->footer;
+        if (last->has_footer)
+            pr->footer.duration_ns += last->offset_us * 1000;
+        return 0;
+    }
+    pyprof_footer *f = &pr->footer;
+    memset(f, 0, sizeof *f);
+    double cpu_s = 0;       /* the time the samples stand for, over the files that say */
+    uint64_t hz_samples = 0; /* their samples */
+    for (size_t i = 0; i < pr->nfiles; i++) {
+        const profile_file *pf = &pr->files[i];
+        if (!pf->has_footer)
+            continue;
+        footer_add(f, &pf->footer);
+        if (pf->footer.achieved_hz_milli && pf->footer.samples) {
+            hz_samples += pf->footer.samples;
+            cpu_s += (double)pf->footer.samples * 1000.0 / (double)pf->footer.achieved_hz_milli;
+        }
+    }
+    if (cpu_s > 0)
+        f->achieved_hz_milli = (uint64_t)((double)hz_samples * 1000.0 / cpu_s + 0.5);
+    if (last->has_footer) {
+        f->end_unix_ns = last->footer.end_unix_ns;
+        f->duration_ns = last->offset_us * 1000 + last->footer.duration_ns;
+        f->end = last->footer.end;
+        f->status = last->footer.status;
+        f->status_known = last->footer.status_known;
+    }
+    return 0;
+}
+
+/* Adds a file to process `proc`'s list, in seq order; returns its index, or -1. */
+static long add_file(profile *p, uint32_t proc, const char *path, const pyprof_header *h)
+{
+    profile_process *pr = &p->procs[proc];
+    profile_file *files = realloc(pr->files, (pr->nfiles + 1) * sizeof *files);
+    if (!files)
+        return -1;
+    pr->files = files;
+    size_t at = pr->nfiles;
+    while (at > 0 && files[at - 1].seq > h->seq)
+        at--;
+    memmove(files + at + 1, files + at, (pr->nfiles - at) * sizeof *files);
+    profile_file *pf = &files[at];
+    memset(pf, 0, sizeof *pf);
+    pr->nfiles++;
+    pf->path = strdup(path);
+    if (!pf->path)
+        return -1;
+    pf->seq = h->seq;
+    pf->offset_us = h->offset_us;
+    pf->start_unix_ns = h->start_unix_ns;
+    return (long)at;
+}
+
+/* ---- loading files ------------------------------------------------------------------- */
+
+/* A file to load: named on the command line (errors are errors) or found in a directory
+ * (files that are not logs are skipped). */
+typedef struct candidate {
+    char *path;
+    int named;
+    int dir;       /* index of the directory it was found in, -1 when named */
+    int is_log;    /* its header was read */
+    int kept;      /* and the pid and run filters keep it */
+    size_t group;  /* candidates of one series share one; groups count from 0 */
+    series_key key;
+} candidate;
+
+/* Opens a log, turning the reader's refusal into the loader's words.  Returns the reader,
+ * or NULL with *rc: 0 (skip it quietly), 1 (skipped with a warning: it is a log), -1
+ * (an error, in p->error). */
+static pyprof_reader *open_log(profile *p, const char *path, int named, int *rc)
 {
     int err;
     pyprof_reader *r = pyprof_reader_open(path, &err);
-    if (!r) {
-        int saved = errno;
-        if (!named && (err == PYPROF_R_NOT_LZ4 || err == PYPROF_R_NOT_PYPROF))
-            return 0;
-        if (err == PYPROF_R_TRUNCATED) {
-            if (!named) {
-                *found = 1;
-                return add_warning(p, "%s: warning: log is truncated before its header; "
-                                      "skipped", path);
-            }
-            return set_error(p, "%s: log is truncated before its header (the process was "
-                                "killed or crashed); nothing survived", path);
+    if (r)
+        return r;
+    int saved = errno;
+    *rc = 0;
+    if (!named && (err == PYPROF_R_NOT_LZ4 || err == PYPROF_R_NOT_PYPROF))
+        return NULL;
+    if (err == PYPROF_R_TRUNCATED) {
+        if (!named) {
+            *rc = add_warning(p, "%s: warning: log is truncated before its header; skipped",
+                              path) < 0 ? -1 : 1;
+            return NULL;
         }
-        if (err == PYPROF_R_IO)
-            return set_error(p, "%s: %s", path, strerror(saved));
-        return set_error(p, "%s: %s", path, pyprof_reader_strerror(err));
+        *rc = set_error(p, "%s: log is truncated before its header (the process was "
+                           "killed or crashed); nothing survived", path);
+        return NULL;
     }
-    *found = 1;
+    if (err == PYPROF_R_IO)
+        *rc = set_error(p, "%s: %s", path, strerror(saved));
+    else
+        *rc = set_error(p, "%s: %s", path, pyprof_reader_strerror(err));
+    return NULL;
+}
+
+/* Loads one log (a candidate whose header was read) into the process of its series, or a
+ * new one.  Returns 0 or -1 (p->error set). */
+static int load_file(profile *p, const char *path)
+{
+    int orc;
+    pyprof_reader *r = open_log(p, path, 1, &orc);
+    if (!r)
+        return -1;
     int ret = -1;
-    if (!filter_keeps_log(&p->filter, pyprof_reader_header(r))) {
-        ret = 0;
-        goto cleanup;
-    }
-    if (p->nprocs >= IDMAP_EXCLUDED ||
-        GROW(p->procs, p->cap_procs, p->nprocs + 1)) {
+    const pyprof_header *h = pyprof_reader_header(r);
+    series_key key = {(char *)"", (char *)"", h->pid, h->window, h->series_start_unix_ns,
+                      h->seq};
+    key.host = copy_pstr(h->host);
+    key.run_id = copy_pstr(h->run_id);
+    if (!key.host || !key.run_id) {
         set_error(p, "out of memory");
         goto cleanup;
     }
-    uint32_t proc = (uint32_t)p->nprocs++;
+    uint32_t proc = series_process(p, &key);
+    if (proc == UINT32_MAX) {
+        if (p->nprocs >= IDMAP_EXCLUDED || GROW(p->procs, p->cap_procs, p->nprocs + 1)) {
+            set_error(p, "out of memory");
+            goto cleanup;
+        }
+        proc = (uint32_t)p->nprocs++;
+        profile_process *pr = &p->procs[proc];
+        memset(pr, 0, sizeof *pr);
+        pr->path = strdup(path);
+        if (!pr->path || copy_header(pr, h) < 0) {
+            set_error(p, "out of memory");
+            goto cleanup;
+        }
+        pr->series_start_unix_ns = h->series_start_unix_ns;
+        /* Every time of the process counts from the series' start. */
+        if (h->series_start_unix_ns)
+            pr->start_unix_ns = h->series_start_unix_ns;
+    }
+    long fi = add_file(p, proc, path, h);
+    if (fi < 0) {
+        set_error(p, "out of memory");
+        goto cleanup;
+    }
     profile_process *pr = &p->procs[proc];
-    memset(pr, 0, sizeof *pr);
-    pr->path = strdup(path);
-    if (!pr->path || copy_header(pr, pyprof_reader_header(r)) < 0) {
-        set_error(p, "out of memory");
-        goto cleanup;
-    }
-    pr->records = 1; /* the header */
-    int rc = load_records(p, r, proc);
+    pr->records++; /* the header */
+    profile_file *pf = &pr->files[fi];
+    pf->records = 1;
+    int rc = load_records(p, r, proc, pf);
     pr = &p->procs[proc];
+    pf = &pr->files[fi];
     if (rc == 1 || rc == -PYPROF_R_NOMEM) {
         set_error(p, "out of memory");
         goto cleanup;
     }
-    pr->end_error = rc;
+    pf->end_error = rc;
+    if (series_combine(pr) < 0) {
+        set_error(p, "out of memory");
+        goto cleanup;
+    }
     if (rc == -PYPROF_R_TRUNCATED) {
         ret = add_warning(p, "%s: warning: %s; %llu samples survived", path,
-                          pyprof_reader_strerror(rc), (unsigned long long)pr->samples_read);
+                          pyprof_reader_strerror(rc), (unsigned long long)pf->samples_read);
         goto cleanup;
     }
     if (rc < 0) {
@@ -940,29 +1224,59 @@ static int load_file(profile *p, const char *path, int named, int *found)
         if (p->options & PROFILE_KEEP_CORRUPT) {
             ret = add_warning(p, "%s: %s after %llu records (byte %llu of the decompressed "
                                  "log); %llu samples survived", path, what,
-                              (unsigned long long)pr->records, (unsigned long long)pr->bytes,
-                              (unsigned long long)pr->samples_read);
+                              (unsigned long long)pf->records, (unsigned long long)pf->bytes,
+                              (unsigned long long)pf->samples_read);
             goto cleanup;
         }
         set_error(p, "%s: %s after %llu records (byte %llu of the decompressed log)", path,
-                  what, (unsigned long long)pr->records, (unsigned long long)pr->bytes);
+                  what, (unsigned long long)pf->records, (unsigned long long)pf->bytes);
         goto cleanup;
     }
     ret = 0;
 
 cleanup:
+    free(key.host);
+    free(key.run_id);
     pyprof_reader_close(r);
     return ret;
 }
 
-static int load_dir(profile *p, const char *path)
+static void candidates_free(candidate *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(c[i].path);
+        free(c[i].key.host);
+        free(c[i].key.run_id);
+    }
+    free(c);
+}
+
+static int add_candidate(profile *p, candidate **c, size_t *n, size_t *cap, const char *path,
+                         int named, int dir)
+{
+    char *copy = strdup(path);
+    if (!copy || GROW(*c, *cap, *n + 1)) {
+        free(copy);
+        return set_error(p, "out of memory");
+    }
+    memset(&(*c)[*n], 0, sizeof **c);
+    (*c)[*n].path = copy;
+    (*c)[*n].named = named;
+    (*c)[*n].dir = dir;
+    (*n)++;
+    return 0;
+}
+
+/* A directory's regular files with data, in name order, as candidates. */
+static int scan_dir(profile *p, const char *path, int dir, candidate **c, size_t *n,
+                    size_t *cap)
 {
     struct dirent **names = NULL;
-    int n = scandir(path, &names, NULL, alphasort);
-    if (n < 0)
+    int count = scandir(path, &names, NULL, alphasort);
+    if (count < 0)
         return set_error(p, "%s: %s", path, strerror(errno));
-    int ret = 0, found = 0;
-    for (int i = 0; i < n; i++) {
+    int ret = 0;
+    for (int i = 0; i < count; i++) {
         const char *base = names[i]->d_name;
         if (ret == 0 && strcmp(base, ".") && strcmp(base, "..")) {
             char full[4096];
@@ -973,25 +1287,122 @@ static int load_dir(profile *p, const char *path)
              * written, or not a log, and says nothing either way. */
             if (len > 0 && (size_t)len < sizeof full && stat(full, &st) == 0 &&
                 S_ISREG(st.st_mode) && st.st_size > 0)
-                ret = load_file(p, full, 0, &found);
+                ret = add_candidate(p, c, n, cap, full, 0, dir);
         }
         free(names[i]);
     }
     free(names);
-    if (ret == 0 && !found)
-        return set_error(p, "%s: no pyprof log in this directory", path);
+    return ret;
+}
+
+/* Reads a candidate's header: whether it is a log, its series, whether the filters keep
+ * it.  0, or -1 (p->error set). */
+static int read_candidate(profile *p, candidate *c)
+{
+    int rc;
+    pyprof_reader *r = open_log(p, c->path, c->named, &rc);
+    if (!r) {
+        c->is_log = rc == 1;
+        return rc < 0 ? -1 : 0;
+    }
+    const pyprof_header *h = pyprof_reader_header(r);
+    c->is_log = 1;
+    c->kept = filter_keeps_log(&p->filter, h);
+    c->key.pid = h->pid;
+    c->key.window = h->window;
+    c->key.series_start_unix_ns = h->series_start_unix_ns;
+    c->key.seq = h->seq;
+    c->key.host = copy_pstr(h->host);
+    c->key.run_id = copy_pstr(h->run_id);
+    pyprof_reader_close(r);
+    if (!c->key.host || !c->key.run_id)
+        return set_error(p, "out of memory");
+    return 0;
+}
+
+static int same_key(const series_key *a, const series_key *b)
+{
+    return a->pid == b->pid && a->window == b->window &&
+           a->series_start_unix_ns == b->series_start_unix_ns && !strcmp(a->host, b->host) &&
+           !strcmp(a->run_id, b->run_id);
+}
+
+/* Load order: by group (in the order groups are first met), then by seq. */
+static int cmp_load_order(const void *a, const void *b)
+{
+    const candidate *x = *(candidate *const *)a, *y = *(candidate *const *)b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->key.seq != y->key.seq)
+        return x->key.seq < y->key.seq ? -1 : 1;
+    return 0;
+}
+
+int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
+{
+    candidate *c = NULL;
+    size_t n = 0, cap = 0;
+    int ret = 0;
+    /* The files: named ones, and each directory's. */
+    for (size_t i = 0; i < npaths && ret == 0; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) < 0)
+            ret = set_error(p, "%s: %s", paths[i], strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            ret = scan_dir(p, paths[i], (int)i, &c, &n, &cap);
+        else if (S_ISREG(st.st_mode) && st.st_size == 0)
+            ret = set_error(p, "%s: empty file (no log data was ever written to it)",
+                            paths[i]);
+        else
+            ret = add_candidate(p, &c, &n, &cap, paths[i], 1, -1);
+    }
+    /* Their headers; a directory without any log is an error. */
+    for (size_t i = 0; i < n && ret == 0; i++)
+        ret = read_candidate(p, &c[i]);
+    for (size_t d = 0; d < npaths && ret == 0; d++) {
+        struct stat st;
+        if (stat(paths[d], &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        int found = 0;
+        for (size_t i = 0; i < n; i++)
+            found |= c[i].dir == (int)d && c[i].is_log;
+        if (!found)
+            ret = set_error(p, "%s: no pyprof log in this directory", paths[d]);
+    }
+    /* Groups: a file joins the first group of its series that does not have its seq. */
+    candidate **order = NULL;
+    size_t nload = 0, ngroups = 0;
+    if (ret == 0 && n && !(order = malloc(n * sizeof *order)))
+        ret = set_error(p, "out of memory");
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        if (!c[i].kept)
+            continue;
+        c[i].group = ngroups;
+        for (size_t j = 0; j < i; j++) {
+            if (!c[j].kept || !same_key(&c[i].key, &c[j].key))
+                continue;
+            int taken = 0;
+            for (size_t k = 0; k < i && !taken; k++)
+                taken = c[k].kept && c[k].group == c[j].group && c[k].key.seq == c[i].key.seq;
+            if (!taken) {
+                c[i].group = c[j].group;
+                break;
+            }
+        }
+        if (c[i].group == ngroups)
+            ngroups++;
+        order[nload++] = &c[i];
+    }
+    if (ret == 0 && nload)
+        qsort(order, nload, sizeof *order, cmp_load_order);
+    for (size_t i = 0; i < nload && ret == 0; i++)
+        ret = load_file(p, order[i]->path);
+    free(order);
+    candidates_free(c, n);
     return ret;
 }
 
 int profile_load(profile *p, const char *path)
 {
-    struct stat st;
-    if (stat(path, &st) < 0)
-        return set_error(p, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return load_dir(p, path);
-    if (S_ISREG(st.st_mode) && st.st_size == 0)
-        return set_error(p, "%s: empty file (no log data was ever written to it)", path);
-    int found = 0;
-    return load_file(p, path, 1, &found);
+    return profile_load_paths(p, &path, 1);
 }

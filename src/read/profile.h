@@ -12,6 +12,14 @@
  * are aggregate.h's, the call tree calltree.h's, the call graph callgraph.h's.  Not
  * thread-safe; tool-side only.
  *
+ * A rotated series (logs of one process and window: the same host, run id, pid, window and
+ * series start, told apart by seq) is one process: each file's times are shifted by its
+ * offset_us onto one axis from the series' start, its counters are added to the others',
+ * and how the process ended is how its highest-seq file did.  Files may be missing (the
+ * oldest removed by retention) and may come in any order: the process is the same.  Each
+ * file's ids are its own, mapped per file like any log's.  A log that is not rotated is
+ * a series of one file.
+ *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
  * is the merged one; native functions are identified by (symbol, module path) and carry
@@ -19,8 +27,9 @@
  *
  * Interface: profile_filter, profile_process, profile_module, profile_thread,
  * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
- * profile_sample, profile_rss, PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile,
- * profile_new, profile_free, profile_load.
+ * profile_sample, profile_rss, profile_file, profile_snapshot, profile_snap_thread,
+ * PROFILE_NO_STACK, PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile, profile_new,
+ * profile_free, profile_load, profile_load_paths.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -40,7 +49,8 @@ typedef struct profile_filter {
     const char *const *runs; /* run ids, compared exactly */
     size_t nruns;
     int has_from, has_to;
-    double from_s, to_s; /* seconds since the start of each process's profiling */
+    double from_s, to_s; /* seconds since the start of each process's profiling (of a
+                          * rotated series: of its first file) */
 } profile_filter;
 
 /* A module (shared object or executable) of a process with native frames, for mapping
@@ -51,21 +61,45 @@ typedef struct profile_module {
     uint64_t start, limit, file_offset;
 } profile_module;
 
-typedef struct profile_process {
+/* One log file of a process (a rotated series has several). */
+typedef struct profile_file {
     char *path;
-    /* The header; strings are NUL-terminated copies. */
+    uint64_t seq, offset_us; /* the header's; 0 for a log that is not rotated */
+    uint64_t start_unix_ns;  /* this file's own start */
+    int has_footer;
+    pyprof_footer footer; /* this file's own */
+    int end_error;        /* as profile_process.end_error, for this file */
+    uint64_t records, bytes, samples_read;
+    int64_t last_t_us; /* on the process's axis */
+} profile_file;
+
+typedef struct profile_process {
+    char *path; /* the first file's (lowest seq) */
+    /* The series' files by seq; one for a log that is not rotated. */
+    profile_file *files;
+    size_t nfiles;
+    uint64_t series_start_unix_ns; /* the header's (0 in logs of older writers) */
+    uint64_t snapshots;            /* snapshots kept */
+    /* The header; strings are NUL-terminated copies.  start_unix_ns is the series'
+     * start (the first file's, seq 0), which every time of the process counts from. */
     uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
         flags, window;
     char *run_id, *host, *exe, *python_version, *timer;
     char **argv;
     size_t argc;
     int clock; /* enum pyprof_clock */
-    /* The footer, when the log has one. */
+    /* The footer, when the log has one.  A series: has_footer and how it ended (end,
+     * status, end_unix_ns) are the highest-seq file's; duration_ns runs from the series'
+     * start to that file's end; counters, drops and the cost histogram are the sums over
+     * the files that have a footer; achieved_hz_milli is samples over the time they
+     * stand for, over all of them. */
     int has_footer;
     pyprof_footer footer;
     /* How reading ended: 0 (complete), -PYPROF_R_TRUNCATED, or with
-     * PROFILE_KEEP_CORRUPT another negative reader code. */
+     * PROFILE_KEEP_CORRUPT another negative reader code.  A series: the first file's
+     * error other than TRUNCATED, else the highest-seq file's. */
     int end_error;
+    /* Counts below: sums over the files. */
     uint64_t records;      /* records read, the header included */
     uint64_t bytes;        /* decompressed bytes read */
     uint64_t samples_read; /* SAMPLE records in the log, before filtering */
@@ -73,7 +107,7 @@ typedef struct profile_process {
     /* Records by type; unknown_read counts the types this reader skips, the reserved
      * type 7 (MARK, never written) included. */
     uint64_t threads_read, codes_read, stacks_read, rss_read, unknown_read;
-    int64_t last_t_us; /* time of the last timed record */
+    int64_t last_t_us; /* time of the last timed record (the latest, in a series) */
     int has_rss;       /* RSS points kept: */
     uint64_t rss_start, rss_peak, rss_end;
     /* Native frames (logs with PYPROF_HDR_NATIVE). */
@@ -128,6 +162,24 @@ typedef struct profile_rss {
     uint32_t process;
 } profile_rss;
 
+/* A snapshot (SNAPSHOT record): where every thread was at one moment. */
+typedef struct profile_snapshot {
+    uint32_t process;
+    uint64_t id;
+    int64_t t_us;  /* on the process's axis, like a sample's */
+    uint64_t first; /* its threads: profile.snap_threads[first .. first + nthreads) */
+    uint32_t nthreads;
+} profile_snapshot;
+
+#define PROFILE_NO_STACK UINT32_MAX /* a snapshot thread without a Python frame */
+
+typedef struct profile_snap_thread {
+    uint32_t thread; /* index into profile.threads (tid and name there) */
+    uint32_t stack;  /* index into profile.stacks, or PROFILE_NO_STACK */
+    uint32_t flags;  /* PYPROF_SNAP_F_* */
+    uint8_t os_state; /* the kernel's state letter ('R', 'S', 'D', ...); 0 unknown */
+} profile_snap_thread;
+
 /* profile_new options. */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
 #define PROFILE_NATIVE_GLUE 2u  /* keep the interpreter's and process start's native
@@ -152,6 +204,10 @@ typedef struct profile {
     size_t nsamples;
     profile_rss *rss;
     size_t nrss;
+    profile_snapshot *snapshots; /* by process, then time (the order of the logs) */
+    size_t nsnapshots;
+    profile_snap_thread *snap_threads;
+    size_t nsnap_threads;
     /* Warnings met while loading, one line each without the "pyprof: " prefix (a
      * truncated log, a directory entry skipped). */
     char **warnings;
@@ -161,7 +217,7 @@ typedef struct profile {
 
     /* Capacities and the private index. */
     size_t cap_procs, cap_threads, cap_funcs, cap_stacks, cap_frames, cap_samples, cap_rss,
-        cap_warnings;
+        cap_warnings, cap_snapshots, cap_snap_threads;
     profile_index *index;
 } profile;
 
@@ -178,5 +234,12 @@ void profile_free(profile *p);
  * PROFILE_KEEP_CORRUPT, a corrupted log is kept up to the damage instead).  A truncated log
  * is kept, with a warning.  Logs excluded by the pid or run filter are skipped. */
 int profile_load(profile *p, const char *path);
+
+/* Loads several paths as profile_load does each, but as one set: the files of a rotated
+ * series are loaded in seq order whatever order the paths (or a directory's entries)
+ * give them in, so the model does not depend on it.  Processes come in the order their
+ * first file is met.  A file of a series that an earlier call loaded joins that
+ * process. */
+int profile_load_paths(profile *p, const char *const *paths, size_t npaths);
 
 #endif

@@ -38,6 +38,17 @@
  * log that simply stops (no footer, a partial frame, block or record) is TRUNCATED, never
  * CORRUPT: that is what a killed process leaves, and everything before the cut is good.
  *
+ * Follow mode (a log still being written).  The end of the input is then "not yet": the
+ * call returns AGAIN, which is not sticky, and nothing is given up.  LZ4F keeps the part
+ * of a block or frame header it was given, `trk` keeps its place in the frame, the
+ * unparsed tail of `out` keeps the part of a record, and the next call reads the file
+ * again from where it stopped (read(2) at the file position, which only the reader
+ * moves).  A cut block is never decoded in pieces then: its records come whole once the
+ * writer has written the rest of it.  (A file whose cut block was decoded in part before
+ * follow mode began, by an open that needed it for the header, has that part dropped from
+ * the block's whole output: recovered_skip.)  After the footer, the end of the input is
+ * the end: a frame end the writer has not written yet loses nothing.
+ *
  * Unknown record types are returned with only `type` filled (the payload is skipped), so a
  * caller can count them; format.h's compatibility rule says readers skip them.
  */
@@ -54,6 +65,9 @@
 
 #include "common/record.h"
 
+/* A SNAPSHOT with more threads than a Linux process can have (PID_MAX_LIMIT) is
+ * corruption. */
+#define READER_MAX_SNAP_THREADS (4u << 20)
 /* A record longer than this is corruption, not data. */
 #define READER_MAX_RECORD (64u << 20)
 /* Bytes read from a file at a time. */
@@ -110,6 +124,10 @@ struct pyprof_reader {
 
     lz4_track trk;
     int recovered; /* the cut block has been decoded */
+    /* Bytes of the cut block's output already decoded by reader_recover that LZ4F will
+     * output again once the rest of the block arrives (follow mode turned on after a cut
+     * was met): they are dropped from its output. */
+    size_t recovered_skip;
 
     uint8_t *out;
     size_t out_cap, out_pos, out_len;
@@ -128,6 +146,9 @@ struct pyprof_reader {
     size_t frames_cap;
     uint32_t *runs; /* a native STACK's run lengths (frames_cap of them) */
     size_t runs_cap;
+    pyprof_snap_thread *snap; /* a SNAPSHOT's threads */
+    size_t snap_cap;
+    int follow; /* pyprof_reader_follow: the end of the input is "not yet" */
     /* Native records, bounded by format.h, so a fixed room each. */
     pyprof_segment segs[PYPROF_MODULE_SEG_MAX];
     uint64_t addrs[PYPROF_NSTACK_MAX];
@@ -148,7 +169,8 @@ const char *pyprof_reader_strerror(int err)
 }
 
 /* Reads more raw bytes from the file.  Returns 1 when some arrived, 0 at end of file,
- * -PYPROF_R_IO on a read error. */
+ * -PYPROF_R_IO on a read error.  In follow mode the end of a file is only "for now": the
+ * next call reads again. */
 static int reader_read_input(pyprof_reader *r)
 {
     if (r->in_eof)
@@ -169,7 +191,7 @@ static int reader_read_input(pyprof_reader *r)
             return 1;
         }
         if (n == 0) {
-            r->in_eof = 1;
+            r->in_eof = !r->follow;
             return 0;
         }
         if (errno != EINTR)
@@ -354,11 +376,14 @@ static int reader_recover(pyprof_reader *r)
     if (got <= 0)
         return 0;
     r->out_len += (size_t)got;
+    r->recovered_skip = (size_t)got;
     return 1;
 }
 
 /* Decompresses more bytes behind the unparsed tail of `out`.  Returns 1 when some arrived,
- * 0 when the input is exhausted, or a negative code. */
+ * 0 when the input is exhausted, or a negative code: -PYPROF_R_AGAIN in follow mode,
+ * where a cut block is not decoded in pieces (LZ4F keeps what arrived of it, and decodes
+ * it whole once the rest is there). */
 static int reader_fill(pyprof_reader *r)
 {
     /* Keep LZ4_HISTORY bytes before out_pos: reader_recover's dictionary. */
@@ -386,7 +411,7 @@ static int reader_fill(pyprof_reader *r)
         if (r->in_pos == r->in_len) {
             int rc = reader_read_input(r);
             if (rc == 0)
-                return reader_recover(r);
+                return r->follow ? -PYPROF_R_AGAIN : reader_recover(r);
             if (rc < 0)
                 return rc;
         }
@@ -401,6 +426,16 @@ static int reader_fill(pyprof_reader *r)
         if (LZ4F_isError(ret))
             return -PYPROF_R_CORRUPT;
         track_bytes(&r->trk, r->in + r->in_pos, src, r->out_base + r->out_len);
+        if (r->recovered_skip && dst) {
+            /* The block reader_recover decoded in part, now whole: keep only what is
+             * new. */
+            size_t k = dst < r->recovered_skip ? dst : r->recovered_skip;
+            memmove(r->out + r->out_len, r->out + r->out_len + k, dst - k);
+            dst -= k;
+            r->recovered_skip -= k;
+            if (!r->recovered_skip)
+                r->recovered = 0;
+        }
         r->in_pos += src;
         r->out_len += dst;
         r->lz4_next = ret;
@@ -510,7 +545,19 @@ static int reader_parse_header(pyprof_reader *r, size_t len)
     h->max_depth = rec_get_uvarint(&in);
     h->flags = rec_get_uvarint(&in);
     h->window = rec_get_uvarint(&in);
-    return in.bad ? -PYPROF_R_CORRUPT : 0;
+    if (in.bad)
+        return -PYPROF_R_CORRUPT;
+    /* The rotated series' fields, absent in logs of older writers. */
+    h->seq = h->series_start_unix_ns = h->offset_us = 0;
+    if (in.p < in.end) {
+        h->seq = rec_get_uvarint(&in);
+        h->series_start_unix_ns = rec_get_uvarint(&in);
+        h->offset_us = rec_get_uvarint(&in);
+        /* Times are kept in int64_t microseconds once shifted by the offset. */
+        if (in.bad || h->offset_us > (uint64_t)INT64_MAX / 4)
+            return -PYPROF_R_CORRUPT;
+    }
+    return 0;
 }
 
 /* Checks that the raw bytes start like an LZ4 frame (or a skippable frame, which lz4
@@ -737,6 +784,36 @@ static int reader_parse_stack(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
     return reader_parse_runs(r, in, s);
 }
 
+static int reader_parse_snapshot(pyprof_reader *r, rec_in *in, pyprof_snapshot_rec *s)
+{
+    s->snapshot_id = rec_get_uvarint(in);
+    uint64_t t = rec_get_uvarint(in);
+    s->nthreads = rec_get_uvarint(in);
+    /* A thread takes four bytes at least (three varints and its state byte). */
+    if (in->bad || t > (uint64_t)INT64_MAX / 4 || s->nthreads > READER_MAX_SNAP_THREADS ||
+        s->nthreads > rec_in_left(in) / 4)
+        return -PYPROF_R_CORRUPT;
+    s->t_us = (int64_t)t;
+    if (s->nthreads > r->snap_cap) {
+        size_t cap = r->snap_cap ? r->snap_cap : 16;
+        while (cap < s->nthreads)
+            cap *= 2;
+        pyprof_snap_thread *p = realloc(r->snap, cap * sizeof *p);
+        if (!p)
+            return -PYPROF_R_NOMEM;
+        r->snap = p;
+        r->snap_cap = cap;
+    }
+    for (uint64_t i = 0; i < s->nthreads; i++) {
+        r->snap[i].thread_idx = rec_get_uvarint(in);
+        r->snap[i].stack_id = rec_get_uvarint(in);
+        r->snap[i].flags = rec_get_uvarint(in);
+        r->snap[i].os_state = rec_get_u8(in);
+    }
+    s->threads = s->nthreads ? r->snap : NULL;
+    return in->bad ? -PYPROF_R_CORRUPT : 0;
+}
+
 static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
 {
     f->end_unix_ns = rec_get_uvarint(in);
@@ -826,7 +903,8 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
             rc = reader_fill(r);
         } while (rc > 0);
         r->done = 2;
-        if (rc < 0) {
+        /* Follow mode: the frame's end is not written yet; the log is complete. */
+        if (rc < 0 && rc != -PYPROF_R_AGAIN) {
             r->err = rc;
             return rc;
         }
@@ -904,6 +982,11 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
     case PYPROF_REC_MODULE_GONE:
         rec->u.module_gone = rec_get_uvarint(&in);
         break;
+    case PYPROF_REC_SNAPSHOT:
+        rc = reader_parse_snapshot(r, &in, &rec->u.snapshot);
+        if (rc < 0)
+            goto fail;
+        break;
     case PYPROF_REC_FOOTER:
         memset(&rec->u.footer, 0, sizeof rec->u.footer);
         reader_parse_footer(&in, &rec->u.footer, !!(r->hdr.flags & PYPROF_HDR_NATIVE));
@@ -922,8 +1005,19 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
     return 1;
 
 fail:
-    r->err = rc;
+    /* Follow mode's "not yet" is the one error that is not sticky: the envelope has not
+     * been taken, and the next call reads it again from where it stands. */
+    if (rc != -PYPROF_R_AGAIN)
+        r->err = rc;
     return rc;
+}
+
+void pyprof_reader_follow(pyprof_reader *r, int on)
+{
+    r->follow = !!on;
+    /* A file may have grown since its end was last met. */
+    if (r->follow && r->fd >= 0)
+        r->in_eof = 0;
 }
 
 void pyprof_reader_close(pyprof_reader *r)
@@ -940,6 +1034,7 @@ void pyprof_reader_close(pyprof_reader *r)
     free(r->argv);
     free(r->frames);
     free(r->runs);
+    free(r->snap);
     free(r->trk.block);
     free(r);
 }

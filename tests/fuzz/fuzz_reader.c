@@ -10,6 +10,8 @@
  * pointer or length that strays outside the reader's buffers is caught by
  * AddressSanitizer, and the reader's promises from include/pyprof/reader.h are checked:
  * an error code from its list, offsets that only grow, a clean end only after the footer.
+ * The log as given is also read in follow mode, where its end must be "not yet" (AGAIN,
+ * not sticky) and never a cut.
  *
  * Real fuzzing needs clang (apt-get install clang); from the top of the tree:
  *
@@ -91,24 +93,33 @@ static void touch_record(const pyprof_record *rec)
         CHECK(rec->u.stack.nframes == 0 || rec->u.stack.frames != NULL);
         touch(rec->u.stack.frames, rec->u.stack.nframes * sizeof(pyprof_frame));
         break;
+    case PYPROF_REC_SNAPSHOT:
+        CHECK(rec->u.snapshot.nthreads == 0 || rec->u.snapshot.threads != NULL);
+        touch(rec->u.snapshot.threads, rec->u.snapshot.nthreads * sizeof(pyprof_snap_thread));
+        CHECK(rec->u.snapshot.t_us >= 0);
+        break;
     default:
         break;
     }
 }
 
-static void read_log(const uint8_t *data, size_t size)
+/* Reads a log to its end.  `follow`: in follow mode, where the end of the input is "not
+ * yet" (AGAIN, asked twice to check it is not sticky) rather than a cut. */
+static void read_log(const uint8_t *data, size_t size, int follow)
 {
     int err = -1;
     pyprof_reader *r = pyprof_reader_open_mem(data, size, &err);
     if (!r) {
         /* A refusal names one of the reader's errors, never "no error". */
-        CHECK(err > PYPROF_R_OK && err <= PYPROF_R_NOMEM);
+        CHECK(err > PYPROF_R_OK && err < PYPROF_R_AGAIN);
         CHECK(pyprof_reader_strerror(err) != NULL);
         return;
     }
     /* Open refuses logs from a newer pyprof. */
     CHECK(pyprof_reader_header(r)->format_version <= PYPROF_FORMAT_VERSION);
     touch_header(pyprof_reader_header(r));
+    pyprof_reader_follow(r, follow);
+    int again = 0;
     uint64_t offset = pyprof_reader_offset(r);
     int saw_footer = 0;
     pyprof_record rec;
@@ -123,10 +134,18 @@ static void read_log(const uint8_t *data, size_t size)
             saw_footer |= rec.type == PYPROF_REC_FOOTER;
             continue;
         }
+        if (rc == -PYPROF_R_AGAIN) {
+            CHECK(follow && !saw_footer);
+            if (!again++)
+                continue; /* once more: the same answer, nothing lost */
+            break;
+        }
         if (rc == 0) {
             /* A clean end is the end after a footer. */
             CHECK(saw_footer);
         } else {
+            /* Follow mode never takes the end of the input for a cut. */
+            CHECK(!follow || rc != -PYPROF_R_TRUNCATED);
             CHECK(rc == -PYPROF_R_TRUNCATED || rc == -PYPROF_R_CORRUPT ||
                   rc == -PYPROF_R_IO || rc == -PYPROF_R_NOMEM);
             CHECK(pyprof_reader_strerror(-rc) != NULL);
@@ -138,7 +157,8 @@ static void read_log(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    read_log(data, size);
+    read_log(data, size, 0);
+    read_log(data, size, 1);
 
     /* The same bytes as the decompressed content of a log.  Inputs beyond 1 MiB are left
      * to the first path only; they add time, not coverage. */
@@ -150,7 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t n = LZ4F_compressFrame(frame, cap, data, size, NULL);
     if (!LZ4F_isError(n))
-        read_log(frame, n);
+        read_log(frame, n, 0);
     free(frame);
     return 0;
 }

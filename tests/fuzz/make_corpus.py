@@ -2,6 +2,7 @@
 """make_corpus.py -- (re)creates the seed corpus of tests/fuzz/ for the reader fuzzer.
 
     python3 tests/fuzz/make_corpus.py [build/libpyprof.so] [tests/fuzz/corpus]
+    python3 tests/fuzz/make_corpus.py --series-only    # only the series/snapshot seeds
 
 Profiles a few tiny Python programs with the real library to get real logs, then derives
 broken ones from them: cut short at several places, bytes flipped, a newer format version,
@@ -163,7 +164,33 @@ def native_seeds():
     return {"native-mini.lz4": lz4(plain), "native-cut.lz4": lz4(plain[: len(plain) * 2 // 3])}
 
 
+def series_seeds():
+    """Logs of the rotated series and snapshot records, built by hand with
+    make_fixtures.series_logs: a middle file of a series (header with seq, series start
+    and offset; a SNAPSHOT after its first sample), the same cut inside its snapshot, and
+    damaged snapshots (more threads announced than the payload holds, an absurd count)."""
+    import make_fixtures as mf
+    plain = mf.series_logs(nfiles=2, per_file=6)[1][0]
+    seeds = {"series-snapshot.lz4": lz4(plain)}
+    snap = mf.snapshot(2, 10_003, [(1, 102, 1, "R"), (0, 0, 0, "S")])
+    at = plain.index(snap)
+    seeds["series-cut-in-snapshot.lz4"] = lz4(plain[: at + len(snap) // 2])
+    short = bytes([11]) + uvarint(7) + uvarint(2) + uvarint(10) + uvarint(3) + b"\x00\x00\x00R"
+    seeds["snapshot-short.lz4"] = lz4(plain[:at] + short + plain[at + len(snap):])
+    absurd = bytes([11]) + uvarint(8) + uvarint(2) + uvarint(10) + uvarint(1 << 30) + b"\x00R"
+    seeds["snapshot-absurd.lz4"] = lz4(plain[:at] + absurd + plain[at + len(snap):])
+    return seeds
+
+
 def main():
+    if sys.argv[1:] == ["--series-only"]:
+        # Only the hand-built seeds of the series and snapshot records (no library run).
+        out = os.path.join(os.path.dirname(__file__), "corpus")
+        for fname, data in sorted(series_seeds().items()):
+            with open(os.path.join(out, fname), "wb") as f:
+                f.write(data)
+        print("%d seeds in %s" % (len(series_seeds()), out))
+        return
     lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/libpyprof.so")
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
                                                              "corpus")
@@ -225,6 +252,7 @@ def main():
                                  lz4(plain[2 * third:]))
     seeds["frames-then-junk.lz4"] = mini + b"\x00junk"
     seeds.update(native_seeds())
+    seeds.update(series_seeds())
 
     for old in glob.glob(os.path.join(out, "*")):
         os.remove(old)

@@ -323,3 +323,51 @@ def test_filters(names_page, tmp_path):
     assert [p["pid"] for p in data["procs"]] == [pid]
     assert 0 < data["samples"] < max(p["samples"] for p in rep["processes"])
     assert data["t_max_us"] <= 0.5e6 + data["procs"][0]["period_us"]
+
+
+# ---- snapshots ------------------------------------------------------------------------
+
+import sys  # noqa: E402
+
+sys.path.insert(0, t.FIXTURES)
+import make_fixtures as mf  # noqa: E402  (the log encoders, shared with the fixtures)
+
+
+def test_snapshot_markers(browser, tmp_path):
+    """A rotated series with one snapshot per file (make_fixtures.series_logs): a marker
+    per snapshot at its time on the series' axis; a click on one lists every thread of
+    that snapshot with its stack, outermost first, or that it had no Python frame."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    series = mf.series_logs(nfiles=3)
+    for raw, info in series:
+        (logs / ("pyprof.app.4343.%04d.lz4" % info["seq"])).write_bytes(mf.lz4(raw))
+    page = str(tmp_path / "snap.html")
+    res = t.tool("html", str(logs), "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    with open(page, encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    assert [s["t"] for s in data["snaps"]] == [i["snapshot"] for _, i in series]
+    del browser.console_errors[:]
+    browser.open(page)
+    marks = browser.evaluate("pyprofViewer.snapshots()")
+    assert [m["id"] for m in marks] == [1, 2, 3]
+    xs = [m["x"] for m in marks]
+    assert xs == sorted(xs) and xs[0] < xs[1] < xs[2]
+    browser.click(marks[1]["x"], marks[1]["y"])
+    assert browser.evaluate("pyprofViewer.selectedSnapshot()") == 2
+    info = browser.evaluate("document.getElementById('stack-info').textContent")
+    assert "snapshot #2" in info and "2 threads" in info
+    items = texts(browser, "#stack li")
+    heads = texts(browser, "#stack li.snap-thread")
+    assert len(heads) == 2
+    assert heads[0].startswith("MainThread (tid 4343)") and "state R" in heads[0]
+    assert "holds the GIL" in heads[0]
+    assert heads[1].startswith("worker (tid 4344)") and "state S" in heads[1]
+    # MainThread: the file's stack 2 (<module> serve handle parse), then the worker's
+    # "no frame" line.
+    assert items.index(heads[1]) == 5
+    assert texts(browser, "#stack li .fn") == ["<module>", "serve", "handle", "parse"]
+    assert texts(browser, "#stack li .loc")[-1] == "/srv/app.py:32"
+    assert items[-1] == "(no Python frame)"
+    check_clean(browser)

@@ -105,3 +105,96 @@ def test_real_log_cut(tmp_path):
         else:
             # The last block may hold only the footer: then every sample survives.
             assert 0.8 * n <= p["samples"] <= n, where
+
+
+# ---- rotated series -------------------------------------------------------------------
+
+import sys  # noqa: E402
+
+sys.path.insert(0, t.FIXTURES)
+import make_fixtures as mf  # noqa: E402  (the log encoders, shared with the fixtures)
+
+
+def write_series(d, **kw):
+    """The series of make_fixtures.series_logs in directory d, named as the library names
+    rotated logs; returns [(path, info)] by seq."""
+    d.mkdir(exist_ok=True)
+    out = []
+    for raw, info in mf.series_logs(**kw):
+        path = d / ("pyprof.app.4343.%04d.r%d.lz4" % (info["seq"], 7 - info["seq"]))
+        path.write_bytes(mf.lz4(raw))
+        out.append((str(path), info))
+    return out
+
+
+def report_json(*args):
+    res = t.tool("report", "--json", *args)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_series_any_order(tmp_path):
+    files = write_series(tmp_path / "logs")
+    paths = [p for p, _ in files]
+    times = [x for _, info in files for x in info["times"]]
+    reps = [report_json(*order) for order in
+            (paths, paths[::-1], [paths[1], paths[2], paths[0]])]
+    reps.append(report_json(str(tmp_path / "logs")))
+    for rep in reps[1:]:
+        assert rep == reps[0]
+    rep = reps[0]
+    assert len(rep["processes"]) == 1
+    pr = rep["processes"][0]
+    assert pr["files"] == len(files) and pr["snapshots"] == len(files)
+    assert pr["samples"] == pr["samples_in_log"] == len(times) == rep["samples"]
+    assert pr["ended"] == "exit" and pr["truncated"] is False
+    assert pr["dropped"]["ring_full"] == sum(k + 1 for k in range(len(files)))
+    assert pr["library_cpu_ns"] == sum(1000 * (k + 1) for k in range(len(files)))
+    last = files[-1][1]
+    dur_us = last["offset_us"] + (last["times"][-1] - last["offset_us"]) + 10
+    assert abs(pr["duration_s"] - dur_us / 1e6) < 1e-6
+    assert pr["path"] == paths[0]
+    # Each file's ids are its own: the threads are the two of the process, by tid.
+    assert sorted((th["tid"], th["samples"]) for th in rep["threads"]) == sorted(
+        (tid, sum(1 for _, i in files for x in i["tids"] if x == tid))
+        for tid in set(x for _, i in files for x in i["tids"]))
+    # A logs that is not rotated keeps its keys, with one file and no snapshot.
+    one = report_json(fixture("good.lz4"))["processes"][0]
+    assert one["files"] == 1 and one["snapshots"] == 0
+
+
+def test_series_missing_and_window(tmp_path):
+    files = write_series(tmp_path / "logs", nfiles=4)
+    os.remove(files[0][0])  # retention removed the oldest
+    os.remove(files[2][0])  # and one in the middle is gone too
+    kept = [files[1], files[3]]
+    pr = report_json(str(tmp_path / "logs"))["processes"][0]
+    assert pr["files"] == 2 and pr["snapshots"] == 2
+    assert pr["samples"] == sum(len(i["times"]) for _, i in kept)
+    last = files[3][1]
+    assert abs(pr["duration_s"] - (last["times"][-1] + 10) / 1e6) < 1e-6
+    # --from/--to count from the series' start, across the files.
+    lo, hi = kept[0][1]["times"][20], kept[1][1]["times"][10]
+    want = sum(1 for _, i in kept for x in i["times"] if lo <= x <= hi)
+    rep = report_json("--from", "%.6f" % (lo / 1e6), "--to", "%.6f" % (hi / 1e6),
+                      str(tmp_path / "logs"))
+    assert rep["samples"] == want and 0 < want < pr["samples"]
+    assert rep["processes"][0]["snapshots"] == 1  # file 3's; file 1's is before --from
+
+
+def test_series_info(tmp_path):
+    files = write_series(tmp_path / "logs", last_footer=False)
+    res = t.tool("info", files[2][0], files[0][0], files[1][0])
+    assert res.returncode == 0, res.stderr
+    assert "truncated" in res.stderr  # the last file, still being written
+    out = res.stdout
+    assert "series          3 files, seq 0 to 2" in out
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith("seq ")]
+    assert [ln.split()[1] for ln in lines] == ["0", "1", "2"]
+    for (path, _), ln in zip(files, lines):
+        assert ln.endswith(path)
+    assert "rotated" in lines[0] and "truncated" in lines[2]
+    snap = [ln for ln in out.splitlines() if ln.strip().startswith("snapshots")]
+    assert len(snap) == 1 and snap[0].split()[1] == "3:"
+    for k, (_, info) in enumerate(files):
+        assert "#%d at %.3f s (2 threads)" % (k + 1, info["snapshot"] / 1e6) in snap[0]

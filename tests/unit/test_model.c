@@ -629,6 +629,443 @@ static void test_fixture(void **state)
     profile_free(p);
 }
 
+
+/* ---- a rotated series -------------------------------------------------------------- */
+
+/* The plan cut into NFILES files of one series: file k has the samples [k * PER_FILE,
+ * (k + 1) * PER_FILE), its own ids (thread_idx swapped in odd files, code and stack ids
+ * moved by 100 * k), times from its own start, which is ser_off[k] after the series'. */
+#define NFILES 4
+#define PER_FILE (NSAMPLES / NFILES)
+#define SERIES_START 1690000000000000000ull
+static int64_t ser_off[NFILES];
+static char ser_dir[64];
+static char ser_path[NFILES][128];
+
+static int file_of(int i) { return i / PER_FILE; }
+
+/* The snapshot of file k: at 40 us after its first sample; thread 0 (tid 100) in stack
+ * 2, thread 1 without a Python frame. */
+static int64_t snap_t(int k) { return plan[k * PER_FILE].t_us + 40; }
+
+static void put_header_series(buf *b, uint64_t seq, uint64_t offset_us)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, PYPROF_FORMAT_VERSION);
+    rec_put_uvarint(&o, 4242);
+    rec_put_uvarint(&o, 1);
+    rec_put_cstr(&o, "0123456789abcdef");
+    rec_put_uvarint(&o, SERIES_START + offset_us * 1000 + 7); /* the wall clock drifts */
+    rec_put_cstr(&o, "host");
+    rec_put_cstr(&o, "/usr/bin/python3");
+    rec_put_uvarint(&o, 1);
+    rec_put_cstr(&o, "python3");
+    rec_put_cstr(&o, "3.11.7");
+    rec_put_uvarint(&o, 0x030b07f0);
+    rec_put_uvarint(&o, PERIOD_NS);
+    rec_put_u8(&o, PYPROF_CLOCK_CPU);
+    rec_put_cstr(&o, "test");
+    rec_put_uvarint(&o, 256);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, seq);
+    rec_put_uvarint(&o, SERIES_START);
+    rec_put_uvarint(&o, offset_us);
+    put(b, PYPROF_REC_HEADER, &o);
+}
+
+static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
+{
+    uint64_t base = 100 * (uint64_t)k, swap = (uint64_t)k & 1;
+    memcpy(b->p, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
+    b->len = PYPROF_MAGIC_LEN;
+    put_header_series(b, (uint64_t)k, (uint64_t)ser_off[k]);
+    put_thread(b, swap, 100, k == NFILES - 1 ? "Main-late" : "Main");
+    put_thread(b, 1 - swap, 101, "Worker");
+    rec_out o;
+    for (int f = 0; f < NFUNCS; f++) {
+        rec_out_init(&o, scratch, sizeof scratch);
+        rec_put_uvarint(&o, 16 + base + (uint64_t)f);
+        rec_put_svarint(&o, fline[f]);
+        const char *dot = strchr(fname[f], '.');
+        rec_put_cstr(&o, dot ? dot + 1 : fname[f]);
+        rec_put_cstr(&o, dot ? fname[f] : "");
+        rec_put_cstr(&o, ffile[f]);
+        rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
+        rec_put_str(&o, "", 0);
+        rec_put_uvarint(&o, 0);
+        put(b, PYPROF_REC_CODE, &o);
+    }
+    for (int st = 0; st < NSTACKS; st++) {
+        rec_out_init(&o, scratch, sizeof scratch);
+        rec_put_uvarint(&o, base + (uint64_t)st + 1);
+        rec_put_uvarint(&o, (uint64_t)plan_stacks[st].n);
+        for (int j = 0; j < plan_stacks[st].n; j++) {
+            rec_put_uvarint(&o, 16 + base + (uint64_t)plan_stacks[st].func[j]);
+            rec_put_svarint(&o, plan_stacks[st].line[j]);
+        }
+        put(b, PYPROF_REC_STACK, &o);
+    }
+    int64_t t = 0;
+    for (int i = k * PER_FILE; i < (k + 1) * PER_FILE; i++) {
+        int64_t rel = plan[i].t_us - ser_off[k];
+        rec_out_init(&o, scratch, sizeof scratch);
+        rec_put_svarint(&o, rel - t);
+        rec_put_uvarint(&o, (uint64_t)plan[i].thread ^ swap);
+        rec_put_uvarint(&o, base + (uint64_t)plan[i].stack + 1);
+        rec_put_uvarint(&o, plan[i].cpu_us);
+        put(b, PYPROF_REC_SAMPLE, &o);
+        t = rel;
+        if (i == k * PER_FILE) {
+            rec_out_init(&o, scratch, sizeof scratch);
+            rec_put_uvarint(&o, (uint64_t)k + 1);
+            rec_put_uvarint(&o, (uint64_t)(snap_t(k) - ser_off[k]));
+            rec_put_uvarint(&o, bad_snapshot ? 3 : 2);
+            rec_put_uvarint(&o, swap); /* tid 100 */
+            rec_put_uvarint(&o, base + 2 + 1);
+            rec_put_uvarint(&o, PYPROF_SNAP_F_GIL);
+            rec_put_u8(&o, 'R');
+            rec_put_uvarint(&o, 1 - swap); /* tid 101 */
+            rec_put_uvarint(&o, 0);
+            rec_put_uvarint(&o, 0);
+            rec_put_u8(&o, 'S');
+            put(b, PYPROF_REC_SNAPSHOT, &o);
+        }
+    }
+    if (!footer)
+        return;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, SERIES_START + 99);                      /* end_unix_ns */
+    rec_put_uvarint(&o, (uint64_t)(t + 10) * 1000 + (uint64_t)k); /* duration_ns */
+    rec_put_uvarint(&o, PER_FILE);                               /* samples */
+    rec_put_uvarint(&o, PER_FILE + (uint64_t)k);                 /* signals */
+    rec_put_uvarint(&o, 1);
+    rec_put_uvarint(&o, PYPROF_DROP_RING_FULL);
+    rec_put_uvarint(&o, (uint64_t)k + 1);
+    rec_put_uvarint(&o, k == NFILES - 1 ? PYPROF_END_EXIT : PYPROF_END_ROTATED);
+    rec_put_u8(&o, k == NFILES - 1);
+    rec_put_svarint(&o, 3);
+    rec_put_uvarint(&o, 100000);                    /* achieved_hz_milli: 100 Hz */
+    rec_put_uvarint(&o, 1000 * ((uint64_t)k + 1)); /* lib_cpu_ns */
+    rec_put_uvarint(&o, 10);                        /* handler_ns */
+    rec_put_uvarint(&o, 20);                        /* writer_ns */
+    rec_put_uvarint(&o, 2);                         /* ntime */
+    rec_put_uvarint(&o, 500);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 1); /* ndepth */
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, (uint64_t)k);
+    rec_put_uvarint(&o, 1);
+    put(b, PYPROF_REC_FOOTER, &o);
+}
+
+static void write_file(const char *path, const buf *b)
+{
+    LZ4F_preferences_t prefs;
+    memset(&prefs, 0, sizeof prefs);
+    size_t cap = LZ4F_compressFrameBound(b->len, &prefs);
+    uint8_t *c = malloc(cap);
+    size_t clen = LZ4F_compressFrame(c, cap, b->p, b->len, &prefs);
+    assert_false(LZ4F_isError(clen));
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(c, 1, clen, f), clen);
+    fclose(f);
+    free(c);
+}
+
+/* Writes the series into a fresh directory; `last_footer` 0 leaves the last file's off. */
+static void write_series(int last_footer, int bad_snapshot_in)
+{
+    make_plan();
+    snprintf(ser_dir, sizeof ser_dir, "/tmp/test_series.XXXXXX");
+    assert_non_null(mkdtemp(ser_dir));
+    for (int k = 0; k < NFILES; k++) {
+        int64_t first = plan[k * PER_FILE].t_us;
+        ser_off[k] = k == 0 ? 0 : (first > 1000 ? first - 1000 : 0);
+    }
+    buf b = {malloc(1024), 0, 1024};
+    for (int k = 0; k < NFILES; k++) {
+        put_series_file(&b, k, k < NFILES - 1 || last_footer, k == bad_snapshot_in);
+        /* Names that sort against seq order, as a directory may list them. */
+        snprintf(ser_path[k], sizeof ser_path[k], "%s/pyprof.%c.%d.lz4", ser_dir,
+                 'z' - k, k);
+        write_file(ser_path[k], &b);
+    }
+    free(b.p);
+}
+
+static void remove_series(void)
+{
+    for (int k = 0; k < NFILES; k++)
+        unlink(ser_path[k]);
+    rmdir(ser_dir);
+}
+
+/* Loads files `which` of the series, in that order. */
+static profile *load_series(const int *which, int n, const profile_filter *f, int *rc)
+{
+    const char *paths[NFILES];
+    for (int i = 0; i < n; i++)
+        paths[i] = ser_path[which[i]];
+    profile *p = profile_new(f, 0);
+    assert_non_null(p);
+    *rc = profile_load_paths(p, paths, (size_t)n);
+    return p;
+}
+
+/* Checks the model of files `which` (any order) against the plan, computed here: the
+ * samples of those files (in the window, when f has one) with the plan's times, threads
+ * and stacks, in the plan's order unless `loose` (then only their number and times); the
+ * sums of their footers; the end of the highest one. */
+static void check_series_as(const profile *p, const int *which, int n, const profile_filter *f,
+                            int last_footer, int loose)
+{
+    int have[NFILES] = {0}, hi = -1, lo = NFILES;
+    for (int i = 0; i < n; i++) {
+        have[which[i]] = 1;
+        hi = which[i] > hi ? which[i] : hi;
+        lo = which[i] < lo ? which[i] : lo;
+    }
+    assert_int_equal(p->nprocs, 1);
+    const profile_process *pr = &p->procs[0];
+    assert_int_equal(pr->nfiles, n);
+    for (size_t i = 0; i + 1 < pr->nfiles; i++)
+        assert_true(pr->files[i].seq < pr->files[i + 1].seq);
+    assert_string_equal(pr->path, ser_path[lo]);
+    assert_int_equal(pr->start_unix_ns, SERIES_START);
+    assert_int_equal(p->nthreads, 2);
+    /* The samples, in time order of the plan. */
+    size_t j = 0;
+    uint64_t in_files = 0;
+    int64_t tsum = 0;
+    for (int i = 0; i < NSAMPLES; i++) {
+        if (!have[file_of(i)])
+            continue;
+        in_files++;
+        double t = (double)plan[i].t_us / 1e6;
+        if (f && ((f->has_from && t < f->from_s) || (f->has_to && t > f->to_s)))
+            continue;
+        assert_true(j < p->nsamples);
+        if (loose) {
+            tsum += plan[i].t_us - p->samples[j++].t_us;
+            continue;
+        }
+        const profile_sample *ps = &p->samples[j++];
+        assert_int_equal(ps->t_us, plan[i].t_us);
+        assert_int_equal(p->threads[ps->thread].tid, 100 + plan[i].thread);
+        assert_true(same_frames(p, ps->stack, &plan_stacks[plan[i].stack]));
+    }
+    assert_int_equal(j, p->nsamples);
+    assert_int_equal(tsum, 0);
+    assert_int_equal(pr->samples_read, in_files);
+    /* Footer sums over the files, the end of the highest one. */
+    uint64_t samples = 0, signals = 0, ring = 0, lib = 0, cost0 = 0;
+    for (int k = 0; k < NFILES; k++)
+        if (have[k] && (k < NFILES - 1 || last_footer)) {
+            samples += PER_FILE;
+            signals += PER_FILE + (uint64_t)k;
+            ring += (uint64_t)k + 1;
+            lib += 1000 * ((uint64_t)k + 1);
+            cost0 += (uint64_t)k;
+        }
+    int hi_footer = hi < NFILES - 1 || last_footer;
+    assert_int_equal(pr->has_footer, hi_footer);
+    assert_int_equal(pr->footer.samples, samples);
+    assert_int_equal(pr->footer.signals, signals);
+    assert_int_equal(pr->footer.dropped[PYPROF_DROP_RING_FULL], ring);
+    assert_int_equal(pr->footer.lib_cpu_ns, lib);
+    assert_int_equal(pr->footer.cost[0][0], cost0);
+    assert_int_equal(pr->end_error, hi_footer ? 0 : -PYPROF_R_TRUNCATED);
+    if (hi_footer) {
+        assert_int_equal(pr->footer.end, hi == NFILES - 1 ? PYPROF_END_EXIT : PYPROF_END_ROTATED);
+        assert_int_equal(pr->footer.achieved_hz_milli, 100000);
+        int64_t last_rel = plan[(hi + 1) * PER_FILE - 1].t_us - ser_off[hi];
+        assert_int_equal(pr->footer.duration_ns,
+                         (uint64_t)ser_off[hi] * 1000 + (uint64_t)(last_rel + 10) * 1000 +
+                             (uint64_t)hi);
+    }
+    /* The newest name wins. */
+    for (size_t t = 0; t < p->nthreads; t++)
+        if (p->threads[t].tid == 100)
+            assert_string_equal(p->threads[t].name, have[NFILES - 1] ? "Main-late" : "Main");
+    /* Snapshots: one per file, on the process's axis. */
+    size_t ns = 0;
+    for (int k = 0; k < NFILES && !loose; k++) {
+        if (!have[k])
+            continue;
+        double t = (double)snap_t(k) / 1e6;
+        if (f && ((f->has_from && t < f->from_s) || (f->has_to && t > f->to_s)))
+            continue;
+        assert_true(ns < p->nsnapshots);
+        const profile_snapshot *sn = &p->snapshots[ns++];
+        assert_int_equal(sn->id, (uint64_t)k + 1);
+        assert_int_equal(sn->t_us, snap_t(k));
+        assert_int_equal(sn->nthreads, 2);
+        const profile_snap_thread *a = &p->snap_threads[sn->first];
+        assert_int_equal(p->threads[a[0].thread].tid, 100);
+        assert_true(same_frames(p, a[0].stack, &plan_stacks[2]));
+        assert_int_equal(a[0].flags, PYPROF_SNAP_F_GIL);
+        assert_int_equal(a[0].os_state, 'R');
+        assert_int_equal(p->threads[a[1].thread].tid, 101);
+        assert_int_equal(a[1].stack, PROFILE_NO_STACK);
+        assert_int_equal(a[1].os_state, 'S');
+    }
+    if (!loose)
+        assert_int_equal(ns, p->nsnapshots);
+    assert_int_equal(pr->snapshots, p->nsnapshots);
+}
+
+static void check_series(const profile *p, const int *which, int n, const profile_filter *f,
+                         int last_footer)
+{
+    check_series_as(p, which, n, f, last_footer, 0);
+}
+
+/* A fingerprint of what the views see: samples (time, tid, frames by name), threads,
+ * snapshots. */
+static uint64_t model_digest(const profile *p)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIXD(v) (h = (h ^ (uint64_t)(v)) * 0x100000001b3ull)
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const profile_sample *s = &p->samples[i];
+        MIXD(s->t_us);
+        MIXD(p->threads[s->thread].tid);
+        const profile_stack *st = &p->stacks[s->stack];
+        for (uint32_t k = 0; k < st->nframes; k++) {
+            const profile_frame *fr = &p->frames[st->first + k];
+            for (const char *c = p->funcs[fr->func].name; *c; c++)
+                MIXD(*c);
+            MIXD(fr->line);
+        }
+    }
+    for (size_t i = 0; i < p->nsnapshots; i++) {
+        MIXD(p->snapshots[i].id);
+        MIXD(p->snapshots[i].t_us);
+    }
+    MIXD(p->procs[0].footer.duration_ns);
+    MIXD(p->procs[0].footer.end);
+#undef MIXD
+    return h;
+}
+
+static void test_series(void **state)
+{
+    (void)state;
+    write_series(1, -1);
+    static const int orders[][NFILES] = {
+        {0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}, {1, 3, 0, 2},
+    };
+    uint64_t digest = 0;
+    for (size_t o = 0; o < sizeof orders / sizeof *orders; o++) {
+        int rc;
+        profile *p = load_series(orders[o], NFILES, NULL, &rc);
+        assert_int_equal(rc, 0);
+        assert_int_equal(p->nwarnings, 0);
+        check_series(p, orders[o], NFILES, NULL, 1);
+        if (o == 0)
+            digest = model_digest(p);
+        assert_true(model_digest(p) == digest);
+        profile_free(p);
+    }
+    /* The directory, whose names sort the other way. */
+    profile *p = profile_new(NULL, 0);
+    assert_int_equal(profile_load(p, ser_dir), 0);
+    check_series(p, orders[0], NFILES, NULL, 1);
+    assert_true(model_digest(p) == digest);
+    profile_free(p);
+    /* One call per file, out of order: the files still join one process (in the order
+     * they came). */
+    p = profile_new(NULL, 0);
+    for (int k = NFILES - 1; k >= 0; k--)
+        assert_int_equal(profile_load(p, ser_path[(k + 2) % NFILES]), 0);
+    check_series_as(p, orders[0], NFILES, NULL, 1, 1);
+    assert_int_equal(p->nsnapshots, NFILES);
+    profile_free(p);
+    /* The same file twice is two processes, as two copies of any log are. */
+    const char *twice[] = {ser_path[0], ser_path[0]};
+    p = profile_new(NULL, 0);
+    assert_int_equal(profile_load_paths(p, twice, 2), 0);
+    assert_int_equal(p->nprocs, 2);
+    profile_free(p);
+    remove_series();
+}
+
+/* Files missing: the first, one in the middle, the last; whatever is given merges. */
+static void test_series_missing(void **state)
+{
+    (void)state;
+    write_series(1, -1);
+    static const int sets[][NFILES] = {{1, 2, 3}, {3, 0, 2}, {2, 1, 0}, {2}};
+    static const int nset[] = {3, 3, 3, 1};
+    for (size_t i = 0; i < sizeof nset / sizeof *nset; i++) {
+        int rc;
+        profile *p = load_series(sets[i], nset[i], NULL, &rc);
+        assert_int_equal(rc, 0);
+        check_series(p, sets[i], nset[i], NULL, 1);
+        profile_free(p);
+    }
+    remove_series();
+    /* The last file cut short: the series ended as it did, truncated. */
+    write_series(0, -1);
+    static const int all[] = {1, 3, 0, 2};
+    int rc;
+    profile *p = load_series(all, NFILES, NULL, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(p->nwarnings, 1);
+    check_series(p, all, NFILES, NULL, 0);
+    profile_free(p);
+    remove_series();
+}
+
+/* --from/--to count from the series' start, across files. */
+static void test_series_window(void **state)
+{
+    (void)state;
+    write_series(1, -1);
+    /* From the middle of file 1 to the middle of file 2. */
+    profile_filter f;
+    memset(&f, 0, sizeof f);
+    f.has_from = f.has_to = 1;
+    f.from_s = (double)plan[PER_FILE + PER_FILE / 2].t_us / 1e6;
+    f.to_s = (double)plan[2 * PER_FILE + PER_FILE / 2].t_us / 1e6;
+    static const int all[] = {3, 1, 2, 0};
+    int rc;
+    profile *p = load_series(all, NFILES, &f, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(p->nsamples > PER_FILE / 2 && p->nsamples < 2 * PER_FILE);
+    check_series(p, all, NFILES, &f, 1);
+    profile_free(p);
+    remove_series();
+}
+
+/* A damaged SNAPSHOT (more threads announced than it holds) is a clean error. */
+static void test_series_bad_snapshot(void **state)
+{
+    (void)state;
+    write_series(1, 2);
+    static const int all[] = {0, 1, 2, 3};
+    int rc;
+    profile *p = load_series(all, NFILES, NULL, &rc);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(p->error, ser_path[2]));
+    assert_non_null(strstr(p->error, "corrupted"));
+    profile_free(p);
+    /* Kept up to the damage when asked. */
+    p = profile_new(NULL, PROFILE_KEEP_CORRUPT);
+    const char *paths[NFILES] = {ser_path[3], ser_path[2], ser_path[1], ser_path[0]};
+    assert_int_equal(profile_load_paths(p, paths, NFILES), 0);
+    assert_int_equal(p->nprocs, 1);
+    assert_int_equal(p->procs[0].nfiles, NFILES);
+    assert_int_equal(p->procs[0].end_error, -PYPROF_R_CORRUPT);
+    assert_int_equal(p->procs[0].footer.end, PYPROF_END_EXIT);
+    assert_int_equal(p->nsnapshots, NFILES - 1);
+    profile_free(p);
+    remove_series();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +1073,8 @@ int main(void)
         cmocka_unit_test(test_orders),    cmocka_unit_test(test_funcs),
         cmocka_unit_test(test_calltree),  cmocka_unit_test(test_callgraph),
         cmocka_unit_test(test_filters),   cmocka_unit_test(test_fixture),
+        cmocka_unit_test(test_series),    cmocka_unit_test(test_series_missing),
+        cmocka_unit_test(test_series_window), cmocka_unit_test(test_series_bad_snapshot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -71,7 +71,10 @@ static uint8_t scratch[1 << 16];
 
 static const char *const test_argv[] = {"python3", "-c", "print('hi')"};
 
-static void lb_header_flags(logbuf *b, uint64_t version, uint64_t flags)
+/* A header; `series` (seq, series_start_unix_ns, offset_us) adds the rotated series'
+ * fields, NULL leaves them out as an older writer did. */
+static void lb_header_series(logbuf *b, uint64_t version, uint64_t flags,
+                             const uint64_t *series)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -93,7 +96,15 @@ static void lb_header_flags(logbuf *b, uint64_t version, uint64_t flags)
     rec_put_uvarint(&o, 256);
     rec_put_uvarint(&o, flags);
     rec_put_uvarint(&o, 3);                  /* window */
+    if (series)
+        for (int i = 0; i < 3; i++)
+            rec_put_uvarint(&o, series[i]);
     lb_rec(b, PYPROF_REC_HEADER, &o);
+}
+
+static void lb_header_flags(logbuf *b, uint64_t version, uint64_t flags)
+{
+    lb_header_series(b, version, flags, NULL);
 }
 
 static void lb_header(logbuf *b, uint64_t version)
@@ -307,6 +318,10 @@ static void check_full_log(pyprof_reader *r)
     assert_int_equal(h->max_depth, 256);
     assert_int_equal(h->flags, PYPROF_HDR_MEMORY);
     assert_int_equal(h->window, 3);
+    /* An older writer's header: no series fields, read as 0. */
+    assert_int_equal(h->seq, 0);
+    assert_int_equal(h->series_start_unix_ns, 0);
+    assert_int_equal(h->offset_us, 0);
 
     pyprof_record rec;
     assert_int_equal(pyprof_reader_next(r, &rec), 1);
@@ -1286,6 +1301,364 @@ static void test_native_truncated(void **state)
     free(b.p);
 }
 
+
+/* ---- rotated series, snapshots, follow mode ---------------------------------------- */
+
+/* A SNAPSHOT record: thread i is (idx[i], stack[i], flags[i], state[i]). */
+static void lb_snapshot(logbuf *b, uint64_t id, uint64_t t_us, size_t n, const uint64_t *idx,
+                        const uint64_t *stack, const uint64_t *flags, const uint8_t *state)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, id);
+    rec_put_uvarint(&o, t_us);
+    rec_put_uvarint(&o, n);
+    for (size_t i = 0; i < n; i++) {
+        rec_put_uvarint(&o, idx[i]);
+        rec_put_uvarint(&o, stack[i]);
+        rec_put_uvarint(&o, flags[i]);
+        rec_put_u8(&o, state[i]);
+    }
+    lb_rec(b, PYPROF_REC_SNAPSHOT, &o);
+}
+
+static const uint64_t snap_idx[] = {0, 1, 7};
+static const uint64_t snap_stack[] = {0, 1, 0};
+static const uint64_t snap_flags[] = {PYPROF_SNAP_F_GIL, 0, PYPROF_SNAP_F_CHANGED};
+static const uint8_t snap_state[] = {'R', 'S', 0};
+static const uint64_t series_2[] = {2, 1699999990000000000ull, 123456789};
+
+/* The second file of a series (seq 2) with two snapshots between samples. */
+static void build_snapshots(logbuf *b)
+{
+    lb_init(b);
+    lb_header_series(b, PYPROF_FORMAT_VERSION, PYPROF_HDR_MEMORY, series_2);
+    lb_thread(b, 0, 4242, "MainThread");
+    lb_thread(b, 1, 4243, "worker");
+    lb_code(b, 16, 3, "f", "C.f", "/x/a.py", "", 0);
+    lb_stack(b, 1, 1, stack_codes, stack_lines);
+    lb_sample(b, 100, 0, 1, 10000);
+    lb_snapshot(b, 1, 150, 3, snap_idx, snap_stack, snap_flags, snap_state);
+    lb_sample(b, 100, 1, 1, 10000);
+    lb_snapshot(b, 2, 5000000, 0, NULL, NULL, NULL, NULL);
+    lb_sample(b, 100, 1, 1, 10000);
+    lb_footer(b);
+}
+
+static void test_snapshot_roundtrip(void **state)
+{
+    logbuf b;
+    build_snapshots(&b);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    const pyprof_header *h = pyprof_reader_header(r);
+    assert_int_equal(h->seq, series_2[0]);
+    assert_int_equal(h->series_start_unix_ns, series_2[1]);
+    assert_int_equal(h->offset_us, series_2[2]);
+    assert_int_equal(h->window, 3); /* the fields before are unchanged */
+    pyprof_record rec;
+    int rc, snaps = 0, samples = 0;
+    int64_t last_t = 0;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+        if (rec.type == PYPROF_REC_SAMPLE) {
+            samples++;
+            last_t = rec.u.sample.t_us;
+        }
+        if (rec.type != PYPROF_REC_SNAPSHOT)
+            continue;
+        const pyprof_snapshot_rec *s = &rec.u.snapshot;
+        snaps++;
+        if (snaps == 1) {
+            assert_int_equal(s->snapshot_id, 1);
+            assert_int_equal(s->t_us, 150);
+            assert_int_equal(s->nthreads, 3);
+            for (int i = 0; i < 3; i++) {
+                assert_int_equal(s->threads[i].thread_idx, snap_idx[i]);
+                assert_int_equal(s->threads[i].stack_id, snap_stack[i]);
+                assert_int_equal(s->threads[i].flags, snap_flags[i]);
+                assert_int_equal(s->threads[i].os_state, snap_state[i]);
+            }
+        } else {
+            assert_int_equal(s->snapshot_id, 2);
+            assert_int_equal(s->t_us, 5000000);
+            assert_int_equal(s->nthreads, 0);
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(snaps, 2);
+    assert_int_equal(samples, 3);
+    /* A snapshot's time is absolute: the dt chain of the samples runs past it. */
+    assert_int_equal(last_t, 300);
+    pyprof_reader_close(r);
+    free(c);
+    check_cut_at_every_byte(&b);
+    free(b.p);
+}
+
+static void test_snapshot_corrupt(void **state)
+{
+    /* Three threads announced, one present. */
+    static const uint8_t short_threads[] = {PYPROF_REC_SNAPSHOT, 7, 1, 0, 3, 0, 0, 0, 'R'};
+    assert_int_equal(first_next_after(short_threads, sizeof short_threads), -PYPROF_R_CORRUPT);
+    /* A thread without its state byte. */
+    static const uint8_t no_state[] = {PYPROF_REC_SNAPSHOT, 6, 1, 0, 1, 0, 0, 0};
+    assert_int_equal(first_next_after(no_state, sizeof no_state), -PYPROF_R_CORRUPT);
+    /* A billion threads in a few bytes. */
+    static const uint8_t billion[] = {PYPROF_REC_SNAPSHOT, 7, 1, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03};
+    assert_int_equal(first_next_after(billion, sizeof billion), -PYPROF_R_CORRUPT);
+    /* A time no clock reaches (2^63 us). */
+    static const uint8_t far[] = {PYPROF_REC_SNAPSHOT, 12, 1,    0x80, 0x80, 0x80, 0x80,
+                                  0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0};
+    assert_int_equal(first_next_after(far, sizeof far), -PYPROF_R_CORRUPT);
+    /* The payload cut inside the id. */
+    static const uint8_t cut_id[] = {PYPROF_REC_SNAPSHOT, 1, 0x80};
+    assert_int_equal(first_next_after(cut_id, sizeof cut_id), -PYPROF_R_CORRUPT);
+    /* More threads than a process can have, with the bytes to back the count. */
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    size_t n = (4u << 20) + 1;
+    size_t cap = n * 4 + 32;
+    uint8_t *big = malloc(cap);
+    rec_out o;
+    rec_out_init(&o, big, cap);
+    rec_put_uvarint(&o, 1); /* snapshot_id */
+    rec_put_uvarint(&o, 0); /* t_us */
+    rec_put_uvarint(&o, n);
+    for (size_t i = 0; i < n; i++)
+        rec_put_bytes(&o, "\0\0\0R", 4);
+    lb_rec(&b, PYPROF_REC_SNAPSHOT, &o);
+    free(big);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_CORRUPT);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+    /* The series fields cut short in a header. */
+    lb_init(&b);
+    lb_header_series(&b, PYPROF_FORMAT_VERSION, 0, series_2);
+    b.p[b.len - 1] = 0x80; /* offset_us's last byte now says "more follows" */
+    size_t clen;
+    c = compress1(b.p, b.len, &clen);
+    int err;
+    assert_null(pyprof_reader_open_mem(c, clen, &err));
+    assert_int_equal(err, PYPROF_R_CORRUPT);
+    free(c);
+    free(b.p);
+}
+
+/* What a record says, folded into a number: two readings of one log must agree. */
+static uint64_t rec_digest(const pyprof_record *rec)
+{
+    uint64_t h = (uint64_t)rec->type * 0x9e3779b97f4a7c15ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001b3ull)
+    switch (rec->type) {
+    case PYPROF_REC_SAMPLE:
+        MIX(rec->u.sample.t_us);
+        MIX(rec->u.sample.thread_idx);
+        MIX(rec->u.sample.stack_id);
+        MIX(rec->u.sample.cpu_us);
+        break;
+    case PYPROF_REC_STACK:
+        MIX(rec->u.stack.stack_id);
+        for (uint64_t i = 0; i < rec->u.stack.nframes; i++)
+            MIX(rec->u.stack.frames[i].line);
+        break;
+    case PYPROF_REC_THREAD:
+        MIX(rec->u.thread.tid);
+        for (size_t i = 0; i < rec->u.thread.name.len; i++)
+            MIX(rec->u.thread.name.s[i]);
+        break;
+    case PYPROF_REC_SNAPSHOT:
+        MIX(rec->u.snapshot.snapshot_id);
+        MIX(rec->u.snapshot.t_us);
+        for (uint64_t i = 0; i < rec->u.snapshot.nthreads; i++)
+            MIX(rec->u.snapshot.threads[i].stack_id * 256 + rec->u.snapshot.threads[i].os_state);
+        break;
+    case PYPROF_REC_FOOTER:
+        MIX(rec->u.footer.samples);
+        MIX(rec->u.footer.duration_ns);
+        break;
+    default:
+        break;
+    }
+#undef MIX
+    return h;
+}
+
+/* A log long enough for several 64 KiB blocks, with snapshots among the samples. */
+static void build_long(logbuf *b, int footer)
+{
+    lb_init(b);
+    lb_header_series(b, PYPROF_FORMAT_VERSION, PYPROF_HDR_MEMORY, series_2);
+    lb_thread(b, 0, 4242, "MainThread");
+    lb_thread(b, 1, 4243, "worker");
+    lb_code(b, 16, 3, "f", "C.f", "/x/a.py", "", 0);
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t s = 0; s < 64; s++) {
+        uint64_t codes[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+        int64_t lines[8];
+        for (int i = 0; i < 8; i++)
+            lines[i] = (int64_t)(s * 8 + (uint64_t)i);
+        lb_stack(b, s, 1 + s % 8, codes, lines);
+    }
+    for (int i = 0; i < 40000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        lb_sample(b, (int64_t)(x % 20000), x >> 63, (x >> 8) % 64, 10000);
+        if (i % 5000 == 0)
+            lb_snapshot(b, (uint64_t)i / 5000 + 1, (uint64_t)i * 10, 3, snap_idx, snap_stack,
+                        snap_flags, snap_state);
+    }
+    if (footer)
+        lb_footer(b);
+}
+
+/* Every record's digest, read in one go; returns the count. */
+static size_t digests_whole(const uint8_t *c, size_t clen, uint64_t *out, size_t max, int *end)
+{
+    int err;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    pyprof_record rec;
+    size_t n = 0;
+    int rc;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+        assert_true(n < max);
+        out[n++] = rec_digest(&rec);
+    }
+    *end = rc;
+    pyprof_reader_close(r);
+    return n;
+}
+
+/* Writes `c` to a file in pieces of `step` bytes (the first one up to `first`), reading
+ * in follow mode after each: the records must come out exactly as from the whole log,
+ * each once, with AGAIN whenever the file has no more for now. */
+static void follow_in_pieces(const uint8_t *c, size_t clen, size_t first, size_t step,
+                             const uint64_t *want, size_t nwant, int footer)
+{
+    char path[] = "/tmp/test_follow.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c, first), (ssize_t)first);
+    int err;
+    pyprof_reader *r = pyprof_reader_open(path, &err);
+    assert_non_null(r);
+    pyprof_reader_follow(r, 1);
+    size_t written = first, n = 0, agains = 0;
+    pyprof_record rec;
+    int rc;
+    for (;;) {
+        while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+            assert_true(n < nwant);
+            assert_true(rec_digest(&rec) == want[n]);
+            n++;
+        }
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, -PYPROF_R_AGAIN);
+        agains++;
+        if (written == clen)
+            break;
+        size_t k = clen - written < step ? clen - written : step;
+        assert_int_equal(write(fd, c + written, k), (ssize_t)k);
+        written += k;
+    }
+    assert_int_equal(n, nwant);
+    assert_true(agains > 0);
+    if (footer) {
+        assert_int_equal(rc, 0);
+        assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    } else {
+        /* Still being written: "not yet", as often as asked, until follow mode ends. */
+        assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_AGAIN);
+        pyprof_reader_follow(r, 0);
+        assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_TRUNCATED);
+    }
+    pyprof_reader_close(r);
+    close(fd);
+    unlink(path);
+}
+
+static void test_follow(void **state)
+{
+    for (int footer = 1; footer >= 0; footer--) {
+        logbuf b;
+        build_long(&b, footer);
+        /* The header alone in a first frame (open needs it whole); then frames of about
+         * 100 KB, each of several linked blocks. */
+        size_t cuts[8], nc = 0;
+        cuts[nc++] = b.rec_end[0];
+        for (size_t off = 100000; off < b.len && nc < 8; off += 100000)
+            cuts[nc++] = off;
+        for (int crc = 0; crc < 2; crc++) {
+            size_t clen;
+            uint8_t *c = compress_frames(b.p, b.len, cuts, nc, crc, &clen);
+            static uint64_t want[50000];
+            int end;
+            size_t nwant = digests_whole(c, clen, want, 50000, &end);
+            assert_int_equal(end, footer ? 0 : -PYPROF_R_TRUNCATED);
+            assert_true(nwant > 40000);
+            /* The header's frame: its size, from an open that stops there. */
+            size_t hlen = 0;
+            for (size_t k = 1; k <= clen && !hlen; k++) {
+                int err;
+                pyprof_reader *r = pyprof_reader_open_mem(c, k, &err);
+                if (r) {
+                    hlen = k;
+                    pyprof_reader_close(r);
+                }
+            }
+            assert_true(hlen > 0);
+            /* Opened where the header's block is cut (open decodes that block in part)
+             * or where its frame ends. */
+            size_t flen;
+            free(compress_frames(b.p, cuts[0], NULL, 0, crc, &flen));
+            assert_true(flen > hlen);
+            static const size_t steps[] = {1, 3, 509, 4096, 65536};
+            for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+                follow_in_pieces(c, clen, hlen, steps[i], want, nwant, footer);
+                follow_in_pieces(c, clen, flen, steps[i], want, nwant, footer);
+            }
+            free(c);
+        }
+        free(b.p);
+    }
+}
+
+/* An in-memory log in follow mode: its end is "not yet", never a cut, and asking again
+ * changes nothing. */
+static void test_follow_mem(void **state)
+{
+    logbuf b;
+    build_snapshots(&b);
+    size_t full = b.len;
+    b.len = b.rec_end[6] + 2; /* inside the second sample */
+    size_t clen;
+    uint8_t *c = compress1(b.p, b.len, &clen);
+    int err;
+    pyprof_reader *r = pyprof_reader_open_mem(c, clen, &err);
+    assert_non_null(r);
+    pyprof_reader_follow(r, 1);
+    int types[MAX_RECS], end;
+    assert_int_equal(read_all(r, types, MAX_RECS, &end), 6);
+    assert_int_equal(end, -PYPROF_R_AGAIN);
+    assert_int_equal(types[5], PYPROF_REC_SNAPSHOT);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_AGAIN);
+    pyprof_reader_follow(r, 0);
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_TRUNCATED);
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_TRUNCATED);
+    pyprof_reader_close(r);
+    free(c);
+    b.len = full;
+    free(b.p);
+}
+
 static void test_strerror(void **state)
 {
     assert_string_equal(pyprof_reader_strerror(PYPROF_R_OK), "no error");
@@ -1293,6 +1666,8 @@ static void test_strerror(void **state)
                         "not a pyprof log (bad magic)");
     assert_string_equal(pyprof_reader_strerror(PYPROF_R_TRUNCATED),
                         "log is truncated (the process was killed or crashed)");
+    assert_string_equal(pyprof_reader_strerror(-PYPROF_R_AGAIN),
+                        "no more data yet (the log is still being written)");
     assert_string_equal(pyprof_reader_strerror(1000), "unknown reader error");
 }
 
@@ -1317,6 +1692,10 @@ int main(void)
         cmocka_unit_test(test_native_tails_ignored),
         cmocka_unit_test(test_native_bounds),
         cmocka_unit_test(test_native_truncated),
+        cmocka_unit_test(test_snapshot_roundtrip),
+        cmocka_unit_test(test_snapshot_corrupt),
+        cmocka_unit_test(test_follow),
+        cmocka_unit_test(test_follow_mem),
         cmocka_unit_test(test_strerror),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
