@@ -731,6 +731,15 @@ static void screen_line(screen *s, const char *fmt, ...)
     s->lines[s->n++] = out;
 }
 
+/* Columns `s` takes on a terminal: one per UTF-8 character. */
+static size_t columns(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
 static void screen_free(screen *s)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -876,12 +885,22 @@ static void build_screen(top *t, screen *s)
     size_t room = s->rows > 6 ? (size_t)s->rows - 5 : 1;
     for (size_t i = 0; i < n && i < room; i++) {
         const top_func *f = &t->funcs[order[i]];
-        char where[64] = "";
+        char num[64], where[64] = "";
+        int pre = snprintf(num, sizeof num, "%6.1f%% %6.1f%% %8.2fs %9.2fs  ",
+                           cli_pct(f->win_own, win), cli_pct(f->win_total, win),
+                           (double)f->own_us / 1e6, (double)f->total_us / 1e6);
         if (f->file[0])
             snprintf(where, sizeof where, ":%" PRId64 ")", f->line);
-        screen_line(s, "%6.1f%% %6.1f%% %8.2fs %9.2fs  %s%s%s%s", cli_pct(f->win_own, win),
-                    cli_pct(f->win_total, win), (double)f->own_us / 1e6,
-                    (double)f->total_us / 1e6, f->name, f->file[0] ? " (" : "", f->file,
+        /* What does not fit is the file's start: its name and the line stay in view. */
+        const char *file = f->file, *cut = "";
+        long fit = (long)s->cols - pre - (long)columns(f->name) - 2 - (long)strlen(where);
+        size_t flen = columns(file);
+        if (f->file[0] && (long)flen > fit && fit > 8) {
+            cut = "...";
+            while (*file && (long)columns(file) > fit - 3)
+                file++;
+        }
+        screen_line(s, "%s%s%s%s%s%s", num, f->name, f->file[0] ? " (" : "", cut, file,
                     where);
     }
     (void)ib;
