@@ -18,11 +18,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
 
 import pyprof_testlib as t
+
+sys.path.insert(0, t.FIXTURES)
+import make_fixtures as mf  # noqa: E402  (the log encoders, shared with the fixtures)
 
 CTL_TARGET = t.workload("ctl_target.py")
 DUMP_TARGET = t.workload("dump_target.py")
@@ -545,6 +549,127 @@ def test_dump(interp, tmp_path, daemons):
         assert head in text, "expected\n%s\nin\n%s" % (head, text)
     # Each dump is one more snapshot in the log.
     assert int(status(d.pid)["snapshots"]) >= 2
+
+
+# ---- dump and top of logs written here, record by record ------------------------------
+
+
+def crafted_log(path, pid, footer=False):
+    """A log as a library still writing it would leave it (no footer unless asked):
+    four threads, two functions, stacks with a cut and an unreadable marker, two
+    SNAPSHOT records (only the first is asked for), and samples for top: 50 in
+    Worker.work under main, 30 in main itself, 20 in rec(rec(rec)) under main, each
+    standing for 10 ms.  Its start is a minute ahead, so top's window stays at its
+    newest sample however slowly the test runs."""
+    start = int((time.time() + 60) * 1e9)
+    recs = [mf.header(pid=pid, start_unix_ns=start),
+            mf.thread(0, 100, "MainThread"), mf.thread(1, 101, "worker"),
+            mf.thread(2, 102, "ghost"), mf.thread(3, 103, "idle"),
+            mf.code(16, 1, "main", "", "/srv/a.py"),
+            mf.code(17, 10, "work", "Worker.work", "/srv/a.py"),
+            mf.code(18, 30, "rec", "", "/srv/b.py"),
+            mf.stack(1, [(16, 5), (17, 12)]),
+            mf.stack(2, [(16, 5), (mf.CODE_CUT, 40), (17, 13)]),
+            mf.stack(3, [(mf.CODE_UNREADABLE, 0), (17, 14)]),
+            mf.stack(4, [(16, 6)]),
+            mf.stack(5, [(16, 7), (18, 31), (18, 32), (18, 33)]),
+            mf.snapshot(1, 5, [(0, 1, mf.SNAP_F_GIL, "R"), (1, 2, 0, "S"),
+                               (2, 3, mf.SNAP_F_CHANGED, "D"), (3, 0, 0, "T")]),
+            mf.snapshot(2, 6, [(0, 4, 0, "S")])]
+    for i in range(100):
+        sid = 1 if i % 10 < 5 else 4 if i % 10 < 8 else 5
+        recs.append(mf.sample(10000 if i else 0, 0, sid, 10000))
+    if footer:
+        recs.append(mf.footer(100, 100, 1000000, {}))
+    with open(path, "wb") as f:
+        f.write(mf.lz4(mf.MAGIC + b"".join(recs)))
+    return path
+
+
+DUMP_TEXT = """Process %d: python3 app.py --port 8080
+Python 3.11.7
+
+Thread 100 (running, gil): "MainThread"
+    Worker.work (/srv/a.py:12)
+    main (/srv/a.py:5)
+
+Thread 101 (sleeping): "worker"
+    Worker.work (/srv/a.py:13)
+    ... 40 frames cut ...
+    main (/srv/a.py:5)
+
+Thread 102 (disk wait): "ghost"
+    (stack changed while read: innermost frame only)
+    Worker.work (/srv/a.py:14)
+    [unreadable]
+
+Thread 103 (T): "idle"
+    (no Python frame could be read)
+"""
+
+
+def stand_in(daemons, reply):
+    d = Daemon(_System(), t.workload("fake_ctl_server.py"), None,
+               args=["reply", reply.replace("\n", "\\n")], profile=False)
+    daemons.append(d)
+    return d
+
+
+def test_dump_of_a_crafted_log(tmp_path, daemons):
+    """Markers, a changed stack, a thread without frames, state letters, the GIL: each
+    printed as docs/CONTROL.md says, from the snapshot asked for and no other."""
+    path = str(tmp_path / "crafted.lz4")
+    server = stand_in(daemons, "ok snapshot 1 %s\n" % path)
+    crafted_log(path, server.pid)
+    out = ok(t.tool("dump", server.pid, timeout=60), "dump")
+    assert out == DUMP_TEXT % server.pid, out
+    dump = json.loads(ok(t.tool("dump", "--json", server.pid, timeout=60), "dump --json"))
+    assert dump["snapshot"] == 1 and dump["log"] == path, dump
+    assert dump["argv"] == ["python3", "app.py", "--port", "8080"], dump
+    th = {x["name"]: x for x in dump["threads"]}
+    assert [x["tid"] for x in dump["threads"]] == [100, 101, 102, 103], dump
+    assert th["MainThread"]["gil"] is True and th["MainThread"]["os_state"] == "R"
+    assert th["worker"]["frames"][1] == {"marker": "cut", "count": 40}, th["worker"]
+    assert th["ghost"]["changed"] is True and th["ghost"]["state"] == "disk wait"
+    assert th["ghost"]["frames"] == [
+        {"function": "Worker.work", "name": "work", "qualname": "Worker.work",
+         "file": "/srv/a.py", "line": 14}, {"marker": "unreadable"}], th["ghost"]
+    assert th["idle"]["frames"] == [] and th["idle"]["state"] == "T", th["idle"]
+
+
+@pytest.mark.parametrize("footer", [True, False])
+def test_dump_snapshot_missing(tmp_path, daemons, footer):
+    """A reply naming a snapshot the log does not hold: one line, exit 1 (at the
+    footer at once; without one, after waiting a few seconds for more)."""
+    path = str(tmp_path / "crafted.lz4")
+    server = stand_in(daemons, "ok snapshot 7 %s\n" % path)
+    crafted_log(path, server.pid, footer=footer)
+    refused(t.tool("dump", server.pid, timeout=60), "dump of a missing snapshot",
+            "pyprof dump: %s: snapshot 7 is not in the log" % path)
+    os.unlink(path)
+    refused(t.tool("dump", server.pid, timeout=60), "dump of a missing log",
+            "pyprof dump: %s: " % path)
+
+
+def test_top_sums(tmp_path):
+    """top's arithmetic on known samples: own and total shares of the window, times in
+    seconds since the start, a recursive function counted once per sample, rows by own
+    samples."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    crafted_log(str(logs / "crafted.lz4"), os.getpid())
+    res = t.tool("top", "--once", "--interval", "0.2", str(logs), timeout=60)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    rows = table(res.stdout)
+    assert rows == [(50.0, 50.0, 0.5, 0.5, "Worker.work"), (30.0, 100.0, 0.3, 1.0, "main"),
+                     (20.0, 20.0, 0.2, 0.2, "rec")], res.stdout
+    head = res.stdout.splitlines()
+    assert head[0] == "pyprof top - pid %d: python3 app.py --port 8080" % os.getpid(), head
+    # The window is the last 0.2 s of the log's time: its last 20 samples (which repeat
+    # the 5/3/2 pattern), while the times add up all 100.
+    assert head[1] == ("Python 3.11.7  clock cpu  period 10 ms  samples 100 (+20 in 0.2s)"
+                       "  threads 1"), head
+    assert head[2].startswith("[following] window 0 seq 0: ") and "crafted.lz4" in head[2]
 
 
 # ---- top ----------------------------------------------------------------------------------

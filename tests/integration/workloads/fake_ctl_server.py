@@ -1,7 +1,8 @@
 """A stand-in for a profiled process's control socket, to test the clients' bounds: it
 listens on @pyprof.<its own pid> and, for each client, reads its line, then by argv[1]:
 "silent" never replies (and keeps the connection open), "flood" replies with 100 KB,
-"ok" replies "ok fine" and more lines.  Prints "ready"; runs until killed."""
+"ok" replies "ok fine" and more lines, "reply" replies argv[2] (a backslash-n in it is a
+newline).  Prints "ready"; runs until killed."""
 import socket
 import sys
 import threading
@@ -25,6 +26,8 @@ def serve(conn):
             conn.sendall(b"ok " + b"x" * 100000 + b"\n")
         except OSError:
             pass
+    elif mode == "reply":
+        conn.sendall(sys.argv[2].replace("\\n", "\n").encode())
     else:
         conn.sendall(b"ok fine\nrequest: " + data)
     conn.close()
