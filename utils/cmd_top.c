@@ -303,6 +303,13 @@ static void add_sample(top *t, const pyprof_sample_rec *s)
         (top_recent){ts, si, th ? th->tid : (s->thread_idx | (1ull << 63))};
     if (ts > t->tmax_us)
         t->tmax_us = ts;
+    /* The window never ends before the newest sample: what is older than one interval
+     * before it will not be counted again (this bounds the catch-up of a long log). */
+    int64_t win_us = (int64_t)(t->interval_s * 1e6);
+    while (t->nrecent && t->recent[t->rhead].t_us <= t->tmax_us - win_us) {
+        t->rhead++;
+        t->nrecent--;
+    }
 }
 
 /* ---- files --------------------------------------------------------------------------- */
@@ -843,7 +850,7 @@ static void build_screen(top *t, screen *s)
     term_size(&s->cols, &s->rows);
     size_t nthreads;
     uint64_t win = count_window(t, &nthreads);
-    char pb[32], ib[32];
+    char pb[32];
     if (t->have_info) {
         screen_line(s, "pyprof top - pid %" PRIu64 ": %s", t->info.pid, t->info.prog);
         screen_line(s,
@@ -903,7 +910,6 @@ static void build_screen(top *t, screen *s)
         screen_line(s, "%s%s%s%s%s%s", num, f->name, f->file[0] ? " (" : "", cut, file,
                     where);
     }
-    (void)ib;
     free(order);
 }
 
