@@ -97,7 +97,7 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 # running as root; otherwise the exact command is printed and make stops.
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
-            libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils
+            libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \

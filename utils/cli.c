@@ -148,6 +148,23 @@ int cli_no_logs(const char *cmd, int nlogs)
     return nlogs > 0 ? -1 : cli_usage_error(cmd, "no log given");
 }
 
+int cli_parse_pid(const char *cmd, const char *arg, pid_t *pid)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (!arg[0] || *end || errno || v < 1 || v > 0x3fffffff)
+        return cli_usage_error(cmd, "'%s' is not a process id", arg);
+    *pid = (pid_t)v;
+    return 0;
+}
+
+void cli_put_line(FILE *f, const char *s)
+{
+    for (; *s && *s != '\n'; s++)
+        putc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v)
 {
     char *end;

@@ -9,10 +9,10 @@
  * Interface:
  *   exits, errors   CLI_EXIT_*, cli_error, cli_usage_error, cli_bad_option, cli_oom
  *   command line    cli_command, cli_args, cli_start, cli_args_free, cli_no_logs,
- *                   cli_parse_count; the filters on their own: CLI_OPT_*,
+ *                   cli_parse_count, cli_parse_pid; the filters on their own: CLI_OPT_*,
  *                   CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
  *                   cli_filter_free; cli_load
- *   text            cli_utf8_len, cli_utf8_dup, cli_json_str, cli_pct, cli_fmt_bytes,
+ *   text            cli_put_line, cli_utf8_len, cli_utf8_dup, cli_json_str, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
  *   footer          cli_cost_samples, cli_cost_quantile_ns
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "read/aggregate.h"
 #include "read/profile.h"
@@ -42,12 +43,18 @@ int cmd_report(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 extern const char cmd_run_usage[];
 extern const char cmd_info_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_tree_usage[];
 extern const char cmd_export_usage[];
 extern const char cmd_html_usage[];
+extern const char cmd_ctl_usage[];
+extern const char cmd_dump_usage[];
+extern const char cmd_top_usage[];
 
 /* "pyprof: <message>" and a newline on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -148,6 +155,15 @@ int cli_no_logs(const char *cmd, int nlogs);
 /* Parses option --`opt`'s value as a whole number from 1 to 1000000 into *v.  Returns 0,
  * or CLI_EXIT_USAGE after printing "--OPT: 'ARG' is not a number from 1 to 1000000". */
 int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v);
+
+/* Parses a process id (a whole number from 1 up) into *pid.  Returns 0, or
+ * CLI_EXIT_USAGE after printing "'ARG' is not a process id". */
+int cli_parse_pid(const char *cmd, const char *arg, pid_t *pid);
+
+/* Writes the first line of `s` (up to its newline or its end) with every control
+ * character shown as '?', so that text from another process cannot move the terminal's
+ * cursor; no newline is added. */
+void cli_put_line(FILE *f, const char *s);
 
 /* Length of the valid UTF-8 sequence that starts at `s` (1 to 4 bytes; 1 for an ASCII
  * byte), or 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and

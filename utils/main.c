@@ -29,6 +29,11 @@ static const command commands[] = {
     {"html", cmd_html, "a self-contained HTML page: flame graph, timeline, memory",
      cmd_html_usage},
     {"info", cmd_info, "metadata of logs and an integrity check", cmd_info_usage},
+    {"ctl", cmd_ctl, "send a request to a running profiled process (status, pause, ...)",
+     cmd_ctl_usage},
+    {"dump", cmd_dump, "every thread's current Python stack of a running process",
+     cmd_dump_usage},
+    {"top", cmd_top, "a live view of a running process's hottest functions", cmd_top_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -55,7 +60,9 @@ static void usage(FILE *f)
           "  pyprof run -- python3 app.py\n"
           "  LD_PRELOAD=/usr/local/lib/libpyprof.so PYPROF_OUTPUT=/tmp/prof vdsm\n"
           "  pyprof report /tmp/prof\n"
-          "  pyprof info /tmp/prof/pyprof.vdsm.4242.x1y2z3.lz4\n",
+          "  pyprof info /tmp/prof/pyprof.vdsm.4242.x1y2z3.lz4\n"
+          "  pyprof dump 4242\n"
+          "  pyprof top 4242\n",
           f);
 }
 
