@@ -20,7 +20,7 @@
 
 /* Records the handler commits.  Frames run innermost first.  The control thread's
  * snapshot (wall_snapshot) commits one RREC_SNAP per thread, in the sample layout, then
- * an RREC_SNAP_END (nframes 0, `cut` the snapshot id, `tid` the threads listed). */
+ * an RREC_SNAP_END (nframes 0, `tid` the threads listed), all with its snap_id. */
 enum { RREC_SAMPLE = 1, RREC_CODE = 2, RREC_SNAP = 3, RREC_SNAP_END = 4 };
 
 typedef struct rframe {
@@ -40,7 +40,8 @@ typedef struct rrec_sample {
     uint8_t native_flags;    /* PYPROF_NATIVE_F_* */
     uint8_t snap_flags;      /* RREC_SNAP: PYPROF_SNAP_F_* */
     uint8_t os_state;        /* RREC_SNAP: the kernel's state letter, 0 unknown */
-    uint8_t pad[5];
+    uint8_t pad;
+    uint32_t snap_id;        /* RREC_SNAP, RREC_SNAP_END: the snapshot */
     rframe frames[];
     /* then, native mode: uint64_t native[nnative], innermost (the interrupted
      * instruction) first; see rrec_native */

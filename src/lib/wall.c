@@ -90,7 +90,7 @@ enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE };
  * the walk (hand over hand, see walk), then the code objects of the recorded frames,
  * each looked up while the frame that holds it is checked to still hold it. */
 static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kind,
-                     uint8_t snap_flags, uint8_t os_state)
+                     uint32_t snap_id, uint8_t snap_flags, uint8_t os_state)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -153,6 +153,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     r->nnative = 0;
     r->native_flags = 0;
     if (kind == RREC_SNAP) {
+        r->snap_id = snap_id;
         r->snap_flags = (uint8_t)(snap_flags | (r->unreadable_tail && r->nframes == 1
                                                     ? PYPROF_SNAP_F_CHANGED : 0));
         r->os_state = os_state;
@@ -166,7 +167,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
 static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid)
 {
     uint32_t depth = 0;
-    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, 0, 0);
+    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, 0, 0, 0);
     if (rc == TRY_CHANGED)
         sampleout_drop(PYPROF_DROP_CHANGING);
     else if (rc == TRY_UNREADABLE)
@@ -387,7 +388,8 @@ int wall_snapshot(uint32_t snapshot_id)
         uint32_t depth = 0;
         int rc = TRY_NONE;
         for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
-            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, flags, state);
+            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, snapshot_id, flags,
+                          state);
         if (rc == TRY_TAKEN)
             continue;
         /* No Python frame, or none readable: the thread is listed all the same. */
@@ -395,6 +397,7 @@ int wall_snapshot(uint32_t snapshot_id)
         if (!r)
             continue;
         memset(r, 0, sizeof *r);
+        r->snap_id = snapshot_id;
         r->snap_flags = (uint8_t)(flags | (rc == TRY_CHANGED ? PYPROF_SNAP_F_CHANGED : 0));
         r->os_state = state;
         sampleout_commit_kind(r, tid_of[i], RREC_SNAP);
@@ -403,7 +406,7 @@ int wall_snapshot(uint32_t snapshot_id)
     rrec_sample *end = ring_reserve(&g->samples, sizeof(rrec_sample));
     if (end) {
         memset(end, 0, sizeof *end);
-        end->cut = snapshot_id;
+        end->snap_id = snapshot_id;
         sampleout_commit_kind(end, n, RREC_SNAP_END);
     }
     atomic_store(&busy, 0);

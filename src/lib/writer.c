@@ -109,6 +109,7 @@ static struct {
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
+    uint32_t snap_id;          /* the snapshot snap[] belongs to */
     uint32_t snapshot_last;    /* the last snapshot written */
     /* output */
     logfile log;
@@ -226,6 +227,28 @@ static void sync_modules(void)
     modules_sync(&W.mods, emit_module, emit_module_gone, NULL);
 }
 
+/* Requests from the control thread (writer_request): one at a time, answered by the
+ * writer thread.  Outside W, which a new window clears. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    int op;             /* WRITER_REQ_*, 0 = none pending */
+    uint64_t id, done;  /* the pending request's number; the last one answered */
+    int rc;
+    char path[PATH_MAX];
+    char current[PATH_MAX]; /* the log being written, for writer_status ("" none) */
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, "", "" };
+
+/* The log being written, as writer_status tells it (another thread's reads must not see
+ * W.log.path change under them). */
+static void publish_path(const char *path)
+{
+    pthread_mutex_lock(&R.lock);
+    snprintf(R.current, sizeof R.current, "%s", path);
+    pthread_mutex_unlock(&R.lock);
+}
+
+
 /* The files of this process that the library finished, oldest first: what PYPROF_KEEP
  * may remove.  Never another process's (a fork child starts with none), never the file
  * being written. */
@@ -271,6 +294,7 @@ static int open_log(void)
     if (logfile_open(&W.log, &nm) < 0)
         return -1;
     W.native = sampler_native() > 0;
+    publish_path(W.log.path);
     put_header();
     if (W.native)
         sync_modules();
@@ -639,9 +663,13 @@ static void take_sample(const rrec_sample *s, size_t len)
     W.samples++;
 }
 
-/* One thread of a snapshot: kept until its RREC_SNAP_END. */
+/* One thread of a snapshot: kept until its RREC_SNAP_END.  What is kept of another
+ * snapshot, one whose end never came (the ring was full), is let go. */
 static void snap_add(const rrec_sample *s)
 {
+    if (W.snap_n && W.snap_id != s->snap_id)
+        W.snap_n = 0;
+    W.snap_id = s->snap_id;
     uint32_t tidx, sid;
     if (sample_stack(s, &tidx, &sid) < 0)
         sid = 0;
@@ -653,15 +681,17 @@ static void snap_add(const rrec_sample *s)
 /* The end of a snapshot: its SNAPSHOT record. */
 static void snap_end(const rrec_sample *s)
 {
+    if (W.snap_n && W.snap_id != s->snap_id)
+        W.snap_n = 0;
     size_t cap = LOGENC_SNAPSHOT_MAX(W.snap_n);
     uint8_t *buf = malloc(cap);
     if (buf) {
         rec_out o;
         rec_out_init(&o, buf, cap);
-        logenc_put_snapshot(&o, s->cut, (uint64_t)file_us(s->t_ns), W.snap, W.snap_n);
+        logenc_put_snapshot(&o, s->snap_id, (uint64_t)file_us(s->t_ns), W.snap, W.snap_n);
         emit(PYPROF_REC_SNAPSHOT, &o);
         free(buf);
-        W.snapshot_last = s->cut;
+        W.snapshot_last = s->snap_id;
     }
     W.snap_n = 0;
 }
@@ -777,6 +807,7 @@ static void rotate(void)
     W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     put_footer(PYPROF_END_ROTATED, 0, 0);
     logfile_close(&W.log);
+    publish_path("");
     diag_verbose("pyprof: rotated %s (%llu samples)", W.log.path,
                  (unsigned long long)W.samples);
     char done[PATH_MAX];
@@ -796,17 +827,6 @@ static void rotate(void)
     open_log();
     keep_finished(done);
 }
-
-/* Requests from the control thread (writer_request): one at a time, answered by the
- * writer thread.  Outside W, which a new window clears. */
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t done_cond;
-    int op;             /* WRITER_REQ_*, 0 = none pending */
-    uint64_t id, done;  /* the pending request's number; the last one answered */
-    int rc;
-    char path[PATH_MAX];
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, "" };
 
 /* Answers a pending request, if any (the writer thread, between drains). */
 static void serve_request(void)
@@ -1050,6 +1070,7 @@ static void finish_log(int end, int status_known, int status)
                      (unsigned long long)W.samples);
         keep_finished(W.log.path);
     }
+    publish_path("");
     if (W.statm_fd >= 0) {
         close(W.statm_fd);
         W.statm_fd = -1;
@@ -1118,6 +1139,7 @@ void writer_forget_in_child(void)
     pthread_mutex_init(&R.lock, NULL);
     pthread_cond_init(&R.done_cond, NULL);
     R.op = 0;
+    R.current[0] = 0;
 }
 
 int writer_request(int op, char *path, size_t cap)
@@ -1156,8 +1178,10 @@ void writer_status(writer_status_info *st)
     memset(st, 0, sizeof *st);
     if (W.pid != getpid())
         return;
-    st->open = W.log.fd >= 0 && !atomic_load(&W.finished);
-    snprintf(st->path, sizeof st->path, "%s", st->open ? W.log.path : "");
+    pthread_mutex_lock(&R.lock);
+    snprintf(st->path, sizeof st->path, "%s", R.current);
+    pthread_mutex_unlock(&R.lock);
+    st->open = st->path[0] != 0;
     st->seq = W.seq;
     st->window = W.window;
     st->samples = W.samples;
