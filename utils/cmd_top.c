@@ -483,62 +483,92 @@ static int next_file_pid(top *t)
     return 1;
 }
 
+/* A log file of a directory. */
+typedef struct dir_log {
+    char *path;
+    struct timespec mtime;
+} dir_log;
+
+/* The regular *.lz4 files of `dir`, with their modification times, into *out (*n of
+ * them; free with free_logs).  0, or -1 with errno when the directory cannot be read. */
+static int list_logs(const char *dir, dir_log **out, size_t *n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    dir_log *c = NULL;
+    size_t nc = 0, cc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".lz4"))
+            continue;
+        char *p = malloc(strlen(dir) + len + 2);
+        struct stat st;
+        if (!p || grow_array((void **)&c, &cc, nc + 1, sizeof *c, 16) < 0) {
+            free(p);
+            break;
+        }
+        sprintf(p, "%s/%s", dir, e->d_name);
+        if (stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+            free(p);
+            continue;
+        }
+        c[nc++] = (dir_log){p, st.st_mtim};
+    }
+    closedir(d);
+    *out = c;
+    *n = nc;
+    return 0;
+}
+
+static void free_logs(dir_log *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(c[i].path);
+    free(c);
+}
+
 /* DIR mode: the file that comes after the one that ended: of the same process and run,
  * the next of its series, or the first of a later window.  Returns 1 when one was
  * opened, else 0. */
 static int next_file_dir(top *t)
 {
-    DIR *d = opendir(t->dir);
-    if (!d) {
+    dir_log *c;
+    size_t nc;
+    if (list_logs(t->dir, &c, &nc) < 0) {
         t->state = ST_ERROR;
         set_message(t, "%s: %s", t->dir, strerror(errno));
         return 0;
     }
-    char *best = NULL;
+    const char *best = NULL;
     uint64_t best_window = 0, best_seq = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 4, ".lz4"))
+    for (size_t i = 0; i < nc; i++) {
+        if (t->path && !strcmp(c[i].path, t->path))
             continue;
-        char *p = malloc(strlen(t->dir) + n + 2);
-        if (!p)
-            break;
-        sprintf(p, "%s/%s", t->dir, e->d_name);
-        if (t->path && !strcmp(p, t->path)) {
-            free(p);
-            continue;
-        }
         int err;
-        pyprof_reader *r = pyprof_reader_open(p, &err);
-        if (!r) {
-            free(p);
+        pyprof_reader *r = pyprof_reader_open(c[i].path, &err);
+        if (!r)
             continue;
-        }
         const pyprof_header *h = pyprof_reader_header(r);
         int later = h->window > t->info.window ||
                     (h->window == t->info.window && h->seq > t->info.seq);
-        int ok = h->pid == t->info.pid && h->run_id.len == strlen(t->info.run_id) &&
-                 !memcmp(h->run_id.s, t->info.run_id, h->run_id.len) && later &&
-                 (!best || h->window < best_window ||
-                  (h->window == best_window && h->seq < best_seq));
-        if (ok) {
-            free(best);
-            best = p;
+        if (h->pid == t->info.pid && h->run_id.len == strlen(t->info.run_id) &&
+            !memcmp(h->run_id.s, t->info.run_id, h->run_id.len) && later &&
+            (!best || h->window < best_window ||
+             (h->window == best_window && h->seq < best_seq))) {
+            best = c[i].path;
             best_window = h->window;
             best_seq = h->seq;
-        } else {
-            free(p);
         }
         pyprof_reader_close(r);
     }
-    closedir(d);
-    if (!best) {
+    int rc = 0;
+    if (!best)
         t->state = process_alive((pid_t)t->info.pid) ? ST_WAITING : ST_ENDED;
-        return 0;
-    }
-    int rc = open_file(t, best) == 0;
-    free(best);
+    else
+        rc = open_file(t, best) == 0;
+    free_logs(c, nc);
     return rc;
 }
 
@@ -591,43 +621,19 @@ static void read_available(top *t)
  * an exit code after printing why. */
 static int find_first_dir(top *t, size_t *nlogs)
 {
-    DIR *d = opendir(t->dir);
-    if (!d) {
+    dir_log *c;
+    size_t nc;
+    if (list_logs(t->dir, &c, &nc) < 0) {
         fprintf(stderr, "pyprof top: %s: %s\n", t->dir, strerror(errno));
         return CLI_EXIT_BAD_INPUT;
     }
-    typedef struct cand {
-        char *path;
-        struct timespec mtime;
-    } cand;
-    cand *c = NULL;
-    size_t nc = 0, cc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 4, ".lz4"))
-            continue;
-        char *p = malloc(strlen(t->dir) + n + 2);
-        struct stat st;
-        if (!p || grow_array((void **)&c, &cc, nc + 1, sizeof *c, 16) < 0) {
-            free(p);
-            break;
-        }
-        sprintf(p, "%s/%s", t->dir, e->d_name);
-        if (stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
-            free(p);
-            continue;
-        }
-        c[nc++] = (cand){p, st.st_mtim};
-    }
-    closedir(d);
     /* Newest first. */
     for (size_t i = 1; i < nc; i++)
         for (size_t j = i; j > 0; j--) {
             struct timespec a = c[j - 1].mtime, b = c[j].mtime;
             if (a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec))
                 break;
-            cand tmp = c[j - 1];
+            dir_log tmp = c[j - 1];
             c[j - 1] = c[j];
             c[j] = tmp;
         }
@@ -656,9 +662,7 @@ static int find_first_dir(top *t, size_t *nlogs)
         fprintf(stderr, "pyprof top: %s\n", t->message);
         rc = CLI_EXIT_BAD_INPUT;
     }
-    for (size_t i = 0; i < nc; i++)
-        free(c[i].path);
-    free(c);
+    free_logs(c, nc);
     return rc;
 }
 
