@@ -108,29 +108,11 @@ static void put(buf *b, uint8_t type, const rec_out *o)
     b->len += n;
 }
 
-static void put_header(buf *b)
-{
-    rec_out o;
-    rec_out_init(&o, scratch, sizeof scratch);
-    rec_put_uvarint(&o, PYPROF_FORMAT_VERSION);
-    rec_put_uvarint(&o, 4242);
-    rec_put_uvarint(&o, 1);
-    rec_put_cstr(&o, "0123456789abcdef");
-    rec_put_uvarint(&o, 1700000000000000000ull);
-    rec_put_cstr(&o, "host");
-    rec_put_cstr(&o, "/usr/bin/python3");
-    rec_put_uvarint(&o, 1);
-    rec_put_cstr(&o, "python3");
-    rec_put_cstr(&o, "3.11.7");
-    rec_put_uvarint(&o, 0x030b07f0);
-    rec_put_uvarint(&o, PERIOD_NS);
-    rec_put_u8(&o, PYPROF_CLOCK_CPU);
-    rec_put_cstr(&o, "test");
-    rec_put_uvarint(&o, 256);
-    rec_put_uvarint(&o, 0);
-    rec_put_uvarint(&o, 0);
-    put(b, PYPROF_REC_HEADER, &o);
-}
+/* A HEADER; with `series`, the rotated series' fields too (a file `seq` of a series
+ * started at SERIES_START, `offset_us` into it), else as an older writer wrote it. */
+static void put_header_fields(buf *b, int series, uint64_t seq, uint64_t offset_us);
+
+static void put_header(buf *b) { put_header_fields(b, 0, 0, 0); }
 
 static void put_thread(buf *b, uint64_t idx, uint64_t tid, const char *name)
 {
@@ -650,13 +632,19 @@ static int64_t snap_t(int k) { return plan[k * PER_FILE].t_us + 40; }
 
 static void put_header_series(buf *b, uint64_t seq, uint64_t offset_us)
 {
+    put_header_fields(b, 1, seq, offset_us);
+}
+
+static void put_header_fields(buf *b, int series, uint64_t seq, uint64_t offset_us)
+{
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, PYPROF_FORMAT_VERSION);
     rec_put_uvarint(&o, 4242);
     rec_put_uvarint(&o, 1);
     rec_put_cstr(&o, "0123456789abcdef");
-    rec_put_uvarint(&o, SERIES_START + offset_us * 1000 + 7); /* the wall clock drifts */
+    /* In a series the wall clock drifts from the monotonic offsets. */
+    rec_put_uvarint(&o, series ? SERIES_START + offset_us * 1000 + 7 : 1700000000000000000ull);
     rec_put_cstr(&o, "host");
     rec_put_cstr(&o, "/usr/bin/python3");
     rec_put_uvarint(&o, 1);
@@ -669,9 +657,11 @@ static void put_header_series(buf *b, uint64_t seq, uint64_t offset_us)
     rec_put_uvarint(&o, 256);
     rec_put_uvarint(&o, 0);
     rec_put_uvarint(&o, 0);
-    rec_put_uvarint(&o, seq);
-    rec_put_uvarint(&o, SERIES_START);
-    rec_put_uvarint(&o, offset_us);
+    if (series) {
+        rec_put_uvarint(&o, seq);
+        rec_put_uvarint(&o, SERIES_START);
+        rec_put_uvarint(&o, offset_us);
+    }
     put(b, PYPROF_REC_HEADER, &o);
 }
 
