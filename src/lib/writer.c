@@ -68,7 +68,8 @@
 
 #define WAKE_IDLE_NS 50000000ull  /* the writer drains every 50 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
-#define RSS_EVERY_NS 20000000ull  /* RSS at most every 20 ms */
+#define RSS_EVERY_NS 20000000ull  /* RSS read at most every 20 ms ... */
+#define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
 #define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
@@ -125,7 +126,9 @@ static struct {
     uint64_t writer_cpu_ns;
     /* state */
     int64_t last_t_us;
-    uint64_t last_rss_t_ns;
+    uint64_t last_rss_t_ns;     /* the last read of the RSS (since sampler_t0) */
+    uint64_t last_rss_emit_ns;  /* the last RSS record (since sampler_t0) */
+    uint64_t last_rss;          /* its value */
     uint64_t last_flush_ns;
     uint64_t samples;
     uint64_t cpu_start_ns, unix_start_ns;
@@ -727,7 +730,10 @@ static void drain(void)
     }
 }
 
-static void record_rss(void)
+/* Reads the RSS (every RSS_EVERY_NS) and writes an RSS record when it changed, or at
+ * least every RSS_SAME_NS, or with `force` (a file's last one): the log keeps every
+ * value read, without a record per read of a steady process. */
+static void record_rss(int force)
 {
     if (!W.cfg.memory || W.statm_fd < 0 || W.log.fd < 0)
         return;
@@ -735,6 +741,10 @@ static void record_rss(void)
     if (procself_rss(W.statm_fd, &rss) < 0)
         return;
     uint64_t t = clock_mono_ns() - sampler_t0_ns();
+    W.last_rss_t_ns = t;
+    if (!force && W.last_rss_emit_ns && rss == W.last_rss &&
+        t - W.last_rss_emit_ns < RSS_SAME_NS)
+        return;
     uint8_t out[32];
     rec_out o;
     rec_out_init(&o, out, sizeof out);
@@ -742,7 +752,8 @@ static void record_rss(void)
     logenc_put_rss(&o, t_us - W.last_t_us, rss);
     W.last_t_us = t_us;
     emit(PYPROF_REC_RSS, &o);
-    W.last_rss_t_ns = t;
+    W.last_rss_emit_ns = t;
+    W.last_rss = rss;
 }
 
 /* Keeps the code ids the new code table already holds; forgets the rest (and what was
@@ -803,7 +814,7 @@ static void rotate(void)
     if (W.log.fd < 0)
         return;
     drain();
-    record_rss();
+    record_rss(1);
     W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     put_footer(PYPROF_END_ROTATED, 0, 0);
     logfile_close(&W.log);
@@ -903,7 +914,7 @@ static void *writer_main(void *arg)
         drain();
         uint64_t now = clock_mono_ns();
         if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
-            record_rss();
+            record_rss(0);
         serve_request();
         if (rotation_due(now))
             rotate();
@@ -1003,6 +1014,7 @@ static void file_begin(void)
     }
     W.samples = 0;
     W.last_t_us = 0;
+    W.last_rss_emit_ns = 0; /* a new file begins with an RSS record */
     W.file_gen++;
 }
 
@@ -1062,7 +1074,7 @@ static void finish_log(int end, int status_known, int status)
         (interpreter_running() || ring_used(sampler_sample_ring()) || W.samples))
         open_log();
     drain();
-    record_rss();
+    record_rss(1);
     if (W.log.fd >= 0) {
         put_footer(end, status_known, status);
         logfile_close(&W.log);

@@ -5,10 +5,13 @@ PYPROF_QUIET=1 silences even that line.  PYPROF_MEMORY and the output template."
 import os
 import re
 import stat
+import sys
 
 import pytest
 
 import pyprof_testlib as t
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 
 SIMPLE = t.workload("simple.py")
 CONFIG_INTERPS = t.INTERPRETERS
@@ -84,6 +87,38 @@ def test_memory(interp, tmp_path):
     rss = p.proc["rss"]
     assert rss is None or all(rss.get(k) is None for k in ("start", "peak", "end")), (
         "PYPROF_MEMORY=0 but RSS was recorded\n" + p.dump())
+
+
+def test_rss_records(tmp_path):
+    """The RSS is read every 20 ms and written when it changed (or each second when it
+    did not): the log's peak is what the program itself saw at its largest, and a
+    steady stretch costs about one record a second, not fifty."""
+    import subprocess
+    import make_fixtures as mf
+    interp = t.by_id("py3.11")[0]
+    prof = t.run([interp.path, t.workload("rss_steps.py"), "3"], str(tmp_path / "logs"))
+    assert prof.rc == 0, prof.describe()
+    seen_peak = int(prof.stdout.decode().strip())
+    p = t.one_log(prof, ended="exit")
+    assert p.proc["rss"]["peak"] >= seen_peak - (1 << 20), (seen_peak, p.dump())
+    raw = subprocess.run(["lz4", "-dc", prof.logs[0]], stdout=subprocess.PIPE).stdout
+    at, now, points = 8, 0, []
+    while at < len(raw):
+        typ = raw[at]
+        n, at = mf.read_uvarint(raw, at + 1)
+        payload, at = raw[at:at + n], at + n
+        if typ in (5, 6):  # SAMPLE, RSS: timed
+            dt, k = mf.read_svarint(payload, 0)
+            now += dt
+            if typ == 6:
+                points.append((now, mf.read_uvarint(payload, k)[0]))
+    # Two records in a row with the same value are a second apart (the last one, at the
+    # end, excepted).
+    same = [(a, b) for a, b in zip(points, points[1:-1]) if a[1] == b[1]]
+    assert all(b[0] - a[0] >= 990000 for a, b in same), same
+    # 3 s of a steady RSS: a few records, where reads every 20 ms would have made 150.
+    steady = [pt for pt in points if pt[0] >= points[-1][0] - 2500000]
+    assert len(steady) <= 2 + len(set(v for _, v in steady)) * 2, steady
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.12",
