@@ -1145,9 +1145,9 @@ void writer_forget_in_child(void)
      * the parent's file beyond closing our copy of its descriptor.  The parent's
      * finished files are the parent's to remove. */
     forget_all();
-    for (size_t i = 0; i < kept.n; i++)
-        free(kept.paths[i]);
-    kept.n = 0;
+    /* Dropped, not freed: the fork may have come in the middle of keep_finished. */
+    kept.paths = NULL;
+    kept.n = kept.cap = 0;
     pthread_mutex_init(&R.lock, NULL);
     pthread_cond_init(&R.done_cond, NULL);
     R.op = 0;
