@@ -45,7 +45,8 @@ ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
 UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm -ldw -lelf
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay asan ubsan \
+.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
+        fuzz-build asan ubsan \
         bench install clean check-exports test-core consumers test-transparency test-repeat
 
 all: $(LIB) $(TOOL)
@@ -56,6 +57,9 @@ help:
 	@echo "make test         install dependencies, then every test (what CI runs)"
 	@echo "make demo         profile examples/daemon.py and print its report"
 	@echo "make asan|ubsan   the tests against a sanitizer build (build/asan, build/ubsan)"
+	@echo "make fuzz         every fuzz target (clang, libFuzzer, ASan, UBSan) for FUZZ_SECONDS=300 in all;"
+	@echo "                  corpus grows in $(BUILD)/fuzz-corpus, reproducers in $(BUILD)/fuzz-findings"
+	@echo "make fuzz-replay  every fuzz target over its saved inputs, with ASan and UBSan (in check)"
 	@echo "make test-transparency  CPython's own tests, plain and preloaded at 1 kHz"
 	@echo "make test-repeat N=3    make test N times in fresh clones, cores hogged"
 	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
@@ -97,7 +101,8 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 # running as root; otherwise the exact command is printed and make stops.
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
-            libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux
+            libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
+            libclang-rt-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -153,12 +158,57 @@ integration: all consumers
 	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) \
 	    $(PYTEST) -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
-fuzz-replay: $(BUILD)/fuzz_replay
-	$(BUILD)/fuzz_replay tests/fuzz/corpus tests/fixtures
+# ---- fuzzing ------------------------------------------------------------------------
+# Every parser of outside data has a libFuzzer target, tests/fuzz/fuzz_<name>.c
+# (tests/fuzz/README.md): FUZZ_SRCS_<name> are the sources it is linked with, its seeds
+# are in FUZZ_SEEDS_<name> (tests/fuzz/corpus-<name> unless set), and it gets
+# FUZZ_WEIGHT_<name> shares of `make fuzz`'s time (1 unless set).
+#   make fuzz-replay  each target, built with both sanitizers and replay_main.c instead of
+#                     libFuzzer, over its own seeds: every saved input, every time
+#   make fuzz         each target built with libFuzzer, ASan and UBSan (clang), fuzzed
+#                     for its share of FUZZ_SECONDS; fails on any finding
+FUZZ_TARGETS        := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SRCS_reader    := src/read/reader.c src/common/record.c
+FUZZ_SRCS_linetable := src/common/linetable.c
+FUZZ_SRCS_config    := src/common/config.c
+FUZZ_SRCS_ctlcmd    := src/lib/ctlcmd.c src/lib/ctlsock.c src/common/config.c
+FUZZ_LIBS_reader    := -llz4
+FUZZ_SEEDS_reader   := tests/fuzz/corpus tests/fixtures
+FUZZ_WEIGHT_reader  := 3
+fuzz_seeds           = $(or $(FUZZ_SEEDS_$(1)),tests/fuzz/corpus-$(1))
+FUZZ_SECONDS ?= 300
+FUZZ_RSS_MB  ?= 2048
+CLANG        ?= clang
+# The replay is built with clang when there is one, else with gcc (same sanitizers).
+REPLAY_CC    ?= $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),gcc)
+FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN)
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_HEADERS := $(wildcard include/pyprof/*.h src/*/*.h)
 
-$(BUILD)/fuzz_replay: tests/fuzz/fuzz_reader.c tests/fuzz/replay_main.c $(ARCHIVES)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ -llz4
+define fuzz_target_rules
+$(BUILD)/replay/fuzz_$(1): tests/fuzz/fuzz_$(1).c tests/fuzz/replay_main.c $(FUZZ_SRCS_$(1)) $(FUZZ_HEADERS)
+	@mkdir -p $$(dir $$@)
+	$$(REPLAY_CC) $$(CPPFLAGS) $$(FUZZ_CFLAGS) $$(FUZZ_SAN) -o $$@ $$(filter %.c,$$^) $(FUZZ_LIBS_$(1))
+$(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(FUZZ_HEADERS)
+	@mkdir -p $$(dir $$@)
+	$$(CLANG) $$(CPPFLAGS) $$(FUZZ_CFLAGS) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$(filter %.c,$$^) $(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target_rules,$(t))))
+
+fuzz-replay: $(foreach t,$(FUZZ_TARGETS),$(BUILD)/replay/fuzz_$(t))
+	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz-replay $(t)"; \
+	    $(BUILD)/replay/fuzz_$(t) $(call fuzz_seeds,$(t));)
+
+fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/fuzz_$(t))
+
+# clang and its fuzzer runtime come from `make deps` when a probe cannot link a target.
+fuzz:
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' | \
+	    $(CLANG) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null || \
+	    $(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@tests/fuzz/run_fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_RSS_MB) \
+	    $(foreach t,$(FUZZ_TARGETS),$(t)=$(or $(FUZZ_WEIGHT_$(t)),1)=$(subst $(eval) ,:,$(strip $(call fuzz_seeds,$(t)))))
 
 # Debian's libpython3.11-testsuite for /usr/bin/python3.11, run plain and preloaded; every
 # test case must have the same outcome (tests/transparency/run.py says how flaky ones are

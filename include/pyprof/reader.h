@@ -173,7 +173,7 @@ typedef struct pyprof_reader pyprof_reader;
 pyprof_reader *pyprof_reader_open(const char *path, int *err);
 
 /* Opens an in-memory log (for the fuzzer and unit tests); `data` must outlive the
- * reader. */
+ * reader, and may be NULL when `len` is 0 (an empty log). */
 pyprof_reader *pyprof_reader_open_mem(const void *data, size_t len, int *err);
 
 /* The header, read by open. */

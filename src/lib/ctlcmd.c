@@ -154,24 +154,38 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
                             "rotate, period DURATION, clock cpu|wall, dump)\n", req);
 }
 
-size_t ctlcmd_handle(const char *line, char *out, size_t cap)
+int ctlcmd_parse(const char *line, ctlcmd_req *r, char *err, size_t errlen)
 {
-    /* "request [argument]", words separated by spaces. */
-    char buf[300];
-    snprintf(buf, sizeof buf, "%s", line);
+    snprintf(r->buf, sizeof r->buf, "%s", line);
     char *save = NULL;
-    char *req = strtok_r(buf, " \t", &save);
+    char *req = strtok_r(r->buf, " \t", &save);
     char *arg = req ? strtok_r(NULL, " \t", &save) : NULL;
     char *extra = arg ? strtok_r(NULL, " \t", &save) : NULL;
-    if (!req)
-        return put(out, cap, 0, "error: empty request\n");
-    if (extra)
-        return put(out, cap, 0, "error: too many words in the request\n");
+    r->name = req;
+    r->arg = arg;
+    if (!req) {
+        put(err, errlen, 0, "error: empty request\n");
+        return -1;
+    }
+    if (extra) {
+        put(err, errlen, 0, "error: too many words in the request\n");
+        return -1;
+    }
     int needs_arg = !strcmp(req, "period") || !strcmp(req, "clock");
-    if (arg && !needs_arg)
-        return put(out, cap, 0, "error: '%.32s' takes no argument\n", req);
+    if (arg && !needs_arg) {
+        put(err, errlen, 0, "error: '%.32s' takes no argument\n", req);
+        return -1;
+    }
+    return 0;
+}
+
+size_t ctlcmd_handle(const char *line, char *out, size_t cap)
+{
+    ctlcmd_req req;
+    if (ctlcmd_parse(line, &req, out, cap) < 0)
+        return cap ? strlen(out) : 0;
     ops.lock();
-    size_t n = handle_locked(req, arg, out, cap);
+    size_t n = handle_locked(req.name, req.arg, out, cap);
     ops.unlock();
     return n;
 }

@@ -84,15 +84,38 @@ static void reply_error(client *c, const char *msg)
 /* Is the listening descriptor still our socket? */
 static int still_ours(void) { return fd_is(S.fd, S.ino); }
 
+int ctlsock_line_ok(const char *line, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)line[i];
+        if (ch < 0x20 || ch > 0x7e)
+            return 0;
+    }
+    return 1;
+}
+
+int ctlsock_feed(char *line, size_t *len, const char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') {
+            if (*len && line[*len - 1] == '\r')
+                (*len)--;
+            line[*len] = 0;
+            return CTLSOCK_LINE;
+        }
+        if (*len >= CTLSOCK_LINE_MAX)
+            return CTLSOCK_TOO_LONG;
+        line[(*len)++] = buf[i];
+    }
+    return CTLSOCK_MORE;
+}
+
 /* A complete request line (NUL-terminated in c->line): answered, and the client closed. */
 static void serve(client *c)
 {
-    for (size_t i = 0; i < c->len; i++) {
-        unsigned char ch = (unsigned char)c->line[i];
-        if (ch < 0x20 || ch > 0x7e) {
-            reply_error(c, "the request is not one line of ASCII text");
-            return;
-        }
+    if (!ctlsock_line_ok(c->line, c->len)) {
+        reply_error(c, "the request is not one line of ASCII text");
+        return;
     }
     static char out[REPLY_MAX];
     size_t n = S.handle(c->line, out, sizeof out);
@@ -120,19 +143,15 @@ static void take_input(client *c)
         }
         return;
     }
-    for (ssize_t i = 0; i < n; i++) {
-        if (buf[i] == '\n') {
-            if (c->len && c->line[c->len - 1] == '\r')
-                c->len--;
-            c->line[c->len] = 0;
-            serve(c);
-            return;
-        }
-        if (c->len >= CTLSOCK_LINE_MAX) {
-            reply_error(c, "request too long (at most 256 bytes)");
-            return;
-        }
-        c->line[c->len++] = buf[i];
+    switch (ctlsock_feed(c->line, &c->len, buf, (size_t)n)) {
+    case CTLSOCK_LINE:
+        serve(c);
+        break;
+    case CTLSOCK_TOO_LONG:
+        reply_error(c, "request too long (at most 256 bytes)");
+        break;
+    default:
+        break;
     }
 }
 

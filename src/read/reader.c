@@ -211,6 +211,15 @@ static void track_expect(lz4_track *t, enum lz4_track_state state, size_t need)
     t->field_need = need;
 }
 
+/* The current block's data is complete: its checksum or the next block's size follows. */
+static void track_block_end(lz4_track *t)
+{
+    if (t->flg & LZ4_FLG_BLOCK_CHECKSUM)
+        track_expect(t, TRK_BLOCK_CRC, 4);
+    else
+        track_expect(t, TRK_BLOCK_SIZE, 4);
+}
+
 /* A small field is complete: move on.  `out_abs` is the decompressed offset so far. */
 static void track_field(lz4_track *t, uint64_t out_abs)
 {
@@ -261,6 +270,12 @@ static void track_field(lz4_track *t, uint64_t out_abs)
             t->lost = 1;
             break;
         }
+        if (t->block_size == 0) {
+            /* An empty stored block (0x80000000): valid, no data, and no buffer needed
+             * (t->block may still be NULL). */
+            track_block_end(t);
+            break;
+        }
         if (t->block_size > t->block_cap) {
             uint8_t *b = realloc(t->block, t->block_size);
             if (!b) {
@@ -293,14 +308,12 @@ static void track_bytes(lz4_track *t, const uint8_t *p, size_t n, uint64_t out_a
             take = t->block_size - t->block_have;
             if (take > n)
                 take = n;
+            /* take > 0: an empty block never enters TRK_BLOCK_DATA, and the block
+             * buffer is allocated for every other one. */
             memcpy(t->block + t->block_have, p, take);
             t->block_have += take;
-            if (t->block_have == t->block_size) {
-                if (t->flg & LZ4_FLG_BLOCK_CHECKSUM)
-                    track_expect(t, TRK_BLOCK_CRC, 4);
-                else
-                    track_expect(t, TRK_BLOCK_SIZE, 4);
-            }
+            if (t->block_have == t->block_size)
+                track_block_end(t);
         } else if (t->state == TRK_SKIP) {
             take = t->skip_left < n ? (size_t)t->skip_left : n;
             t->skip_left -= take;
@@ -677,9 +690,13 @@ pyprof_reader *pyprof_reader_open_mem(const void *data, size_t len, int *err)
             *err = PYPROF_R_NOMEM;
         return NULL;
     }
+    /* `in` is never NULL, even for an empty log given as (NULL, 0): the input is
+     * addressed as in + in_pos, and an offset on a null pointer is undefined even when it
+     * is zero. */
+    static const uint8_t no_bytes[1];
     r->fd = -1;
-    r->in = data;
-    r->in_len = len;
+    r->in = data ? data : no_bytes;
+    r->in_len = data ? len : 0;
     r->in_eof = 1;
     return reader_finish_open(r, err);
 }

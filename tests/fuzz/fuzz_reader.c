@@ -13,18 +13,20 @@
  * The log as given is also read in follow mode, where its end must be "not yet" (AGAIN,
  * not sticky) and never a cut.
  *
- * Real fuzzing needs clang (apt-get install clang); from the top of the tree:
+ * An empty log is also read as (NULL, 0), which pyprof_reader_open_mem accepts.
+ *
+ * `make fuzz` builds this target with clang, as
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_reader.c src/read/reader.c src/common/record.c \
- *         -llz4 -o build/fuzz_reader
- *     mkdir -p build/fuzz-corpus
- *     build/fuzz_reader build/fuzz-corpus tests/fuzz/corpus -max_total_time=600 -timeout=10
+ *         -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_reader.c src/read/reader.c \
+ *         src/common/record.c -llz4 -o build/fuzz/fuzz_reader
  *
- * libFuzzer writes a crash-<sha1> (or timeout-, leak-) file for each failure; reproduce
- * one with `build/fuzz_reader crash-<sha1>`, and once it is fixed add it to
- * tests/fuzz/corpus/, where `make fuzz-replay` (tests/fuzz/replay_main.c, built with gcc)
- * runs it on every `make test`.
+ * and runs it on build/fuzz-corpus/reader/, seeded from tests/fuzz/corpus/ and
+ * tests/fixtures/.  libFuzzer writes a crash-<sha1> (or timeout-, leak-, oom-) file under
+ * build/fuzz-findings/reader/ for each failure; reproduce one with
+ * `build/fuzz/fuzz_reader FILE`, and once it is fixed add it to tests/fuzz/corpus/, where
+ * `make fuzz-replay` (this file with tests/fuzz/replay_main.c, ASan and UBSan, no
+ * libFuzzer) runs it on every `make check` and `make test`.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -159,6 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     read_log(data, size, 0);
     read_log(data, size, 1);
+    /* An empty log may also come as a null pointer. */
+    if (size == 0)
+        read_log(NULL, 0, 0);
 
     /* The same bytes as the decompressed content of a log.  Inputs beyond 1 MiB are left
      * to the first path only; they add time, not coverage. */

@@ -1,6 +1,7 @@
 /*
  * replay_main: runs a libFuzzer target over saved inputs without libFuzzer, so that every
- * input that ever crashed the reader stays fixed (`make fuzz-replay`, part of `make test`).
+ * input that ever failed a target stays fixed (`make fuzz-replay`, part of `make check` and
+ * `make test`, links it with each tests/fuzz/fuzz_<name>.c, ASan and UBSan).
  *
  *     fuzz_replay DIR|FILE...
  *
