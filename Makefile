@@ -183,7 +183,7 @@ CLANG        ?= clang
 REPLAY_CC    ?= $(if $(shell command -v $(CLANG) 2>/dev/null),$(CLANG),gcc)
 FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_HEADERS := $(wildcard include/pyprof/*.h src/*/*.h)
+FUZZ_HEADERS := $(wildcard include/pyprof/*.h src/*/*.h tests/fuzz/*.h)
 
 define fuzz_target_rules
 $(BUILD)/replay/fuzz_$(1): tests/fuzz/fuzz_$(1).c tests/fuzz/replay_main.c $(FUZZ_SRCS_$(1)) $(FUZZ_HEADERS)

@@ -42,14 +42,7 @@
 #include <pyprof/format.h>
 
 #include "common/config.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            abort();                                                                      \
-    } while (0)
+#include "fuzz.h"
 
 #define HEAD 26
 #define NFIELDS 6

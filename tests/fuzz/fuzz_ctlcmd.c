@@ -44,14 +44,7 @@
 #include "lib/sampler.h"
 #include "lib/wall.h"
 #include "lib/writer.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            abort();                                                                      \
-    } while (0)
+#include "fuzz.h"
 
 /* ---- the live library, which the parse never reaches ---------------------------------- */
 

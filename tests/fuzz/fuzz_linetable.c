@@ -31,14 +31,7 @@
 #include <pyprof/format.h>
 
 #include "common/linetable.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            abort();                                                                      \
-    } while (0)
+#include "fuzz.h"
 
 #define HEAD 14
 /* Offsets swept per input: enough for every entry of a table the fuzzer makes. */

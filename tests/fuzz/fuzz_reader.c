@@ -34,15 +34,7 @@
 
 #include <lz4frame.h>
 #include <pyprof/reader.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A broken promise: stop here, loudly, for the fuzzer or the replay to report. */
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            abort();                                                                      \
-    } while (0)
+#include "fuzz.h"
 
 /* Bounds the work per input: a reader that stops making progress is a bug the fuzzer's
  * timeout reports, but the replay must not hang on it. */

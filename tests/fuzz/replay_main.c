@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 /* Inputs larger than this are not fuzz inputs; they are skipped with a warning. */
 #define REPLAY_MAX_INPUT (64u << 20)
