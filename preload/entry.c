@@ -194,15 +194,19 @@ static void try_start(int late)
         diag_error("%s", err);
         goto out;
     }
+    /* With a toggle signal the process starts paused: the first delivery starts.  A
+     * process where profiling could not start (an unwritable PYPROF_OUTPUT, say) gets
+     * no control socket either. */
+    if (!cfg.signal && start_profiling() < 0)
+        goto out;
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_registered = 1;
+    }
     if (cfg.control) {
         ctlcmd_set_ops(&ctl_ops);
         if (ctlsock_start(ctlcmd_handle, err, sizeof err) < 0)
             diag_error("%s", err); /* profiling goes on without live control */
-    }
-    /* With a toggle signal the process starts paused: the first delivery starts. */
-    if ((cfg.signal || start_profiling() == 0) && !atfork_registered) {
-        pthread_atfork(NULL, NULL, after_fork_child);
-        atfork_registered = 1;
     }
 out:
     pthread_mutex_unlock(&start_lock);

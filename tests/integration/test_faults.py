@@ -93,6 +93,21 @@ def test_missing_dir_in_template(interp, tmp_path):
     assert prof.logs == [], prof.describe()
 
 
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11")))
+def test_no_thread_or_socket_left(interp, tmp_path):
+    """Where the log cannot go, profiling does not start: no thread of the library and no
+    control socket stay behind in the process (and with a good directory, both are
+    there, so the check can fail)."""
+    own = t.workload("own_threads.py")
+    missing = tmp_path / "no" / "such"
+    prof = t.run([interp.path, own], None, env={"PYPROF_OUTPUT": str(missing) + "/"})
+    assert prof.rc == 0 and prof.stdout.strip() == b"threads=0 socket=0", prof.describe()
+    good = t.run([interp.path, own], str(tmp_path / "logs"))
+    out = good.stdout.decode().strip()
+    assert good.rc == 0 and out.endswith("socket=1") and out != "threads=0 socket=1", (
+        good.describe())
+
+
 @pytest.mark.parametrize("interp", INTERPS)
 def test_file_in_place_of_dir(interp, tmp_path):
     interp.require()
