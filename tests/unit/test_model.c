@@ -124,11 +124,13 @@ static void put_thread(buf *b, uint64_t idx, uint64_t tid, const char *name)
     put(b, PYPROF_REC_THREAD, &o);
 }
 
-static void put_code(buf *b, int f)
+/* Function f's CODE record, under code id 16 + base + f (a series' files use ids of
+ * their own). */
+static void put_code_at(buf *b, uint64_t base, int f)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
-    rec_put_uvarint(&o, 16 + (uint64_t)f);
+    rec_put_uvarint(&o, 16 + base + (uint64_t)f);
     rec_put_svarint(&o, fline[f]);
     const char *dot = strchr(fname[f], '.');
     rec_put_cstr(&o, dot ? dot + 1 : fname[f]); /* name; the qualified name wins */
@@ -139,6 +141,8 @@ static void put_code(buf *b, int f)
     rec_put_uvarint(&o, 0);
     put(b, PYPROF_REC_CODE, &o);
 }
+
+static void put_code(buf *b, int f) { put_code_at(b, 0, f); }
 
 static void put_stack(buf *b, int s)
 {
@@ -674,19 +678,8 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
     put_thread(b, swap, 100, k == NFILES - 1 ? "Main-late" : "Main");
     put_thread(b, 1 - swap, 101, "Worker");
     rec_out o;
-    for (int f = 0; f < NFUNCS; f++) {
-        rec_out_init(&o, scratch, sizeof scratch);
-        rec_put_uvarint(&o, 16 + base + (uint64_t)f);
-        rec_put_svarint(&o, fline[f]);
-        const char *dot = strchr(fname[f], '.');
-        rec_put_cstr(&o, dot ? dot + 1 : fname[f]);
-        rec_put_cstr(&o, dot ? fname[f] : "");
-        rec_put_cstr(&o, ffile[f]);
-        rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
-        rec_put_str(&o, "", 0);
-        rec_put_uvarint(&o, 0);
-        put(b, PYPROF_REC_CODE, &o);
-    }
+    for (int f = 0; f < NFUNCS; f++)
+        put_code_at(b, base, f);
     for (int st = 0; st < NSTACKS; st++) {
         rec_out_init(&o, scratch, sizeof scratch);
         rec_put_uvarint(&o, base + (uint64_t)st + 1);
