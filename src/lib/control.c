@@ -20,7 +20,6 @@
 #include <pyprof/format.h>
 
 #include "common/clock.h"
-#include "libc_next.h"
 #include "ownthreads.h"
 #include "sigdisp.h"
 #include "writer.h"
@@ -93,12 +92,8 @@ static int start_thread(char *err, size_t errlen)
 {
     sem_init(&toggle_sem, 0, 0);
     /* The control thread takes no signal: the toggle's handler runs elsewhere. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
-    int rc = libc_next_pthread_create(&t, NULL, control_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = ownthreads_start(&t, control_main, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the control thread: %s; not profiling",
                  strerror(rc));

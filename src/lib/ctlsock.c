@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +25,6 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "libc_next.h"
 #include "ownthreads.h"
 
 #define REQUEST_WAIT_NS 1000000000ull /* a client has this long to send its line */
@@ -267,11 +265,7 @@ static int start_thread(char *err, size_t errlen)
 {
     for (int i = 0; i < CTLSOCK_CLIENTS; i++)
         S.clients[i].fd = -1;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = libc_next_pthread_create(&S.thread, NULL, ctl_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = ownthreads_start(&S.thread, ctl_main, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the control thread: %s; no live control",
                  strerror(rc));

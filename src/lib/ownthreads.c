@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "libc_next.h"
 
 /* writer, wall-clock sampler, control: more threads than this means the program's. */
 #define OWN_THREADS_MAX 3
@@ -40,6 +43,16 @@ __attribute__((noinline)) static void clear_stale_stack_poison(void)
 #else
 static void clear_stale_stack_poison(void) {}
 #endif
+
+int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = libc_next_pthread_create(thread, NULL, start, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
 
 void ownthreads_name_self(const char *role)
 {

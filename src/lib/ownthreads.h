@@ -21,12 +21,19 @@
 #ifndef PYPROF_OWNTHREADS_H
 #define PYPROF_OWNTHREADS_H
 
+#include <pthread.h>
+
 #define OWNTHREADS_PREFIX "pyprof-"
 
 /* [not sigsafe] Names the calling thread OWNTHREADS_PREFIX `role` (role: at most 8
  * bytes, the kernel keeps 15).  Every thread of ours calls it first: in an
  * AddressSanitizer build it also clears the stale shadow of a reused stack. */
 void ownthreads_name_self(const char *role);
+
+/* [not sigsafe] Starts a thread of ours with the C library's own pthread_create
+ * (libc_next.h), every signal blocked in it: the program's signals are the program's, and
+ * ours are handled on the threads they sample.  Returns 0 or pthread_create's error. */
+int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg);
 
 /* [not sigsafe] Threads of this process that are not zombies: all of them in *all,
  * the library's in *ours.  -1 when /proc/self/task cannot be read (nothing filled). */

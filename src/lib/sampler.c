@@ -42,7 +42,6 @@
 #include "common/clock.h"
 #include "codetable.h"
 #include "diag.h"
-#include "libc_next.h"
 #include "native.h"
 #include "ownthreads.h"
 #include "pthread_tid.h"
@@ -190,11 +189,7 @@ static int start_wall_thread(uint64_t period_ns)
     wall_period_ns = period_ns;
     atomic_store(&wall_stop, 0);
     atomic_store(&wall_passes, 0);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = libc_next_pthread_create(&wall_thread, NULL, wall_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = ownthreads_start(&wall_thread, wall_main, NULL);
     if (rc != 0) {
         errno = rc;
         return -1;

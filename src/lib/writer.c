@@ -52,7 +52,6 @@
 #include "common/record.h"
 #include "diag.h"
 #include "common/growarray.h"
-#include "libc_next.h"
 #include "logfile.h"
 #include "modules.h"
 #include "native.h"
@@ -969,11 +968,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     if (cfg->memory)
         W.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     /* The writer thread takes no signal of the program's, nor ours. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = libc_next_pthread_create(&W.thread, NULL, writer_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = ownthreads_start(&W.thread, writer_main, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "pyprof: cannot start the writer thread: %s; not profiling",
                  strerror(rc));

@@ -39,7 +39,6 @@
 #include "common/config.h"
 #include "lib/ctlcmd.h"
 #include "lib/ctlsock.h"
-#include "lib/libc_next.h"
 #include "lib/ownthreads.h"
 #include "lib/sampler.h"
 #include "lib/wall.h"
@@ -70,10 +69,9 @@ int wall_snapshot(uint32_t snapshot_id)
     abort();
 }
 
-int libc_next_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                             void *(*start)(void *), void *arg)
+int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg)
 {
-    (void)thread, (void)attr, (void)start, (void)arg;
+    (void)thread, (void)start, (void)arg;
     abort();
 }
 
