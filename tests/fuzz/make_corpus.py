@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
-from make_fixtures import MAGIC, lz4, read_uvarint, record, svarint, text, uvarint  # noqa: E402,E501  (one codec)
+from make_fixtures import MAGIC, lz4, read_uvarint, record, svarint, text, uvarint, write_seeds  # noqa: E402,E501  (one codec)
 
 PROGRAMS = {
     # A short CPU-bound run with a thread.
@@ -185,11 +185,7 @@ def series_seeds():
 def main():
     if sys.argv[1:] == ["--series-only"]:
         # Only the hand-built seeds of the series and snapshot records (no library run).
-        out = os.path.join(os.path.dirname(__file__), "corpus")
-        for fname, data in sorted(series_seeds().items()):
-            with open(os.path.join(out, fname), "wb") as f:
-                f.write(data)
-        print("%d seeds in %s" % (len(series_seeds()), out))
+        write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), series_seeds())
         return
     lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/libpyprof.so")
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
@@ -254,12 +250,9 @@ def main():
     seeds.update(native_seeds())
     seeds.update(series_seeds())
 
-    for old in glob.glob(os.path.join(out, "*")):
-        os.remove(old)
-    for fname, data in sorted(seeds.items()):
-        with open(os.path.join(out, fname), "wb") as f:
-            f.write(data)
-    print("%d seeds in %s" % (len(seeds), out))
+    # Every seed is written again under its own name; the fuzzer's reproducers
+    # (lz4-*.bin and the like) stay.
+    write_seeds(out, seeds)
 
 
 PYPROF_NEWER = 2  # PYPROF_FORMAT_VERSION + 1

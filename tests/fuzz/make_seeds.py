@@ -24,6 +24,8 @@ import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+from make_fixtures import write_seeds  # noqa: E402  (shared with make_corpus.py)
 
 
 def linetable_seeds():
@@ -104,14 +106,7 @@ def main():
     top = sys.argv[1] if len(sys.argv) > 1 else HERE
     for name, seeds in (("linetable", linetable_seeds()), ("config", config_seeds()),
                         ("ctlcmd", ctlcmd_seeds())):
-        out = os.path.join(top, "corpus-" + name)
-        os.makedirs(out, exist_ok=True)
-        for old in glob.glob(os.path.join(out, "gen-*")):
-            os.remove(old)
-        for fname, data in sorted(seeds.items()):
-            with open(os.path.join(out, fname), "wb") as f:
-                f.write(data)
-        print("%d seeds in %s" % (len(seeds), out))
+        write_seeds(os.path.join(top, "corpus-" + name), seeds, stale="gen-*")
 
 
 if __name__ == "__main__":
