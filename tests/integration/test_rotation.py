@@ -194,8 +194,16 @@ def test_keep_three_and_kill9(interp, tmp_path):
             time.sleep(0.1)
         else:
             pytest.fail("the series never reached 10 files: %s" % os.listdir(out))
-        # Let the tenth file take a flush (PYPROF_FLUSH, 1 s) before the kill.
-        time.sleep(1.2)
+        # The kill comes once the newest file holds its header (its first flush):
+        # waited for, however long a busy machine takes.
+        def newest_has_header():
+            named = sorted((int(m.group(1)), m.group(0)) for m in
+                           (re.search(r"\.%d\.(\d{4})\.[^.]+\.lz4$" % pid, n)
+                            for n in os.listdir(out)) if m)
+            newest = os.path.join(out, [n for n in os.listdir(out)
+                                        if n.endswith(named[-1][1])][0])
+            return bool(records(newest))
+        wait_for(newest_has_header, 60, "the newest file's first flush")
     finally:
         os.kill(pid, signal.SIGKILL)
         run.proc.communicate()
@@ -239,14 +247,22 @@ def test_keep_three_and_kill9(interp, tmp_path):
 
 def test_rotate_by_size(tmp_path):
     """PYPROF_ROTATE=64KB: a file is finished once 64 KiB are on disk, so every finished
-    file is at least that and at most that plus what one drain adds."""
+    file is at least that and at most that plus what one drain adds.  The program runs
+    until its series has three files (however long that takes on a busy machine), then
+    SIGTERM ends it, the log finished first."""
     interp = t.by_id("py3.11")[0]
     out = str(tmp_path / "logs")
-    prof = t.run([interp.path, WORKLOAD, "4", "codes"], out,
-                 env={"PYPROF_ROTATE": "64KB", "PYPROF_PERIOD": "500us"})
-    assert prof.rc == 0 and prof.stdout == b"done\n", prof.describe()
+    run = t.start([interp.path, WORKLOAD, "0", "codes"], out, timeout=180,
+                  env={"PYPROF_ROTATE": "64KB", "PYPROF_PERIOD": "500us"})
+    try:
+        wait_for(lambda: os.path.isdir(out) and len(os.listdir(out)) >= 3, 150,
+                 "a third file of the series")
+    finally:
+        run.proc.send_signal(signal.SIGTERM)
+    prof = run.wait()
+    assert prof.rc == -signal.SIGTERM, prof.describe()
     files = series_files(out, prof.pid)
-    assert len(files) >= 3, "expected the 4 s run to fill several 64 KiB files: %s" % files
+    assert len(files) >= 3, "expected several 64 KiB files: %s" % files
     assert [s for s, _ in files] == list(range(len(files)))
     total = 0
     for seq, path in files:
@@ -273,7 +289,7 @@ def test_rotated_names(template, expect, tmp_path):
     interp = t.by_id("py3.11")[0]
     out = tmp_path / "logs"
     out.mkdir()
-    prof = t.run([interp.path, WORKLOAD, "2.5"], None,
+    prof = t.run([interp.path, WORKLOAD, "3.5"], None,
                  env={"PYPROF_ROTATE": "1s", "PYPROF_OUTPUT": str(out / template)})
     assert prof.rc == 0, prof.describe()
     names = sorted(os.listdir(str(out)))
@@ -288,7 +304,7 @@ def test_native_series_files_stand_alone(tmp_path):
     """In native mode each file announces again the modules its native stacks use."""
     interp = t.by_id("py3.11")[0]
     out = str(tmp_path / "logs")
-    prof = t.run([interp.path, WORKLOAD, "2.5"], out,
+    prof = t.run([interp.path, WORKLOAD, "3.5"], out,
                  env={"PYPROF_ROTATE": "1s", "PYPROF_NATIVE": "1"})
     assert prof.rc == 0, prof.describe()
     files = series_files(out, prof.pid)
@@ -309,7 +325,7 @@ def test_keep_spares_other_processes(tmp_path):
     interp = t.by_id("py3.11")[0]
     out = str(tmp_path / "logs")
     script = tmp_path / "fork.py"
-    script.write_text(u"import os, runpy, sys\nsys.argv[1:] = ['3.5']\n"
+    script.write_text(u"import os, runpy, sys\nsys.argv[1:] = ['4.5']\n"
                       u"pid = os.fork()\nrunpy.run_path(%r, run_name='__main__')\n"
                       u"if pid: os.waitpid(pid, 0)\nelse: os._exit(0)\n" % WORKLOAD)
     prof = t.run([interp.path, str(script)], out,
@@ -318,7 +334,7 @@ def test_keep_spares_other_processes(tmp_path):
     by_pid = series_files(out)
     assert len(by_pid) == 2 and prof.pid in by_pid, by_pid
     for pid, files in by_pid.items():
-        # Each process ran 3.5 s: seq 0..3 at least; the newest two remain.
+        # Each process ran 4.5 s: seq 0..3 at least; the newest two remain.
         assert len(files) == 2, (pid, files)
         assert files[-1][0] >= 3 and files[0][0] == files[-1][0] - 1, (pid, files)
         for _, path in files:
