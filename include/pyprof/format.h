@@ -112,6 +112,23 @@ enum pyprof_record_type {
      * state letter of the thread, 'R' running, 'S' sleeping, 'D' disk wait, ...; 0 when
      * unknown)).  The THREAD, CODE and STACK records it refers to come before it. */
     PYPROF_REC_SNAPSHOT = 11,
+    /* A span began: a named stretch of one thread's time, opened by the program
+     * (pyprof_span_start in pyprof.h; the Python package `pyprof`; OSProfiler's pyprof://
+     * driver).  uvarint span_id (>= 1, unique within the process for its whole life:
+     * across the files of a series and across windows); uvarint t_us (microseconds since
+     * this file's start of profiling, on the samples' clock: an absolute time like
+     * SNAPSHOT's, outside the dt chain); uvarint thread_idx (its THREAD record comes
+     * first); uvarint parent_span_id (the span of the same process it is nested in, 0 for
+     * none); str name; str trace_id; str parent_id; str base_id (OSProfiler's ids of this
+     * trace point, its parent and its trace's root, as text; empty when the program gave
+     * none); str info (a JSON object, or empty).  Strings are cut at PYPROF_SPAN_NAME_MAX,
+     * PYPROF_SPAN_ID_MAX and PYPROF_SPAN_INFO_MAX bytes. */
+    PYPROF_REC_SPAN_START = 12,
+    /* A span ended.  uvarint span_id; uvarint t_us; uvarint thread_idx (the thread that
+     * ended it); str info (a JSON object, or empty).  A span with a SPAN_START and no
+     * SPAN_STOP was still open when the log ended.  A file of a series may hold the stop
+     * of a span another file started. */
+    PYPROF_REC_SPAN_STOP = 13,
     /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
      * uvarint signals (sampling signals handled); uvarint ndrop;
      * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
@@ -183,6 +200,12 @@ enum pyprof_linetable {
     PYPROF_LT_LINETABLE_310 = 3, /* 3.10 co_linetable: (start_delta u8, line_delta int8) */
     PYPROF_LT_LOCATIONS_311 = 4, /* 3.11+ location table (code units) */
 };
+
+/* The longest strings of a SPAN_START / SPAN_STOP; a writer cuts longer ones (at a
+ * UTF-8 character boundary) and a reader takes longer ones as corruption. */
+#define PYPROF_SPAN_NAME_MAX 256
+#define PYPROF_SPAN_ID_MAX 64
+#define PYPROF_SPAN_INFO_MAX 4096
 
 /* SNAPSHOT thread flags */
 #define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */

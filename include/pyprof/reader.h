@@ -9,7 +9,8 @@
  * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
  * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
- * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, pyprof_span_start_rec,
+ * pyprof_span_stop_rec, PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
  * pyprof_reader_header, pyprof_reader_next, pyprof_reader_follow, pyprof_reader_offset,
  * pyprof_reader_close.
@@ -120,6 +121,18 @@ typedef struct pyprof_snapshot_rec {
     const pyprof_snap_thread *threads;
 } pyprof_snapshot_rec;
 
+typedef struct pyprof_span_start_rec {
+    uint64_t span_id, thread_idx, parent_span_id;
+    int64_t t_us; /* since start of profiling of this file */
+    pyprof_str name, trace_id, parent_id, base_id, info;
+} pyprof_span_start_rec;
+
+typedef struct pyprof_span_stop_rec {
+    uint64_t span_id, thread_idx;
+    int64_t t_us; /* since start of profiling of this file */
+    pyprof_str info;
+} pyprof_span_stop_rec;
+
 typedef struct pyprof_rss_rec {
     int64_t t_us;
     uint64_t rss_bytes;
@@ -162,6 +175,8 @@ typedef struct pyprof_record {
         pyprof_nstack_rec nstack;
         uint64_t module_gone; /* PYPROF_REC_MODULE_GONE: the module_id */
         pyprof_snapshot_rec snapshot;
+        pyprof_span_start_rec span_start;
+        pyprof_span_stop_rec span_stop;
         pyprof_footer footer;
     } u;
 } pyprof_record;

@@ -159,6 +159,46 @@ int logenc_put_snapshot(rec_out *o, uint64_t snapshot_id, uint64_t t_us,
     return done(o);
 }
 
+/* The length of s[0..n) cut to `max` bytes without splitting a UTF-8 character. */
+static size_t span_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+static void put_span_str(rec_out *o, const char *s, size_t n, size_t max)
+{
+    rec_put_str(o, s, s ? span_cut(s, n, max) : 0);
+}
+
+int logenc_put_span_start(rec_out *o, const logenc_span_start *s)
+{
+    rec_put_uvarint(o, s->span_id);
+    rec_put_uvarint(o, s->t_us);
+    rec_put_uvarint(o, s->thread_idx);
+    rec_put_uvarint(o, s->parent_span_id);
+    put_span_str(o, s->name, s->name_len, PYPROF_SPAN_NAME_MAX);
+    put_span_str(o, s->trace_id, s->trace_id_len, PYPROF_SPAN_ID_MAX);
+    put_span_str(o, s->parent_id, s->parent_id_len, PYPROF_SPAN_ID_MAX);
+    put_span_str(o, s->base_id, s->base_id_len, PYPROF_SPAN_ID_MAX);
+    put_span_str(o, s->info, s->info_len, PYPROF_SPAN_INFO_MAX);
+    return done(o);
+}
+
+int logenc_put_span_stop(rec_out *o, uint64_t span_id, uint64_t t_us, uint64_t thread_idx,
+                         const char *info, size_t info_len)
+{
+    rec_put_uvarint(o, span_id);
+    rec_put_uvarint(o, t_us);
+    rec_put_uvarint(o, thread_idx);
+    put_span_str(o, info, info_len, PYPROF_SPAN_INFO_MAX);
+    return done(o);
+}
+
 int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
 {
     rec_put_uvarint(o, f->end_unix_ns);

@@ -18,6 +18,8 @@
  *   logenc_put_nstack   NSTACK: nstack_id and addresses; LOGENC_NSTACK_MAX sizes it
  *   logenc_put_module_gone  MODULE_GONE: module_id
  *   logenc_put_snapshot SNAPSHOT: id, time and logenc_snap_threads; LOGENC_SNAPSHOT_MAX
+ *   logenc_put_span_start, logenc_put_span_stop  SPAN_START / SPAN_STOP (strings cut to
+ *                       the format's limits); LOGENC_SPAN_MAX
  *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
  *
  * The native-log tails are appended by the caller right after the record they extend,
@@ -147,6 +149,21 @@ typedef struct logenc_snap_thread {
 
 int logenc_put_snapshot(rec_out *o, uint64_t snapshot_id, uint64_t t_us,
                         const logenc_snap_thread *t, size_t n);
+/* A SPAN_START's fields; strings need not be NUL-terminated and are cut (at a UTF-8
+ * character boundary) to PYPROF_SPAN_*_MAX bytes. */
+typedef struct logenc_span_start {
+    uint64_t span_id, t_us, thread_idx, parent_span_id;
+    const char *name, *trace_id, *parent_id, *base_id, *info;
+    size_t name_len, trace_id_len, parent_id_len, base_id_len, info_len;
+} logenc_span_start;
+
+/* The largest SPAN_START or SPAN_STOP payload. */
+#define LOGENC_SPAN_MAX                                                                   \
+    (64 + PYPROF_SPAN_NAME_MAX + 3 * PYPROF_SPAN_ID_MAX + PYPROF_SPAN_INFO_MAX)
+
+int logenc_put_span_start(rec_out *o, const logenc_span_start *s);
+int logenc_put_span_stop(rec_out *o, uint64_t span_id, uint64_t t_us, uint64_t thread_idx,
+                         const char *info, size_t info_len);
 int logenc_put_footer(rec_out *o, const logenc_footer_fields *f);
 
 #endif

@@ -801,6 +801,42 @@ static int reader_parse_stack(pyprof_reader *r, rec_in *in, pyprof_stack_rec *s)
     return reader_parse_runs(r, in, s);
 }
 
+/* A span's string: at most `max` bytes, else the record is corrupt. */
+static int reader_span_str(rec_in *in, pyprof_str *out, size_t max)
+{
+    *out = reader_str(in);
+    return in->bad || out->len > max ? -PYPROF_R_CORRUPT : 0;
+}
+
+static int reader_parse_span_start(rec_in *in, pyprof_span_start_rec *s)
+{
+    s->span_id = rec_get_uvarint(in);
+    uint64_t t = rec_get_uvarint(in);
+    s->thread_idx = rec_get_uvarint(in);
+    s->parent_span_id = rec_get_uvarint(in);
+    if (in->bad || s->span_id == 0 || t > (uint64_t)INT64_MAX / 4)
+        return -PYPROF_R_CORRUPT;
+    s->t_us = (int64_t)t;
+    if (reader_span_str(in, &s->name, PYPROF_SPAN_NAME_MAX) < 0 ||
+        reader_span_str(in, &s->trace_id, PYPROF_SPAN_ID_MAX) < 0 ||
+        reader_span_str(in, &s->parent_id, PYPROF_SPAN_ID_MAX) < 0 ||
+        reader_span_str(in, &s->base_id, PYPROF_SPAN_ID_MAX) < 0 ||
+        reader_span_str(in, &s->info, PYPROF_SPAN_INFO_MAX) < 0)
+        return -PYPROF_R_CORRUPT;
+    return 0;
+}
+
+static int reader_parse_span_stop(rec_in *in, pyprof_span_stop_rec *s)
+{
+    s->span_id = rec_get_uvarint(in);
+    uint64_t t = rec_get_uvarint(in);
+    s->thread_idx = rec_get_uvarint(in);
+    if (in->bad || s->span_id == 0 || t > (uint64_t)INT64_MAX / 4)
+        return -PYPROF_R_CORRUPT;
+    s->t_us = (int64_t)t;
+    return reader_span_str(in, &s->info, PYPROF_SPAN_INFO_MAX);
+}
+
 static int reader_parse_snapshot(pyprof_reader *r, rec_in *in, pyprof_snapshot_rec *s)
 {
     s->snapshot_id = rec_get_uvarint(in);
@@ -1001,6 +1037,16 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
         break;
     case PYPROF_REC_SNAPSHOT:
         rc = reader_parse_snapshot(r, &in, &rec->u.snapshot);
+        if (rc < 0)
+            goto fail;
+        break;
+    case PYPROF_REC_SPAN_START:
+        rc = reader_parse_span_start(&in, &rec->u.span_start);
+        if (rc < 0)
+            goto fail;
+        break;
+    case PYPROF_REC_SPAN_STOP:
+        rc = reader_parse_span_stop(&in, &rec->u.span_stop);
         if (rc < 0)
             goto fail;
         break;

@@ -118,6 +118,61 @@ static void test_snapshot(void **state)
     assert_int_equal(logenc_put_snapshot(&o, UINT64_MAX, UINT64_MAX, &big, 1), 0);
 }
 
+static void test_span(void **state)
+{
+    (void)state;
+    /* A name one byte past the limit whose last whole character (a 3-byte one) would
+     * straddle the cut: the cut moves back to the character's start. */
+    char name[PYPROF_SPAN_NAME_MAX + 1];
+    memset(name, 'a', sizeof name);
+    memcpy(name + PYPROF_SPAN_NAME_MAX - 1, "\xe2\x82\xac", 2); /* the euro sign's first 2 */
+    name[PYPROF_SPAN_NAME_MAX] = (char)0xac;
+    logenc_span_start s = {
+        .span_id = 7, .t_us = 1234567, .thread_idx = 3, .parent_span_id = 6,
+        .name = name, .name_len = sizeof name, .trace_id = "t-1", .trace_id_len = 3,
+        .parent_id = NULL, .parent_id_len = 0, .base_id = "b", .base_id_len = 1,
+        .info = "{\"a\": 1}", .info_len = 8,
+    };
+    uint8_t out[LOGENC_SPAN_MAX];
+    rec_out o;
+    rec_out_init(&o, out, sizeof out);
+    assert_int_equal(logenc_put_span_start(&o, &s), 0);
+    rec_in in;
+    rec_in_init(&in, out, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 1234567);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 6);
+    expect_str(&in, name, PYPROF_SPAN_NAME_MAX - 1);
+    EXPECT_CSTR(&in, "t-1");
+    EXPECT_CSTR(&in, "");
+    EXPECT_CSTR(&in, "b");
+    EXPECT_CSTR(&in, "{\"a\": 1}");
+    expect_end(&in);
+
+    rec_out_init(&o, out, sizeof out);
+    assert_int_equal(logenc_put_span_stop(&o, 7, 2000000, 4, "{}", 2), 0);
+    rec_in_init(&in, out, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 2000000);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    EXPECT_CSTR(&in, "{}");
+    expect_end(&in);
+
+    /* The bound holds for the longest strings and largest numbers. */
+    static char big[PYPROF_SPAN_INFO_MAX * 2];
+    memset(big, 'x', sizeof big);
+    logenc_span_start m = {
+        .span_id = UINT64_MAX, .t_us = UINT64_MAX, .thread_idx = UINT64_MAX,
+        .parent_span_id = UINT64_MAX, .name = big, .name_len = sizeof big,
+        .trace_id = big, .trace_id_len = sizeof big, .parent_id = big,
+        .parent_id_len = sizeof big, .base_id = big, .base_id_len = sizeof big,
+        .info = big, .info_len = sizeof big,
+    };
+    rec_out_init(&o, out, sizeof out);
+    assert_int_equal(logenc_put_span_start(&o, &m), 0);
+}
+
 static void test_header_no_cmdline(void **state)
 {
     (void)state;
@@ -485,6 +540,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_snapshot),
+        cmocka_unit_test(test_span),
         cmocka_unit_test(test_header_no_cmdline),
         cmocka_unit_test(test_header_cut_cmdline),
         cmocka_unit_test(test_thread),

@@ -18,6 +18,7 @@
 
 #include <pyprof/reader.h>
 
+#include "common/logenc.h"
 #include "common/record.h"
 
 /* ---- building logs ---------------------------------------------------------------- */
@@ -1395,6 +1396,125 @@ static void test_snapshot_roundtrip(void **state)
     free(b.p);
 }
 
+/* ---- spans ------------------------------------------------------------------------- */
+
+static void lb_span_start(logbuf *b, uint64_t id, uint64_t t_us, uint64_t thread,
+                          uint64_t parent, const char *name, const char *info)
+{
+    logenc_span_start s = {
+        .span_id = id, .t_us = t_us, .thread_idx = thread, .parent_span_id = parent,
+        .name = name, .name_len = strlen(name), .trace_id = "trace-1", .trace_id_len = 7,
+        .parent_id = "p", .parent_id_len = 1, .base_id = "base", .base_id_len = 4,
+        .info = info, .info_len = strlen(info),
+    };
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    assert_int_equal(logenc_put_span_start(&o, &s), 0);
+    lb_rec(b, PYPROF_REC_SPAN_START, &o);
+}
+
+static void lb_span_stop(logbuf *b, uint64_t id, uint64_t t_us, uint64_t thread)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    assert_int_equal(logenc_put_span_stop(&o, id, t_us, thread, "{}", 2), 0);
+    lb_rec(b, PYPROF_REC_SPAN_STOP, &o);
+}
+
+static void test_span_roundtrip(void **state)
+{
+    (void)state;
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    lb_thread(&b, 0, 4242, "MainThread");
+    lb_code(&b, 16, 3, "f", "C.f", "/x/a.py", "", 0);
+    lb_stack(&b, 1, 1, stack_codes, stack_lines);
+    lb_span_start(&b, 1, 50, 0, 0, "request <GET>", "{\"path\": \"/\"}");
+    lb_sample(&b, 100, 0, 1, 10000);
+    lb_span_start(&b, 2, 120, 0, 1, "db", "");
+    lb_span_stop(&b, 2, 180, 0);
+    lb_sample(&b, 100, 0, 1, 10000);
+    lb_footer(&b); /* span 1 never stops: it was open when the log ended */
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    int rc, starts = 0, stops = 0;
+    int64_t last_t = 0;
+    while ((rc = pyprof_reader_next(r, &rec)) == 1) {
+        if (rec.type == PYPROF_REC_SAMPLE)
+            last_t = rec.u.sample.t_us;
+        if (rec.type == PYPROF_REC_SPAN_START) {
+            const pyprof_span_start_rec *s = &rec.u.span_start;
+            starts++;
+            assert_int_equal(s->span_id, (uint64_t)starts);
+            assert_int_equal(s->parent_span_id, starts == 1 ? 0 : 1);
+            assert_int_equal(s->t_us, starts == 1 ? 50 : 120);
+            assert_int_equal(s->thread_idx, 0);
+            const char *want = starts == 1 ? "request <GET>" : "db";
+            assert_int_equal(s->name.len, strlen(want));
+            assert_memory_equal(s->name.s, want, s->name.len);
+            assert_int_equal(s->trace_id.len, 7);
+            assert_memory_equal(s->trace_id.s, "trace-1", 7);
+            assert_int_equal(s->parent_id.len, 1);
+            assert_int_equal(s->base_id.len, 4);
+            assert_int_equal(s->info.len, starts == 1 ? 13 : 0);
+        }
+        if (rec.type == PYPROF_REC_SPAN_STOP) {
+            stops++;
+            assert_int_equal(rec.u.span_stop.span_id, 2);
+            assert_int_equal(rec.u.span_stop.t_us, 180);
+            assert_int_equal(rec.u.span_stop.info.len, 2);
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(starts, 2);
+    assert_int_equal(stops, 1);
+    assert_int_equal(last_t, 200); /* span times are absolute, outside the dt chain */
+    pyprof_reader_close(r);
+    free(c);
+    check_cut_at_every_byte(&b);
+    free(b.p);
+}
+
+static void test_span_corrupt(void **state)
+{
+    (void)state;
+    /* Span id 0. */
+    static const uint8_t id0[] = {PYPROF_REC_SPAN_START, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(first_next_after(id0, sizeof id0), -PYPROF_R_CORRUPT);
+    static const uint8_t stop0[] = {PYPROF_REC_SPAN_STOP, 4, 0, 0, 0, 0};
+    assert_int_equal(first_next_after(stop0, sizeof stop0), -PYPROF_R_CORRUPT);
+    /* A name cut short, and an info string missing. */
+    static const uint8_t cut[] = {PYPROF_REC_SPAN_START, 6, 1, 0, 0, 0, 5, 'a'};
+    assert_int_equal(first_next_after(cut, sizeof cut), -PYPROF_R_CORRUPT);
+    static const uint8_t noinfo[] = {PYPROF_REC_SPAN_START, 8, 1, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(first_next_after(noinfo, sizeof noinfo), -PYPROF_R_CORRUPT);
+    /* A name longer than the format allows. */
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    rec_put_uvarint(&o, 1);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 0);
+    static char longname[PYPROF_SPAN_NAME_MAX + 1];
+    memset(longname, 'n', sizeof longname);
+    rec_put_str(&o, longname, sizeof longname);
+    for (int i = 0; i < 4; i++)
+        rec_put_str(&o, "", 0);
+    lb_rec(&b, PYPROF_REC_SPAN_START, &o);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_CORRUPT);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
 static void test_snapshot_corrupt(void **state)
 {
     /* Three threads announced, one present. */
@@ -1694,6 +1814,8 @@ int main(void)
         cmocka_unit_test(test_native_truncated),
         cmocka_unit_test(test_snapshot_roundtrip),
         cmocka_unit_test(test_snapshot_corrupt),
+        cmocka_unit_test(test_span_roundtrip),
+        cmocka_unit_test(test_span_corrupt),
         cmocka_unit_test(test_follow),
         cmocka_unit_test(test_follow_mem),
         cmocka_unit_test(test_strerror),
