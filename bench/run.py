@@ -78,6 +78,11 @@ TARGETS = {
     "achieved_100hz_cpu_clock": 0.99,
     "achieved_1khz_cpu_clock": 0.95,
     "library_cpu_share_100hz": 0.005,
+    # The whole cost (whole_cost part): extra CPU as the A/B ratio of the work rate, and
+    # the log's reported whole cost within this fraction of the measured one.
+    "whole_cpu_ratio_100hz": 1.003,
+    "whole_cpu_ratio_1khz": 1.015,
+    "whole_reported_vs_measured": 0.25,
     "library_cpu_share_native_100hz": 0.01,
     "library_cpu_share_native_1khz": 0.03,
     "log_bytes_per_sample_cpu_workload": 8.0,
@@ -95,7 +100,7 @@ RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as
 WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
                   "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
-PART_NAMES = ["accuracy", "throughput", "steady_state"]
+PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost"]
 
 T0 = time.monotonic()
 
@@ -243,6 +248,8 @@ class Runner:
             r["log_error"] = str(e)
             return r
         procs = j["processes"]
+        if setting.get("keep_reports"):
+            r["reports"] = procs
         tot = lambda key: sum(p.get(key) or 0 for p in procs)  # noqa: E731
         r["processes"] = len(procs)
         r["threads"] = len(j.get("threads", []))
@@ -270,6 +277,13 @@ class Runner:
         if costs:
             r["handler_ns"] = sum(c["handler_ns"] for c in costs)
             r["writer_ns"] = sum(c["writer_ns"] for c in costs)
+            # The whole cost (None where a log has no measured signal cost).
+            wholes = [c.get("whole_ns") for c in costs]
+            r["whole_ns"] = sum(wholes) if all(w is not None for w in wholes) else None
+            r["process_cpu_ns"] = sum(c.get("process_cpu_ns") or 0 for c in costs)
+            r["calib_ns"] = sum(c.get("calib_ns") or 0 for c in costs)
+            sig = [c["signal_cost_ns"] for c in costs if c.get("signal_cost_ns")]
+            r["signal_cost_ns"] = max(sig) if sig else None
             # Histogram by depth: counts summed over processes; median and p90 of the
             # process with the most samples in that bucket.
             by = {}
@@ -765,6 +779,95 @@ def steady_state(longs, short_runs):
     return out
 
 
+def ratio_q(off, on, q=0.75):
+    """The work rate with sampling off over the rate with it on, each taken at its q
+    quantile over the windows: the host's interference only ever slows a window down,
+    so the faster windows of each kind are the cleaner measure."""
+    def at(xs):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+    return at(off) / at(on)
+
+
+def boot_ratio_ci(off, on, n=2000, seed=7):
+    """95 % percentile-bootstrap interval of ratio_q (windows resampled in each kind)."""
+    rnd = random.Random(seed)
+    vals = sorted(ratio_q(rnd.choices(off, k=len(off)), rnd.choices(on, k=len(on)))
+                  for _ in range(n))
+    return [vals[int(0.025 * n)], vals[int(0.975 * n) - 1]]
+
+
+def whole_cost(runner, py, quick):
+    """The whole cost of sampling, measured against what the log reports.
+
+    work_rate.py runs cpu.py's rounds in one process, in windows of its main thread's
+    CPU with sampling paused and running in turn (the control socket's pause and
+    resume), after a warm-up long enough for the library to have measured its signal's
+    cost.  A window's work rate is rounds per second of the main thread's CPU (the
+    handler, the timer's interrupts and signal delivery all run there); its spread is
+    the process's CPU over the main thread's (the library's own threads).  Measured:
+    the CPU the same work takes with sampling over without,
+    (rate off / rate on) x (spread on / spread off), the rates at the 75th percentile
+    of their windows (ratio_q), with a bootstrap interval.  Reported: each running
+    window's own log, P / (P - whole), where P is the process's CPU in the window and
+    whole = library CPU + signals x signal_cost_ns; its median over the windows."""
+    out = {}
+    for rate, warm in ((100, 28.0), (1000, 9.0)):
+        setting = pyprof_setting(rate)
+        secs, cycles = (0.4, 8) if quick else (0.4, 30)
+        self_warm = 3.0 if quick else warm
+        r = runner.run(py, ["work_rate.py", str(self_warm), str(secs), str(cycles), RESULT],
+                       dict(setting, keep_reports=True))
+        if not r["ok"] or "result" not in r:
+            raise RuntimeError("work_rate.py under %s failed: exit %s %s" % (
+                setting["name"], r["exit"], r.get("stderr") or r.get("result_error")))
+        wins = r["result"]["windows"]
+        rate_of = lambda w: w["rounds"] / w["thread_cpu_s"]  # noqa: E731
+        spread_of = lambda w: w["process_cpu_s"] / w["thread_cpu_s"]  # noqa: E731
+        off = [rate_of(w) for w in wins if not w["on"]]
+        on = [rate_of(w) for w in wins if w["on"]]
+        s_off = statistics.median(spread_of(w) for w in wins if not w["on"])
+        s_on = statistics.median(spread_of(w) for w in wins if w["on"])
+        sp = s_on / s_off
+        measured = ratio_q(off, on) * sp
+        ci = [x * sp for x in boot_ratio_ci(off, on)]
+        neigh = []
+        for i in range(1, len(wins) - 1):
+            if wins[i]["on"] and not wins[i - 1]["on"] and not wins[i + 1]["on"]:
+                o = (rate_of(wins[i - 1]) + rate_of(wins[i + 1])) / 2
+                so = (spread_of(wins[i - 1]) + spread_of(wins[i + 1])) / 2
+                neigh.append(o / rate_of(wins[i]) * spread_of(wins[i]) / so)
+        procs = sorted(r.get("reports", []), key=lambda p: p["window"])
+        running = [p for p in procs if p["window"] >= 1]
+        rep_whole, rep_handler, per_m, per_r, sig = [], [], [], [], []
+        for p in running:
+            c = p.get("cost") or {}
+            P, W = c.get("process_cpu_ns"), c.get("whole_ns")
+            if c.get("signal_cost_ns"):
+                sig.append(c["signal_cost_ns"] / 1e3)
+            if not (P and W and P > W and p.get("samples")):
+                continue
+            rep_whole.append(P / (P - W))
+            rep_handler.append(P / (P - c["handler_ns"]))
+            per_r.append(W / p["samples"] / 1e3)
+            per_m.append(P * (1 - 1 / measured) / p["samples"] / 1e3)
+        res = {"windows_on": len(on), "window_s": secs, "warmup_s": self_warm,
+               "cpu_ratio_measured": measured, "cpu_ratio_measured_ci95": ci,
+               "cpu_ratio_neighbours": summary(neigh),
+               "cpu_ratio_reported_whole": summary(rep_whole),
+               "cpu_ratio_reported_handler_only": summary(rep_handler),
+               "us_per_sample_measured": summary(per_m),
+               "us_per_sample_reported": summary(per_r),
+               "signal_cost_us": summary(sig),
+               "calib_signals": max([(p.get("cost") or {}).get("calib_signals") or 0
+                                     for p in procs] or [0])}
+        if rep_whole and measured > 1:
+            res["reported_over_measured"] = ((statistics.median(rep_whole) - 1)
+                                             / (measured - 1))
+        out[setting["name"]] = res
+    return out
+
+
 def accuracy(runner, py, rounds):
     """Known CPU shares (shares.py measures its own functions) against the profile's."""
     out = {}
@@ -1239,6 +1342,10 @@ def main():
                 throughput, runner, py, rounds["cpu"], 1_000_000, 2.0 if quick else 8.0,
                 quick)
 
+        if "whole_cost" in want:
+            log("whole cost of a sample (work rate with and without the library)")
+            results["whole_cost"] = guarded(whole_cost, runner, py, quick)
+
         longs = None
         if "steady_state" in want:
             log("long runs (steady state)")
@@ -1397,6 +1504,43 @@ def main():
                        "long run CPU s": "%.2f" % v["long_run"]["cpu_s"],
                        "long run samples": v["long_run"]["samples"]})
     print_table(ssrows)
+
+    wc = results.get("whole_cost") or {}
+    wrows = []
+    for name in ("pyprof 100 Hz cpu", "pyprof 1 kHz cpu"):
+        v = wc.get(name)
+        if not v or "error" in v:
+            continue
+        m, ci = v.get("cpu_ratio_measured"), v.get("cpu_ratio_measured_ci95")
+        rep_ = v.get("cpu_ratio_reported_whole")
+        tgt = TARGETS["whole_cpu_ratio_100hz" if "100 Hz" in name else "whole_cpu_ratio_1khz"]
+        st = check(m, tgt, ci=ci) if m else None
+        if st:
+            checks.append({"what": "extra CPU (work rate, sampling on/off), %s" % name,
+                           "value": m, "ci95": ci, "target": "< %.3f" % tgt, "status": st})
+        rom = v.get("reported_over_measured")
+        st2 = None
+        if rom is not None:
+            st2 = ("met" if abs(rom - 1) <= TARGETS["whole_reported_vs_measured"]
+                   else "not met")
+            checks.append({"what": "reported whole cost / measured extra CPU, %s" % name,
+                           "value": rom, "target": "within %.0f%% of 1" %
+                           (100 * TARGETS["whole_reported_vs_measured"]), "status": st2})
+        ups_m, ups_r = v.get("us_per_sample_measured"), v.get("us_per_sample_reported")
+        sc, hr = v.get("signal_cost_us"), v.get("cpu_ratio_reported_handler_only")
+        wrows.append({
+            "whole cost (work_rate.py: %d windows on, %.1f s each)" % (
+                v.get("windows_on", 0), v.get("window_s", 0)): name,
+            "measured cpu x [95% CI]": "%.4f [%.4f,%.4f] (<%.3f %s)" % (
+                m, ci[0], ci[1], tgt, mark(st)) if m else "-",
+            "reported whole x": "%.4f" % rep_["median"] if rep_ else "-",
+            "reported/measured": (cell(rom, "%.2f") + (" (%s)" % mark(st2) if st2 else "")),
+            "handler-only x": "%.4f" % hr["median"] if hr else "-",
+            "us/sample measured": cell(ups_m["median"] if ups_m else None, "%.1f"),
+            "us/sample reported": cell(ups_r["median"] if ups_r else None, "%.1f"),
+            "signal cost us (n)": "%s (%d)" % (cell(sc["median"] if sc else None, "%.1f"),
+                                               v.get("calib_signals") or 0)})
+    print_table(wrows)
 
     if tp.get("text"):
         trows = []

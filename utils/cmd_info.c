@@ -32,6 +32,7 @@ const char cmd_info_usage[] =
     "  pyprof info /tmp/pyprof.Ab12Cd\n"
     "  pyprof info --run 0123456789abcdef logs/\n";
 
+static void print_whole(const pyprof_footer *f);
 static void print_footer(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -64,9 +65,14 @@ static void print_footer(const profile *p, size_t i)
            pr->clock == PYPROF_CLOCK_WALL ? "per thread (wall clock)"
                                           : "per CPU second (cpu clock)");
     printf("  library CPU     %.3f ms", (double)f->lib_cpu_ns / 1e6);
-    if (f->duration_ns)
+    if (f->has_whole && f->process_cpu_ns)
+        printf(" (%.2f%% of the process's CPU)", cli_pct(f->lib_cpu_ns, f->process_cpu_ns));
+    else if (f->duration_ns)
         printf(" (%.2f%% of the run's wall time)", cli_pct(f->lib_cpu_ns, f->duration_ns));
-    putchar('\n');
+    printf(": handler, writer, thread timers%s\n", f->has_whole && f->calib_ns
+                                                        ? ", measuring the signal's cost"
+                                                        : "");
+    print_whole(f);
     if (!f->has_cost)
         return;
     printf("  handler time    %.3f ms, %.2f us per sample; writer %.3f ms, %.2f us per "
@@ -93,6 +99,28 @@ static void print_footer(const profile *p, size_t i)
         printf("    %-14s %10" PRIu64 " %8.2f us %7.2f us\n", range, n,
                cli_cost_quantile_ns(f, d, 0.5) / 1e3, cli_cost_quantile_ns(f, d, 0.9) / 1e3);
     }
+}
+
+/* The whole cost: the library's CPU plus what each signal costs outside the handler, as
+ * measured in the process (signal_cost_ns). */
+static void print_whole(const pyprof_footer *f)
+{
+    if (!f->has_whole)
+        return;
+    if (!f->signal_cost_ns) {
+        printf("  whole cost      not measured (cpu clock with perf timers only, after a "
+               "second of profiling)\n");
+        return;
+    }
+    uint64_t outside = f->signals * f->signal_cost_ns, whole = f->lib_cpu_ns + outside;
+    printf("  whole cost      %.3f ms", (double)whole / 1e6);
+    if (f->process_cpu_ns)
+        printf(" (%.2f%% of the process's CPU)", cli_pct(whole, f->process_cpu_ns));
+    if (f->samples)
+        printf(", %.1f us per sample", (double)whole / 1e3 / (double)f->samples);
+    printf(": %" PRIu64 " signals x %.1f us outside the handler (timer interrupt, signal "
+           "delivery and return; measured over %" PRIu64 " signals), plus the library CPU\n",
+           f->signals, (double)f->signal_cost_ns / 1e3, f->calib_signals);
 }
 
 /* Native mode: what the footer counted of the native walks, and how the tool merged and

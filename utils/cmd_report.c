@@ -196,6 +196,17 @@ static void print_cost_json(const profile_process *pr)
     json_u64_or_null(f->has_timers, f->timer_ns);
     fputs(", \"untimed_ns\": ", stdout);
     json_u64_or_null(f->has_timers, f->untimed_ns);
+    fputs(", \"signal_cost_ns\": ", stdout);
+    json_u64_or_null(f->has_whole && f->signal_cost_ns, f->signal_cost_ns);
+    fputs(", \"calib_signals\": ", stdout);
+    json_u64_or_null(f->has_whole, f->calib_signals);
+    fputs(", \"calib_ns\": ", stdout);
+    json_u64_or_null(f->has_whole, f->calib_ns);
+    fputs(", \"process_cpu_ns\": ", stdout);
+    json_u64_or_null(f->has_whole, f->process_cpu_ns);
+    fputs(", \"whole_ns\": ", stdout);
+    json_u64_or_null(f->has_whole && f->signal_cost_ns,
+                     f->lib_cpu_ns + f->signals * f->signal_cost_ns);
     fputs(", \"by_depth\": [", stdout);
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {
         printf("%s{\"max_depth\": ", d ? ", " : "");

@@ -151,7 +151,16 @@ enum pyprof_record_type {
      * then, optional, in native mode: uvarint native_ok (samples with a whole native
      * stack); uvarint native_truncated (PYPROF_NATIVE_F_TRUNCATED); uvarint
      * native_skipped (PYPROF_NATIVE_F_SKIPPED); uvarint native_ns (time inside the
-     * native walk, part of handler_ns). */
+     * native walk, part of handler_ns);
+     * then, optional (after the native section in native logs, after the timer section
+     * otherwise): the whole cost.  uvarint signal_cost_ns (CPU one sampling signal costs
+     * the thread it interrupts outside the handler's sample: the timer's interrupt,
+     * signal delivery and return, disturbed caches; measured in the process on a thread
+     * of the library with the same timer; 0 when not measured); uvarint calib_signals
+     * (signals that figure was measured over); uvarint calib_ns (CPU the measurement
+     * took in this file, part of lib_cpu_ns and not of writer_ns); uvarint
+     * process_cpu_ns (the process's CPU time, all threads, during this file).  The whole
+     * cost of sampling is lib_cpu_ns + signals x signal_cost_ns. */
     PYPROF_REC_FOOTER = 15,
 };
 

@@ -158,6 +158,9 @@ typedef struct pyprof_footer {
     /* The optional native section (0 in logs without native frames). */
     uint8_t has_native;
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
+    /* The optional whole-cost section (0 in logs of older writers). */
+    uint8_t has_whole;
+    uint64_t signal_cost_ns, calib_signals, calib_ns, process_cpu_ns;
 } pyprof_footer;
 
 typedef struct pyprof_record {

@@ -237,5 +237,9 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
         rec_put_uvarint(o, f->native_skipped);
         rec_put_uvarint(o, f->native_ns);
     }
+    rec_put_uvarint(o, f->signal_cost_ns);
+    rec_put_uvarint(o, f->calib_signals);
+    rec_put_uvarint(o, f->calib_ns);
+    rec_put_uvarint(o, f->process_cpu_ns);
     return done(o);
 }

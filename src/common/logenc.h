@@ -86,6 +86,8 @@ typedef struct logenc_footer_fields {
     /* The native section, written only when has_native is set (native logs). */
     int has_native;
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
+    /* The whole-cost section. */
+    uint64_t signal_cost_ns, calib_signals, calib_ns, process_cpu_ns;
 } logenc_footer_fields;
 
 /* A PT_LOAD segment of a module, as the MODULE record carries it. */

@@ -16,8 +16,26 @@
 
 #include "libc_next.h"
 
-/* writer, wall-clock sampler, control: more threads than this means the program's. */
-#define OWN_THREADS_MAX 3
+/* The library's threads that have named themselves and not yet ended: counted up in
+ * ownthreads_name_self, down by a thread-specific destructor at their exit (which runs
+ * just before the thread leaves /proc, so the count is never below what /proc shows for
+ * long).  A fork child inherits the parent's count, which is then too high: that only
+ * costs it the cheap test below. */
+static _Atomic long live_own;
+static pthread_key_t live_key;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void own_thread_ended(void *v)
+{
+    (void)v;
+    atomic_fetch_sub(&live_own, 1);
+}
+
+static void live_key_make(void)
+{
+    if (pthread_key_create(&live_key, own_thread_ended) != 0)
+        live_key = (pthread_key_t)-1;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -57,6 +75,10 @@ int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg)
 void ownthreads_name_self(const char *role)
 {
     clear_stale_stack_poison();
+    pthread_once(&live_once, live_key_make);
+    if (live_key != (pthread_key_t)-1 && !pthread_getspecific(live_key) &&
+        pthread_setspecific(live_key, (void *)1) == 0)
+        atomic_fetch_add(&live_own, 1);
     char name[16];
     snprintf(name, sizeof name, "%s%s", OWNTHREADS_PREFIX, role);
     pthread_setname_np(pthread_self(), name);
@@ -131,13 +153,23 @@ int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end)
 
 int ownthreads_program_gone(void)
 {
-    /* num_threads first: a busy program has many. */
+    /* num_threads first: more than ours (and a zombie main thread) means the
+     * program's, with no directory to scan. */
     char stat[1024], *start, *end;
     long n;
     if (read_small("/proc/self/stat", stat, sizeof stat) <= 0 ||
         ownthreads_stat_num_threads(stat, &n, &start, &end) < 0 ||
-        n > OWN_THREADS_MAX + 1) /* + a zombie main thread */
+        n > atomic_load(&live_own) + 1)
         return 0;
+    /* The thread group's leader (the main thread) stays listed, as a zombie once it has
+     * ended: running, it is the program's. */
+    char path[64], lstat[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)getpid());
+    if (read_small(path, lstat, sizeof lstat) > 0) {
+        const char *paren = strrchr(lstat, ')');
+        if (paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X')
+            return 0;
+    }
     long all, ours;
     if (ownthreads_scan(&all, &ours) < 0)
         return 0;

@@ -46,7 +46,8 @@ int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end);
 
 /* [not sigsafe] 1 when the process has threads and all of them are the library's; 0 when
  * the program has a thread, or when that cannot be told.  Cheap while the process has
- * more threads than the library can run (one read of /proc/self/stat). */
+ * more threads than the library runs (one read of /proc/self/stat) or its main thread
+ * runs (one more read); only otherwise are the threads listed. */
 int ownthreads_program_gone(void);
 
 /* [not sigsafe] How the process ends once the program's threads are gone: the

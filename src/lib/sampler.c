@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "calib.h"
 #include "codetable.h"
 #include "diag.h"
 #include "native.h"
@@ -367,6 +368,7 @@ void sampler_forget_in_child(void)
     /* The perf events belong to the parent's threads.  A POSIX timer is not inherited
      * by fork. */
     threadtimer_forget_in_child();
+    calib_forget_in_child();
     wall_forget_in_child();
     have_posix_timer = 0;
     wall_running = 0; /* the wall thread was the parent's */

@@ -20,6 +20,7 @@
  *                                    the vDSO clock
  *   sigdisp_run_program              the program's own SIGTRAP handler, for traps that
  *                                    are not ours: called as the kernel would have
+ *   calib_on_signal (calib.c)        a thread-local flag and counter
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
  *                                    (perf_event_open, ioctl, mmap, close, munmap) and
  *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
@@ -55,6 +56,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "calib.h"
 #include "codeid.h"
 #include "codetable.h"
 #include "native.h"
@@ -216,6 +218,11 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
          * alive instead, which only differs for a program that traps itself without a
          * handler. */
         sigdisp_run_program(sig, info, uc);
+        errno = saved_errno;
+        return;
+    }
+    if (sig == SIGTRAP && calib_on_signal()) {
+        /* calib.c measuring what a signal costs on a thread of ours: nothing to do. */
         errno = saved_errno;
         return;
     }

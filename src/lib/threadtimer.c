@@ -408,6 +408,18 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
     errno = saved;
 }
 
+uintptr_t threadtimer_open_probe(void)
+{
+    if (!atomic_load(&armed)) {
+        errno = ECANCELED;
+        return 0;
+    }
+    /* Slot bits all set: beyond the table, so threadtimer_on_signal ignores it. */
+    return open_pinned(0, period, cookie_hi | TT_SLOT_MASK, 0);
+}
+
+void threadtimer_close_probe(uintptr_t probe) { release(probe); }
+
 const char *threadtimer_name(void)
 {
     return exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";

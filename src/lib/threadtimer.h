@@ -61,6 +61,13 @@ uint64_t threadtimer_untimed_ns(void);
 /* [sigsafe] Counts a thread that starts without a timer (threadtimer_take_lost). */
 void threadtimer_count_lost(void);
 
+/* [not sigsafe] While armed: opens on the calling thread the same steady event every
+ * sampled thread has (period, signal, cookie), tagged so that threadtimer_on_signal
+ * leaves it alone; calib.c measures with it what one sampling signal costs.  Returns a
+ * handle for threadtimer_close_probe, or 0 (errno set). */
+uintptr_t threadtimer_open_probe(void);
+void threadtimer_close_probe(uintptr_t probe);
+
 /* "perf-task-clock", or "perf-task-clock-user" where only user time may be counted. */
 const char *threadtimer_name(void);
 

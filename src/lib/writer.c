@@ -46,6 +46,7 @@
 
 #include <pyprof/format.h>
 
+#include "calib.h"
 #include "common/clock.h"
 #include "common/linetable.h"
 #include "common/logenc.h"
@@ -65,13 +66,16 @@
 #include "stackmap.h"
 #include "threadtimer.h"
 
-#define WAKE_IDLE_NS 50000000ull  /* the writer drains every 50 ms ... */
+#define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
-#define RSS_EVERY_NS 20000000ull  /* RSS read at most every 20 ms ... */
+#define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
 #define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
 #define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
+#define CALIB_AFTER_NS 1000000000ull /* profiled this long before measuring (calib.h) ... */
+#define CALIB_SHARE 0.005            /* ... with at most this share of the process's CPU */
+#define CALIB_SLICE_NS 4000000ull    /* ... in slices of this much */
 #define NAMES_MAX 4096               /* threads whose names are read at a time */
 #define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
 
@@ -105,7 +109,7 @@ static struct {
     uint64_t file_rel0_ns;     /* this file's start of profiling, since sampler_t0 */
     uint64_t file_t0_mono_ns;  /* the same on the monotonic clock */
     sampler_stats base;        /* the handler's counters when this file began */
-    uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes;
+    uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
@@ -882,6 +886,24 @@ static int rotation_due(uint64_t now)
     return W.cfg.rotate_bytes && W.log.written >= W.cfg.rotate_bytes;
 }
 
+/* A slice of measuring what a signal costs (calib.h), if one is due: in cpu mode with
+ * the threads' perf timers, once the process has been profiled for CALIB_AFTER_NS (a
+ * short-lived process never pays for it), and only while the measuring has taken less
+ * than CALIB_SHARE of the process's CPU.  Returns 1 when a slice ran. */
+static int calib_slice(uint64_t now)
+{
+    if (calib_done() || W.cfg.clock != PYPROF_CLOCK_CPU || !threadtimer_armed() ||
+        W.log.fd < 0 || now - sampler_t0_ns() < CALIB_AFTER_NS)
+        return 0;
+    calib_result c;
+    calib_get(&c);
+    double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) - (double)c.cpu_ns;
+    if (allowed < (double)CALIB_SLICE_NS)
+        return 0;
+    calib_step(CALIB_SLICE_NS);
+    return 1;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -912,6 +934,10 @@ static void *writer_main(void *arg)
                       : WAKE_IDLE_NS;
         drain();
         uint64_t now = clock_mono_ns();
+        if (calib_slice(now)) {
+            drain();
+            now = clock_mono_ns();
+        }
         if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
             record_rss(0);
         serve_request();
@@ -1007,6 +1033,10 @@ static void file_begin(void)
         W.base_untimed_ns = threadtimer_untimed_ns();
         W.base_wall_passes = sampler_wall_passes();
     }
+    /* Measured once per process, maybe in an earlier window's file. */
+    calib_result c;
+    calib_get(&c);
+    W.base_calib_ns = c.cpu_ns;
     W.samples = 0;
     W.last_t_us = 0;
     W.last_rss_emit_ns = 0; /* a new file begins with an RSS record */
@@ -1018,6 +1048,9 @@ static void put_footer(int end, int status_known, int status)
     sampler_stats st;
     file_stats(&st);
     uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
+    calib_result cal;
+    calib_get(&cal);
+    uint64_t calib_ns = cal.cpu_ns - W.base_calib_ns;
     logenc_footer_fields f = {
         .end_unix_ns = clock_ns(CLOCK_REALTIME),
         .duration_ns = clock_mono_ns() - sampler_t0_ns() - W.file_rel0_ns,
@@ -1027,7 +1060,7 @@ static void put_footer(int end, int status_known, int status)
         .status_known = status_known,
         .status = status,
         .handler_ns = st.handler_ns,
-        .writer_ns = W.writer_cpu_ns - W.base_writer_ns,
+        .writer_ns = W.writer_cpu_ns - W.base_writer_ns - calib_ns,
         .timer_ns = threadtimer_cpu_ns() - W.base_timer_ns,
         .untimed_ns = threadtimer_untimed_ns() - W.base_untimed_ns,
         .has_native = W.native,
@@ -1035,6 +1068,10 @@ static void put_footer(int end, int status_known, int status)
         .native_truncated = st.native_truncated,
         .native_skipped = st.native_skipped,
         .native_ns = st.native_ns,
+        .signal_cost_ns = cal.signal_ns,
+        .calib_signals = cal.signals,
+        .calib_ns = calib_ns,
+        .process_cpu_ns = cpu,
     };
     _Static_assert(sizeof f.drops == sizeof st.drops && sizeof f.cost == sizeof st.cost,
                    "the footer's counters are the sampler's");
@@ -1049,7 +1086,7 @@ static void put_footer(int end, int status_known, int status)
                                  (double)wall)
                     : 0)
             : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
-    f.lib_cpu_ns = st.handler_ns + W.writer_cpu_ns + f.timer_ns;
+    f.lib_cpu_ns = st.handler_ns + f.writer_ns + calib_ns + f.timer_ns;
     uint8_t buf[2048];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
@@ -1077,6 +1114,7 @@ static void finish_log(int end, int status_known, int status)
                      (unsigned long long)W.samples);
         keep_finished(W.log.path);
     }
+    calib_release();
     publish_path("");
     if (W.statm_fd >= 0) {
         close(W.statm_fd);

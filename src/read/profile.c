@@ -1034,6 +1034,17 @@ static void footer_add(pyprof_footer *a, const pyprof_footer *b)
         a->native_skipped += b->native_skipped;
         a->native_ns += b->native_ns;
     }
+    if (b->has_whole) {
+        /* The cost per signal is the process's, measured once: the files before the
+         * measurement say 0, and the figure stands for every file's signals. */
+        a->has_whole = 1;
+        if (b->signal_cost_ns) {
+            a->signal_cost_ns = b->signal_cost_ns;
+            a->calib_signals = b->calib_signals;
+        }
+        a->calib_ns += b->calib_ns;
+        a->process_cpu_ns += b->process_cpu_ns;
+    }
 }
 
 /* Derives the process's footer, end, path and last time from its files (by seq). */

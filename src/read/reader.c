@@ -921,17 +921,30 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
     f->timer_ns = timer_ns;
     f->untimed_ns = untimed_ns;
     f->has_timers = 1;
-    if (!native || c.p >= c.end)
-        return; /* a footer without the native section */
-    uint64_t ok = rec_get_uvarint(&c), truncated = rec_get_uvarint(&c);
-    uint64_t skipped = rec_get_uvarint(&c), native_ns = rec_get_uvarint(&c);
+    if (native) {
+        if (c.p >= c.end)
+            return; /* a footer without the native section */
+        uint64_t ok = rec_get_uvarint(&c), truncated = rec_get_uvarint(&c);
+        uint64_t skipped = rec_get_uvarint(&c), native_ns = rec_get_uvarint(&c);
+        if (c.bad)
+            return;
+        f->native_ok = ok;
+        f->native_truncated = truncated;
+        f->native_skipped = skipped;
+        f->native_ns = native_ns;
+        f->has_native = 1;
+    }
+    if (c.p >= c.end)
+        return; /* a footer without the whole-cost section */
+    uint64_t sig_ns = rec_get_uvarint(&c), calib_signals = rec_get_uvarint(&c);
+    uint64_t calib_ns = rec_get_uvarint(&c), process_cpu_ns = rec_get_uvarint(&c);
     if (c.bad)
         return;
-    f->native_ok = ok;
-    f->native_truncated = truncated;
-    f->native_skipped = skipped;
-    f->native_ns = native_ns;
-    f->has_native = 1;
+    f->signal_cost_ns = sig_ns;
+    f->calib_signals = calib_signals;
+    f->calib_ns = calib_ns;
+    f->process_cpu_ns = process_cpu_ns;
+    f->has_whole = 1;
 }
 
 /* Adds a dt field to the running time. */

@@ -334,6 +334,8 @@ static void test_footer(void **state)
         .signals = 7, .end = PYPROF_END_SIGNAL, .status_known = 5, .status = -15,
         .achieved_hz_milli = 99500, .lib_cpu_ns = 1234567, .handler_ns = 1000,
         .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777,
+        .signal_cost_ns = 16500, .calib_signals = 32, .calib_ns = 31000000,
+        .process_cpu_ns = 4000000000ull,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -374,6 +376,11 @@ static void test_footer(void **state)
     }
     assert_int_equal(rec_get_uvarint(&in), 4242);
     assert_int_equal(rec_get_uvarint(&in), 777);
+    /* The whole-cost section, after the timer section in a log without native frames. */
+    assert_int_equal(rec_get_uvarint(&in), 16500);
+    assert_int_equal(rec_get_uvarint(&in), 32);
+    assert_int_equal(rec_get_uvarint(&in), 31000000);
+    assert_int_equal(rec_get_uvarint(&in), 4000000000ull);
     expect_end(&in);
 }
 
@@ -493,15 +500,17 @@ static void test_nstack(void **state)
     expect_end(&in);
 }
 
-/* The native section follows the timer section, only when asked for. */
+/* The native section follows the timer section, only when asked for; the whole-cost
+ * section comes after it. */
 static void test_footer_native(void **state)
 {
     (void)state;
-    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777 };
+    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777, .signal_cost_ns = 300,
+                               .calib_signals = 5, .calib_ns = 6, .process_cpu_ns = 7 };
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
-    size_t plain = o.len;
+    size_t plain = o.len - 5; /* the whole-cost section: 2 + 1 + 1 + 1 bytes */
     f.has_native = 1;
     f.native_ok = 10;
     f.native_truncated = 2;
@@ -517,6 +526,10 @@ static void test_footer_native(void **state)
     assert_int_equal(rec_get_uvarint(&in), 2);
     assert_int_equal(rec_get_uvarint(&in), 3);
     assert_int_equal(rec_get_uvarint(&in), 123456789);
+    assert_int_equal(rec_get_uvarint(&in), 300);
+    assert_int_equal(rec_get_uvarint(&in), 5);
+    assert_int_equal(rec_get_uvarint(&in), 6);
+    assert_int_equal(rec_get_uvarint(&in), 7);
     expect_end(&in);
 }
 

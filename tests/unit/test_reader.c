@@ -1061,6 +1061,10 @@ static void lb_footer_native(logbuf *b)
     rec_put_uvarint(&o, 3);  /* native_truncated */
     rec_put_uvarint(&o, 2);  /* native_skipped */
     rec_put_uvarint(&o, 123456);
+    rec_put_uvarint(&o, 16000);      /* signal_cost_ns */
+    rec_put_uvarint(&o, 32);         /* calib_signals */
+    rec_put_uvarint(&o, 30000000);   /* calib_ns */
+    rec_put_uvarint(&o, 4000000000); /* process_cpu_ns */
     lb_rec(b, PYPROF_REC_FOOTER, &o);
 }
 
@@ -1180,6 +1184,11 @@ static void test_native_roundtrip(void **state)
     assert_int_equal(rec.u.footer.native_truncated, 3);
     assert_int_equal(rec.u.footer.native_skipped, 2);
     assert_int_equal(rec.u.footer.native_ns, 123456);
+    assert_true(rec.u.footer.has_whole);
+    assert_int_equal(rec.u.footer.signal_cost_ns, 16000);
+    assert_int_equal(rec.u.footer.calib_signals, 32);
+    assert_int_equal(rec.u.footer.calib_ns, 30000000);
+    assert_int_equal(rec.u.footer.process_cpu_ns, 4000000000);
     assert_int_equal(pyprof_reader_next(r, &rec), 0);
     pyprof_reader_close(r);
     free(c);
@@ -1208,6 +1217,9 @@ static void test_native_tails_ignored(void **state)
     assert_int_equal(rec.type, PYPROF_REC_FOOTER);
     assert_true(rec.u.footer.has_timers);
     assert_false(rec.u.footer.has_native);
+    /* In a log without native frames the whole-cost section follows the timers. */
+    assert_true(rec.u.footer.has_whole);
+    assert_int_equal(rec.u.footer.signal_cost_ns, 40);
     pyprof_reader_close(r);
     free(c);
     free(b.p);
