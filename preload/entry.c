@@ -35,6 +35,7 @@
 #include "lib/pyabi.h"
 #include "lib/sampler.h"
 #include "lib/sighandler.h"
+#include "lib/spans.h"
 #include "lib/writer.h"
 
 _Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
@@ -287,3 +288,17 @@ __attribute__((destructor)) static void pyprof_destructor(void)
 EXPORT const char *pyprof_version(void) { return PYPROF_VERSION_STRING; }
 EXPORT int pyprof_active(void) { return atomic_load(&active); }
 EXPORT const char *pyprof_log_path(void) { return writer_path(); }
+
+/* Spans (lib/spans.h): recorded only while a log of this process is being written. */
+EXPORT unsigned long long pyprof_span_start(const char *name, const char *trace_id,
+                                            const char *parent_id, const char *base_id,
+                                            const char *info_json,
+                                            unsigned long long parent_span)
+{
+    return spans_start(name, trace_id, parent_id, base_id, info_json, parent_span);
+}
+
+EXPORT int pyprof_span_stop(unsigned long long span_id, const char *info_json)
+{
+    return spans_stop(span_id, info_json);
+}

@@ -151,7 +151,11 @@ enum pyprof_record_type {
      * then, optional, in native mode: uvarint native_ok (samples with a whole native
      * stack); uvarint native_truncated (PYPROF_NATIVE_F_TRUNCATED); uvarint
      * native_skipped (PYPROF_NATIVE_F_SKIPPED); uvarint native_ns (time inside the
-     * native walk, part of handler_ns). */
+     * native walk, part of handler_ns);
+     * then, optional (after the native section in native logs, after the timer section
+     * in the others): uvarint spans_lost (span starts and stops the program asked for
+     * that the library could not queue, its buffer being full: their SPAN_START /
+     * SPAN_STOP records are missing from this file). */
     PYPROF_REC_FOOTER = 15,
 };
 

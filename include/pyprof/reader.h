@@ -158,6 +158,10 @@ typedef struct pyprof_footer {
     /* The optional native section (0 in logs without native frames). */
     uint8_t has_native;
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
+    /* The optional span section (0 in logs of older writers): span starts and stops the
+     * library could not queue (its buffer was full), so their records are missing. */
+    uint8_t has_spans;
+    uint64_t spans_lost;
 } pyprof_footer;
 
 typedef struct pyprof_record {

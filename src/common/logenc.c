@@ -237,5 +237,6 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
         rec_put_uvarint(o, f->native_skipped);
         rec_put_uvarint(o, f->native_ns);
     }
+    rec_put_uvarint(o, f->spans_lost);
     return done(o);
 }

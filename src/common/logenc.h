@@ -86,6 +86,8 @@ typedef struct logenc_footer_fields {
     /* The native section, written only when has_native is set (native logs). */
     int has_native;
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
+    /* The span section, always written: span events the library could not queue. */
+    uint64_t spans_lost;
 } logenc_footer_fields;
 
 /* A PT_LOAD segment of a module, as the MODULE record carries it. */

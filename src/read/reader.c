@@ -921,17 +921,26 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
     f->timer_ns = timer_ns;
     f->untimed_ns = untimed_ns;
     f->has_timers = 1;
-    if (!native || c.p >= c.end)
-        return; /* a footer without the native section */
-    uint64_t ok = rec_get_uvarint(&c), truncated = rec_get_uvarint(&c);
-    uint64_t skipped = rec_get_uvarint(&c), native_ns = rec_get_uvarint(&c);
+    if (native) {
+        if (c.p >= c.end)
+            return; /* a footer without the native section */
+        uint64_t ok = rec_get_uvarint(&c), truncated = rec_get_uvarint(&c);
+        uint64_t skipped = rec_get_uvarint(&c), native_ns = rec_get_uvarint(&c);
+        if (c.bad)
+            return;
+        f->native_ok = ok;
+        f->native_truncated = truncated;
+        f->native_skipped = skipped;
+        f->native_ns = native_ns;
+        f->has_native = 1;
+    }
+    if (c.p >= c.end)
+        return; /* a footer without the span section */
+    uint64_t spans_lost = rec_get_uvarint(&c);
     if (c.bad)
         return;
-    f->native_ok = ok;
-    f->native_truncated = truncated;
-    f->native_skipped = skipped;
-    f->native_ns = native_ns;
-    f->has_native = 1;
+    f->spans_lost = spans_lost;
+    f->has_spans = 1;
 }
 
 /* Adds a dt field to the running time. */
