@@ -333,7 +333,7 @@ static void test_footer(void **state)
         .end_unix_ns = 1700000009000000000ull, .duration_ns = 8876543211ull, .samples = 3,
         .signals = 7, .end = PYPROF_END_SIGNAL, .status_known = 5, .status = -15,
         .achieved_hz_milli = 99500, .lib_cpu_ns = 1234567, .handler_ns = 1000,
-        .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777,
+        .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777, .spans_lost = 31,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -374,6 +374,7 @@ static void test_footer(void **state)
     }
     assert_int_equal(rec_get_uvarint(&in), 4242);
     assert_int_equal(rec_get_uvarint(&in), 777);
+    assert_int_equal(rec_get_uvarint(&in), 31); /* spans_lost, after the timer section */
     expect_end(&in);
 }
 
@@ -493,11 +494,12 @@ static void test_nstack(void **state)
     expect_end(&in);
 }
 
-/* The native section follows the timer section, only when asked for. */
+/* The native section follows the timer section, only when asked for; the span section
+ * comes last either way. */
 static void test_footer_native(void **state)
 {
     (void)state;
-    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777 };
+    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777, .spans_lost = 300 };
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
@@ -510,13 +512,15 @@ static void test_footer_native(void **state)
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
     rec_in in;
-    rec_in_init(&in, buf + plain - 4, o.len - plain + 4);
-    assert_int_equal(rec_get_uvarint(&in), 4242); /* two bytes each: the tail of before */
+    /* Two bytes each for the timer section and spans_lost: the tail of before. */
+    rec_in_init(&in, buf + plain - 6, o.len - plain + 6);
+    assert_int_equal(rec_get_uvarint(&in), 4242);
     assert_int_equal(rec_get_uvarint(&in), 777);
     assert_int_equal(rec_get_uvarint(&in), 10);
     assert_int_equal(rec_get_uvarint(&in), 2);
     assert_int_equal(rec_get_uvarint(&in), 3);
     assert_int_equal(rec_get_uvarint(&in), 123456789);
+    assert_int_equal(rec_get_uvarint(&in), 300);
     expect_end(&in);
 }
 
