@@ -151,10 +151,16 @@ def _safe_str(v):
             return "?"
 
 
+# The longest info the log keeps (format.h's PYPROF_SPAN_INFO_MAX); the library would cut
+# a longer one anywhere, so a longer object is replaced here by a valid one.
+_INFO_MAX = 4096
+
+
 def _json(info):
     """The info dict as a JSON object in ASCII bytes, or None when empty.  Never raises:
-    what json cannot write goes as its str(), and a dict json refuses whole (keys it
-    cannot take, a cycle) goes key by key as text."""
+    what json cannot write goes as its str(), a dict json refuses whole (keys it cannot
+    take, a cycle) goes key by key as text, and an object longer than the log keeps
+    becomes {"truncated": the start of its text}."""
     if not info:
         return None
     try:
@@ -165,6 +171,14 @@ def _json(info):
                            separators=(",", ":"))
         except Exception:
             return None
+    if len(s) > _INFO_MAX:
+        cut = _INFO_MAX - 64
+        while True:
+            t = json.dumps({"truncated": s[:cut]}, separators=(",", ":"))
+            if len(t) <= _INFO_MAX:
+                s = t
+                break
+            cut //= 2
     return s if _PY2 else s.encode("ascii")
 
 
@@ -256,6 +270,28 @@ def _pop(frame, info_json):
                 break
             _end(top, None)
     return _end(frame, info_json)
+
+
+def _start_traced(name, info, trace_id, parent_id, base_id):
+    """Starts a span with OSProfiler's ids (text) on this thread (the osprofiler driver).
+    Returns its id in the log (0: not recorded)."""
+    lib = _lib if _lib is not None else _find()
+    if not lib:
+        return 0
+    return _push(name, _json(info), _bytes(trace_id) or None, _bytes(parent_id) or None,
+                 _bytes(base_id) or None).sid
+
+
+def _stop_traced(trace_id, info):
+    """Ends this thread's open span of OSProfiler id `trace_id` (and those still open
+    inside it).  False when there is none."""
+    if not _lib:
+        return False
+    tid = _bytes(trace_id)
+    for frame in reversed(_local.stack):
+        if frame.trace_id == tid and not frame.done:
+            return _pop(frame, _json(info))
+    return False
 
 
 # ---- the API ------------------------------------------------------------------------------
