@@ -44,6 +44,7 @@ import threading
 __all__ = ["span", "start", "stop", "active"]
 
 _PY2 = sys.version_info[0] == 2
+_text_type = type(u"")
 
 # The library's functions: None until looked up, then a tuple (span_start, span_stop,
 # active), or False when the process does not have them (no library: every call no-op).
@@ -102,26 +103,34 @@ def active():
 
 # ---- ids -------------------------------------------------------------------------------
 
-_ids = {"gen": None, "pool": b"", "at": 0}
-_POOL = 16 * 64
+# Random ids, made 64 at a time; never shared with a fork child (which would make the
+# same ones).
+_ids = {"gen": None, "pool": []}
+# The version (4) and variant (10xx) bits of a random UUID, set in every byte at once.
+_VERSION = bytes(bytearray((x & 0x0F) | 0x40 for x in range(256)))
+_VARIANT = bytes(bytearray((x & 0x3F) | 0x80 for x in range(256)))
 
 
 def _new_id():
-    """A random (version 4) UUID as ASCII bytes.  The random bytes are read 64 ids at a
-    time, and never shared with a fork child."""
+    """A random (version 4) UUID as ASCII bytes.  Any thread: the pool is a list, whose
+    pop() the GIL makes atomic; a thread that finds it empty makes a new one."""
     ids = _ids
     gen = _gen()
-    at = ids["at"]
-    if ids["gen"] != gen or at + 16 > len(ids["pool"]):
-        ids["pool"] = os.urandom(_POOL)
-        ids["gen"] = gen
-        at = 0
-    ids["at"] = at + 16
-    b = bytearray(ids["pool"][at:at + 16])
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    h = binascii.hexlify(bytes(b))
-    return b"-".join((h[:8], h[8:12], h[12:16], h[16:20], h[20:]))
+    if ids["gen"] == gen:
+        try:
+            return ids["pool"].pop()
+        except IndexError:
+            pass
+    raw = bytearray(os.urandom(16 * 64))
+    raw[6::16] = raw[6::16].translate(_VERSION)
+    raw[8::16] = raw[8::16].translate(_VARIANT)
+    h = binascii.hexlify(bytes(raw))
+    pool = [b"-".join((h[i:i + 8], h[i + 8:i + 12], h[i + 12:i + 16], h[i + 16:i + 20],
+                       h[i + 20:i + 32]))
+            for i in range(0, 64 * 32, 32)]
+    ids["pool"] = pool
+    ids["gen"] = gen
+    return pool.pop()
 
 
 # ---- text for the C functions -------------------------------------------------------------
@@ -132,7 +141,7 @@ def _bytes(s):
     if s is None or isinstance(s, bytes):
         return s
     try:
-        if not isinstance(s, type(u"")):
+        if not isinstance(s, _text_type):
             s = str(s)
             if _PY2:
                 return s
@@ -143,7 +152,7 @@ def _bytes(s):
 
 def _safe_str(v):
     try:
-        return str(v)
+        return _text_type(v)
     except Exception:
         try:
             return repr(v)
@@ -159,12 +168,13 @@ _INFO_MAX = 4096
 def _json(info):
     """The info dict as a JSON object in ASCII bytes, or None when empty.  Never raises:
     what json cannot write goes as its str(), a dict json refuses whole (keys it cannot
-    take, a cycle) goes key by key as text, and an object longer than the log keeps
-    becomes {"truncated": the start of its text}."""
+    take, a cycle, a NaN or infinity, which strict JSON has not) goes key by key as
+    text, and an object longer than the log keeps becomes {"truncated": the start of its
+    text}."""
     if not info:
         return None
     try:
-        s = json.dumps(info, default=_safe_str, separators=(",", ":"))
+        s = json.dumps(info, default=_safe_str, separators=(",", ":"), allow_nan=False)
     except Exception:
         try:
             s = json.dumps(dict((_safe_str(k), _safe_str(v)) for k, v in info.items()),
