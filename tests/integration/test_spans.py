@@ -176,6 +176,14 @@ def test_threads(interp, tmp_path_factory):
         outside = [smp for smp in burning if not s["t_us"] <= smp[0] <= stop["t_us"]]
         assert not outside, ("samples of thread-%d in burn() outside its span [%d, %d]: "
                              "%r\n%s" % (i, s["t_us"], stop["t_us"], outside[:5], where))
+        # One span object entered by every thread at once: each thread's span is its
+        # own, started and stopped on it.
+        inner = log.one("in-shared-%d" % i)
+        shared = [x for x in log.named("shared") if x["span_id"] == inner["parent_span"]]
+        assert len(shared) == 1 and shared[0]["tid"] == tid == inner["tid"], where
+        assert log.stop_of(shared[0]["span_id"])["order"] > log.stop_of(
+            inner["span_id"])["order"], where
+    assert len(log.named("shared")) == 3, where
     check_complete(log)
 
 

@@ -147,10 +147,27 @@ BURN = int(os.environ.get("SPANS_BURN", "400000"))
 thread_tids = [None] * N_THREADS
 
 
+# One span object entered by every thread at once: thread i enters it after thread i-1,
+# and leaves it after thread i-1 left it, once all are inside (first in, first out: the
+# last entry is never the leaving thread's but for the last thread).
+SHARED = pyprof.span("shared")
+entered = [threading.Event() for _ in range(N_THREADS)]
+left = [threading.Event() for _ in range(N_THREADS)]
+
+
 def worker(i):
     thread_tids[i] = gettid()
     with pyprof.span("thread-%d" % i, i=i):
         burn(BURN)
+    if i:
+        entered[i - 1].wait()
+    with SHARED:
+        entered[i].set()
+        with pyprof.span("in-shared-%d" % i):
+            entered[N_THREADS - 1].wait()
+            if i:
+                left[i - 1].wait()
+    left[i].set()
 
 
 threads = [threading.Thread(target=worker, args=(i,)) for i in range(N_THREADS)]

@@ -44,6 +44,10 @@ import threading
 __all__ = ["span", "start", "stop", "active"]
 
 _PY2 = sys.version_info[0] == 2
+try:
+    from threading import get_ident as _get_ident
+except ImportError:  # 2.7
+    from thread import get_ident as _get_ident
 _text_type = type(u"")
 
 # The library's functions: None until looked up, then a tuple (span_start, span_stop,
@@ -355,13 +359,21 @@ class span(object):
     def __enter__(self):
         lib = _lib if _lib is not None else _find()
         if lib:
-            self._frames.append(_push(self.name, _json(self.info)))
+            self._frames.append((_get_ident(), _push(self.name, _json(self.info))))
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if self._frames:
-            frame = self._frames.pop()
-            _pop(frame, _json(_error_info(exc_type, exc)) if exc_type is not None else None)
+        frames = self._frames
+        if frames:
+            # One span object may be entered by several threads at once: this thread's
+            # last entry is the one it leaves.
+            me = _get_ident()
+            for i in range(len(frames) - 1, -1, -1):
+                if frames[i][0] == me:
+                    frame = frames.pop(i)[1]
+                    _pop(frame, _json(_error_info(exc_type, exc))
+                         if exc_type is not None else None)
+                    break
         return False
 
     def __call__(self, func):
