@@ -102,7 +102,7 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
-            libclang-rt-dev
+            libclang-rt-dev python3-osprofiler python3-graphviz
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -243,11 +243,19 @@ demo: deps
 bench: deps all
 	python3 bench/run.py --lib $(abspath $(LIB)) --tool $(abspath $(TOOL)) --out $(BUILD)/bench.json
 
+# The Python package `pyprof` (utils/python) and its .pth hook go where Debian's python3
+# looks for locally installed packages ($(PREFIX)/lib/pythonX.Y/dist-packages).
+DEB_PYTHON ?= /usr/bin/python3
+PY_SITE ?= $(PREFIX)/lib/python$(shell $(DEB_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpyprof.so
 	install -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/pyprof
 	install -m 0644 docs/pyprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pyprof.1
+	install -d $(DESTDIR)$(PY_SITE)/pyprof
+	install -m 0644 utils/python/pyprof/*.py $(DESTDIR)$(PY_SITE)/pyprof/
+	install -m 0644 utils/python/pyprof-osprofiler.pth $(DESTDIR)$(PY_SITE)/
 
 clean:
 	rm -rf $(BUILD)

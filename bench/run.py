@@ -36,6 +36,9 @@ What it measures, in one run (stdlib only, nothing installed):
   samples;
 * accuracy: a workload that measures the CPU time of its own functions, and the error of
   each share the profile gives;
+* spans (spans.py): the cost of one span start+stop of the pyprof package (with, start/stop,
+  a decorated call, the C functions alone) with the library recording and without it
+  (the no-op), on the main interpreter and Debian's python3.11;
 * side by side: `python -m cProfile` on the same interpreter, and Debian's python3-yappi
   (CPU clock) with /usr/bin/python3.11, where present.
 
@@ -100,7 +103,7 @@ RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as
 WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
                   "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
-PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost"]
+PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans"]
 
 T0 = time.monotonic()
 
@@ -910,6 +913,38 @@ def accuracy(runner, py, rounds):
     return out
 
 
+def span_cost(runner, pythons, n, reps):
+    """One span's start+stop (spans.py, the pyprof package) with and without the library,
+    per interpreter: the median over `reps` runs of each run's best loop, in ns."""
+    out = {}
+    keys = ("with_span_ns", "start_stop_ns", "decorated_extra_ns", "c_functions_ns",
+            "empty_ns")
+    for py in pythons:
+        per = {"without": [], "with": []}
+        for rep in range(reps):
+            for name in (("without", "with") if rep % 2 == 0 else ("with", "without")):
+                runner.count += 1
+                res_path = os.path.join(runner.work, "spans.json")
+                env = dict(runner.base_env, PYTHONPATH=os.path.join(REPO, "utils", "python"))
+                logdir = None
+                if name == "with":
+                    logdir = os.path.join(runner.work, "logs", "spans%05d" % runner.count)
+                    os.makedirs(logdir)
+                    env.update(LD_PRELOAD=runner.lib, PYPROF_OUTPUT=logdir)
+                r = runner.spawn([py, "spans.py", str(n), res_path], env)
+                if logdir and not runner.keep:
+                    shutil.rmtree(logdir, ignore_errors=True)
+                if not r["ok"]:
+                    return {"error": r["stderr"] or "exit %s" % r["exit"]}
+                with open(res_path) as fh:
+                    per[name].append(json.load(fh))
+        out[py] = {"version": interp_version(py), "spans_per_loop": n}
+        for name, runs in per.items():
+            out[py][name] = {k: statistics.median(r[k] for r in runs) for k in keys}
+            out[py][name]["recording"] = all(r["recording"] for r in runs)
+    return out
+
+
 def throughput(runner, py, rounds, target_samples, secs, quick):
     """`pyprof report` speed on a directory of >= target_samples samples: real logs of two
     processes sampled every 100 us, hard-linked under other names until the directory
@@ -1305,6 +1340,10 @@ def main():
                                   "achieved_pooled: the same over all runs summed; "
                                   "achieved_python_running: as 'achieved' above"
                                   % (HANDLER_CPU_S * 1e3),
+            "spans": "spans.py: N span start+stop pairs of the pyprof package per loop, "
+                     "best of 5 loops per run; median over runs, with the library "
+                     "(recording into a log) and without (the package's no-op); "
+                     "c_functions_ns: pyprof_span_start + pyprof_span_stop through ctypes",
             "thread_create": "thread_create.py: N threads created and joined one at a time, "
                              "each doing nothing; us_per_thread: perf_counter around the "
                              "loop / N; cpu_us_per_thread: process_time around the loop / "
@@ -1345,6 +1384,13 @@ def main():
         if "whole_cost" in want:
             log("whole cost of a sample (work rate with and without the library)")
             results["whole_cost"] = guarded(whole_cost, runner, py, quick)
+
+        if "spans" in want:
+            log("span start+stop cost, with and without the library")
+            pys = [py] + ([DEBIAN_PY] if os.access(DEBIAN_PY, os.X_OK) and
+                          os.path.realpath(py) != os.path.realpath(DEBIAN_PY) else [])
+            results["spans"] = guarded(span_cost, runner, pys, 20000 if quick else 100000,
+                                       2 if quick else 4)
 
         longs = None
         if "steady_state" in want:
@@ -1457,6 +1503,24 @@ def main():
                 row["answered"] = "%d of %d" % (v.get("answered"), v.get("sent"))
             prows.append(row)
         print_table(prows)
+
+    sp = results.get("spans") or {}
+    if "error" in sp:
+        print("span cost: %s\n" % sp["error"])
+    else:
+        srows = []
+        for spy, v in sp.items():
+            for name in ("without", "with"):
+                x = v[name]
+                srows.append({
+                    "span start+stop, ns (spans.py)": "%s %s" % (v["version"], name),
+                    "recording": "yes" if x["recording"] else "no",
+                    "with pyprof.span": "%.0f" % x["with_span_ns"],
+                    "start()+stop()": "%.0f" % x["start_stop_ns"],
+                    "decorator (added to a call)": "%.0f" % x["decorated_extra_ns"],
+                    "C functions alone": "%.0f" % x["c_functions_ns"]
+                    if x["c_functions_ns"] else "-"})
+        print_table(srows)
 
     tc = results.get("thread_create") or {}
     crows = []

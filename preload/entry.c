@@ -35,6 +35,7 @@
 #include "lib/pyabi.h"
 #include "lib/sampler.h"
 #include "lib/sighandler.h"
+#include "lib/spans.h"
 #include "lib/writer.h"
 
 _Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
@@ -48,6 +49,10 @@ static _Atomic int active;     /* sampling runs in this process */
 static _Atomic int finished;
 static _Atomic int ending;     /* the process is ending: no window starts again */
 static pid_t owner;
+/* The process this state belongs to: set by the constructor and in each fork child.  A
+ * vfork child (subprocess's, before its exec) shares the memory and runs no fork
+ * handler: its exec and _exit hooks must change nothing here. */
+static pid_t home_pid;
 static _Atomic int status_known, exit_status;
 static _Atomic int python_main;
 static int atfork_registered;
@@ -72,6 +77,7 @@ static int start_profiling(void);
  * child gets its own log, timer and writer thread unless PYPROF_CHILDREN=0. */
 static void after_fork_child(void)
 {
+    home_pid = getpid();
     /* The parent's control thread may have held it at the fork. */
     pthread_mutex_init(&start_lock, NULL);
     if (cfg.control && cfg.children)
@@ -252,6 +258,8 @@ void entry_toggle(void)
 
 void entry_finish(int end, int known, int status)
 {
+    if (getpid() != home_pid)
+        return; /* a vfork child: the parent's profile goes on */
     if (end != PYPROF_END_TOGGLE)
         atomic_store(&ending, 1);
     if (!atomic_load(&active) || getpid() != owner || atomic_exchange(&finished, 1))
@@ -267,6 +275,7 @@ static void end_process(void) { exit(0); }
 
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
+    home_pid = getpid();
     interpose_init();
     ownthreads_set_end_process(end_process);
     /* Secure execution: nothing at all, not even later from an init hook. */
@@ -287,3 +296,17 @@ __attribute__((destructor)) static void pyprof_destructor(void)
 EXPORT const char *pyprof_version(void) { return PYPROF_VERSION_STRING; }
 EXPORT int pyprof_active(void) { return atomic_load(&active); }
 EXPORT const char *pyprof_log_path(void) { return writer_path(); }
+
+/* Spans (lib/spans.h): recorded only while a log of this process is being written. */
+EXPORT unsigned long long pyprof_span_start(const char *name, const char *trace_id,
+                                            const char *parent_id, const char *base_id,
+                                            const char *info_json,
+                                            unsigned long long parent_span)
+{
+    return spans_start(name, trace_id, parent_id, base_id, info_json, parent_span);
+}
+
+EXPORT int pyprof_span_stop(unsigned long long span_id, const char *info_json)
+{
+    return spans_stop(span_id, info_json);
+}

@@ -160,7 +160,10 @@ enum pyprof_record_type {
      * (signals that figure was measured over); uvarint calib_ns (CPU the measurement
      * took in this file, part of lib_cpu_ns and not of writer_ns); uvarint
      * process_cpu_ns (the process's CPU time, all threads, during this file).  The whole
-     * cost of sampling is lib_cpu_ns + signals x signal_cost_ns. */
+     * cost of sampling is lib_cpu_ns + signals x signal_cost_ns;
+     * then, optional: uvarint spans_lost (span starts and stops the program asked for
+     * that the library could not queue, its buffer being full: their SPAN_START /
+     * SPAN_STOP records are missing from this file). */
     PYPROF_REC_FOOTER = 15,
 };
 

@@ -161,6 +161,10 @@ typedef struct pyprof_footer {
     /* The optional whole-cost section (0 in logs of older writers). */
     uint8_t has_whole;
     uint64_t signal_cost_ns, calib_signals, calib_ns, process_cpu_ns;
+    /* The optional span section (0 in logs of older writers): span starts and stops the
+     * library could not queue (its buffer was full), so their records are missing. */
+    uint8_t has_spans;
+    uint64_t spans_lost;
 } pyprof_footer;
 
 typedef struct pyprof_record {

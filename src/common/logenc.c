@@ -241,5 +241,6 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
     rec_put_uvarint(o, f->calib_signals);
     rec_put_uvarint(o, f->calib_ns);
     rec_put_uvarint(o, f->process_cpu_ns);
+    rec_put_uvarint(o, f->spans_lost);
     return done(o);
 }

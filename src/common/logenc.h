@@ -88,6 +88,8 @@ typedef struct logenc_footer_fields {
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
     /* The whole-cost section. */
     uint64_t signal_cost_ns, calib_signals, calib_ns, process_cpu_ns;
+    /* The span section, written after the whole-cost one: span events the library could not queue. */
+    uint64_t spans_lost;
 } logenc_footer_fields;
 
 /* A PT_LOAD segment of a module, as the MODULE record carries it. */

@@ -49,6 +49,7 @@
 #include "safe_read.h"
 #include "sigdisp.h"
 #include "sighandler.h"
+#include "spans.h"
 #include "threadtimer.h"
 #include "wall.h"
 
@@ -76,11 +77,14 @@ ring *sampler_code_ring(void) { return &sighandler_g.codes; }
 uint64_t sampler_t0_ns(void) { return sighandler_g.t0_ns; }
 int sampler_native(void) { return atomic_load(&native_mode); }
 
-/* The timer is armed: sampling runs, with or without native stacks from now on. */
+/* The timer is armed: sampling runs, with or without native stacks from now on, and the
+ * program's spans go into the sample ring (the writer closes their gate when it finishes
+ * the log). */
 static int started(void)
 {
     atomic_store(&native_mode, sighandler_g.native != 0);
     atomic_store(&armed, 1);
+    spans_open(&sighandler_g.samples, sighandler_g.t0_ns);
     return 0;
 }
 
@@ -381,6 +385,7 @@ void sampler_forget_in_child(void)
         munmap(memory, memory_len);
     memory = NULL;
     atomic_store(&g->inflight, 0);
+    spans_forget_in_child();
     reset_counters();
     sighandler_reset_tid();
     native_forget_in_child();

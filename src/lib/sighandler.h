@@ -20,8 +20,12 @@
 
 /* Records the handler commits.  Frames run innermost first.  The control thread's
  * snapshot (wall_snapshot) commits one RREC_SNAP per thread, in the sample layout, then
- * an RREC_SNAP_END (nframes 0, `tid` the threads listed), all with its snap_id. */
-enum { RREC_SAMPLE = 1, RREC_CODE = 2, RREC_SNAP = 3, RREC_SNAP_END = 4 };
+ * an RREC_SNAP_END (nframes 0, `tid` the threads listed), all with its snap_id.  The
+ * program's spans (spans.h) go in the sample ring too, as RREC_SPAN_START and
+ * RREC_SPAN_STOP records in their own layout (rrec_span); every record of the sample
+ * ring starts with its kind byte. */
+enum { RREC_SAMPLE = 1, RREC_CODE = 2, RREC_SNAP = 3, RREC_SNAP_END = 4,
+       RREC_SPAN_START = 5, RREC_SPAN_STOP = 6 };
 
 typedef struct rframe {
     uint32_t code_id;

@@ -63,6 +63,7 @@
 #include "sampler.h"
 #include "codetable.h"
 #include "sighandler.h"
+#include "spans.h"
 #include "stackmap.h"
 #include "threadtimer.h"
 
@@ -110,6 +111,7 @@ static struct {
     uint64_t file_t0_mono_ns;  /* the same on the monotonic clock */
     sampler_stats base;        /* the handler's counters when this file began */
     uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
+    uint64_t base_spans_lost;  /* spans_lost() when this file began */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
@@ -702,12 +704,44 @@ static void snap_end(const rrec_sample *s)
     W.snap_n = 0;
 }
 
+/* A span's start or end (spans.h): its SPAN_START or SPAN_STOP record, the THREAD
+ * record of the thread that made it first.  The time is absolute in this file (a start
+ * made before a rotation and taken after it is at 0, as a sample would be). */
+static void take_span(const void *rec, size_t len)
+{
+    spans_rec v;
+    if (spans_parse(rec, len, &v) < 0)
+        return;
+    uint32_t tidx = thread_idx(v.tid);
+    uint64_t t_us = (uint64_t)file_us(v.t_ns);
+    uint8_t buf[LOGENC_SPAN_MAX];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    if (v.kind == RREC_SPAN_START) {
+        logenc_span_start st = {
+            .span_id = v.span_id, .t_us = t_us, .thread_idx = tidx,
+            .parent_span_id = v.parent_span,
+            .name = v.name, .name_len = v.name_len,
+            .trace_id = v.trace_id, .trace_id_len = v.trace_id_len,
+            .parent_id = v.parent_id, .parent_id_len = v.parent_id_len,
+            .base_id = v.base_id, .base_id_len = v.base_id_len,
+            .info = v.info, .info_len = v.info_len,
+        };
+        if (logenc_put_span_start(&o, &st) == 0)
+            emit(PYPROF_REC_SPAN_START, &o);
+    } else if (logenc_put_span_stop(&o, v.span_id, t_us, tidx, v.info, v.info_len) == 0) {
+        emit(PYPROF_REC_SPAN_STOP, &o);
+    }
+}
+
 static void take_record(const rrec_sample *s, size_t len)
 {
     if (s->kind == RREC_SNAP)
         snap_add(s);
     else if (s->kind == RREC_SNAP_END)
         snap_end(s);
+    else if (s->kind == RREC_SPAN_START || s->kind == RREC_SPAN_STOP)
+        take_span(s, len);
     else
         take_sample(s, len);
 }
@@ -1026,6 +1060,7 @@ static void file_begin(void)
         W.series_unix_ns = W.unix_start_ns;
     W.cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     memset(&W.base, 0, sizeof W.base);
+    W.base_spans_lost = spans_lost();
     if (W.seq) {
         sampler_read_stats(&W.base);
         W.base_writer_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -1072,6 +1107,7 @@ static void put_footer(int end, int status_known, int status)
         .calib_signals = cal.signals,
         .calib_ns = calib_ns,
         .process_cpu_ns = cpu,
+        .spans_lost = spans_lost() - W.base_spans_lost,
     };
     _Static_assert(sizeof f.drops == sizeof st.drops && sizeof f.cost == sizeof st.cost,
                    "the footer's counters are the sampler's");
@@ -1100,6 +1136,9 @@ static void finish_log(int end, int status_known, int status)
 {
     if (atomic_exchange(&W.finished, 1))
         return;
+    /* No span is recorded from now on, and those being recorded are in the ring before
+     * the last drain below. */
+    spans_close();
     /* At exec, a process that has not written a log yet (the child of fork-and-exec, as
      * subprocess does) leaves none: its Python never ran after the fork. */
     if (W.log.fd < 0 && !W.log.failed && end != PYPROF_END_EXEC &&

@@ -945,6 +945,13 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
     f->calib_ns = calib_ns;
     f->process_cpu_ns = process_cpu_ns;
     f->has_whole = 1;
+    if (c.p >= c.end)
+        return; /* a footer without the span section */
+    uint64_t spans_lost = rec_get_uvarint(&c);
+    if (c.bad)
+        return;
+    f->spans_lost = spans_lost;
+    f->has_spans = 1;
 }
 
 /* Adds a dt field to the running time. */

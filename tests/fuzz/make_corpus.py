@@ -2,7 +2,8 @@
 """make_corpus.py -- (re)creates the seed corpus of tests/fuzz/ for the reader fuzzer.
 
     python3 tests/fuzz/make_corpus.py [build/libpyprof.so] [tests/fuzz/corpus]
-    python3 tests/fuzz/make_corpus.py --series-only    # only the series/snapshot seeds
+    python3 tests/fuzz/make_corpus.py --series-only    # only the hand-built seeds (series,
+                                                       # snapshot and span records)
 
 Profiles a few tiny Python programs with the real library to get real logs, then derives
 broken ones from them: cut short at several places, bytes flipped, a newer format version,
@@ -182,10 +183,45 @@ def series_seeds():
     return seeds
 
 
+def span_seeds():
+    """Span records built by hand in a middle file of a series (make_fixtures.span_start /
+    span_stop): nested spans with OSProfiler's ids and info, a stop whose start is in an
+    earlier file, a span still open at the end; the same cut inside a SPAN_START; and
+    damaged ones (a name longer than PYPROF_SPAN_NAME_MAX, span id 0, a stop's info
+    running past its payload)."""
+    import make_fixtures as mf
+    plain = mf.series_logs(nfiles=2, per_file=6)[1][0]
+    snap = mf.snapshot(2, 10_003, [(1, 102, 1, "R"), (0, 0, 0, "S")])
+    at = plain.index(snap)
+    root = mf.span_start(7, 10_001, 0, "wsgi", trace_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000001",
+                         parent_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000000",
+                         base_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000000",
+                         info='{"request":{"path":"/v2/servers","method":"GET"}}')
+    child = mf.span_start(8, 10_002, 1, "db", parent_span_id=7,
+                          trace_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000002",
+                          parent_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000001",
+                          base_id="5f0e1d2c-aaaa-4bbb-8ccc-000000000000",
+                          info='{"db":{"statement":"SELECT 1"}}')
+    spans = (root + child + mf.span_stop(8, 10_003, 1, '{"etype":"KeyError"}') +
+             mf.span_stop(3, 10_003, 0) + mf.span_start(9, 10_004, 0, u"\u00e9t\u00e9"))
+    seeds = {"spans.lz4": lz4(plain[:at] + spans + plain[at:])}
+    seeds["spans-cut-in-start.lz4"] = lz4(plain[:at] + root[: len(root) // 2])
+    long_name = mf.span_start(10, 10_001, 0, "n" * 257)
+    seeds["span-name-too-long.lz4"] = lz4(plain[:at] + long_name + plain[at:])
+    seeds["span-id-zero.lz4"] = lz4(plain[:at] + mf.span_start(0, 10_001, 0, "zero") +
+                                    plain[at:])
+    short_stop = bytes([13]) + uvarint(5) + uvarint(8) + uvarint(1) + uvarint(0) + uvarint(9) + b"{"
+    seeds["span-stop-short.lz4"] = lz4(plain[:at] + short_stop + plain[at:])
+    return seeds
+
+
 def main():
     if sys.argv[1:] == ["--series-only"]:
-        # Only the hand-built seeds of the series and snapshot records (no library run).
-        write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), series_seeds())
+        # Only the hand-built seeds of the series, snapshot and span records (no library
+        # run).
+        seeds = series_seeds()
+        seeds.update(span_seeds())
+        write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), seeds)
         return
     lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/libpyprof.so")
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
@@ -249,6 +285,7 @@ def main():
     seeds["frames-then-junk.lz4"] = mini + b"\x00junk"
     seeds.update(native_seeds())
     seeds.update(series_seeds())
+    seeds.update(span_seeds())
 
     # Every seed is written again under its own name; the fuzzer's reproducers
     # (lz4-*.bin and the like) stay.

@@ -335,7 +335,7 @@ static void test_footer(void **state)
         .achieved_hz_milli = 99500, .lib_cpu_ns = 1234567, .handler_ns = 1000,
         .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777,
         .signal_cost_ns = 16500, .calib_signals = 32, .calib_ns = 31000000,
-        .process_cpu_ns = 4000000000ull,
+        .process_cpu_ns = 4000000000ull, .spans_lost = 31,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -381,6 +381,7 @@ static void test_footer(void **state)
     assert_int_equal(rec_get_uvarint(&in), 32);
     assert_int_equal(rec_get_uvarint(&in), 31000000);
     assert_int_equal(rec_get_uvarint(&in), 4000000000ull);
+    assert_int_equal(rec_get_uvarint(&in), 31); /* spans_lost, after the whole-cost section */
     expect_end(&in);
 }
 
@@ -501,16 +502,17 @@ static void test_nstack(void **state)
 }
 
 /* The native section follows the timer section, only when asked for; the whole-cost
- * section comes after it. */
+ * and span sections come after it. */
 static void test_footer_native(void **state)
 {
     (void)state;
     logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777, .signal_cost_ns = 300,
-                               .calib_signals = 5, .calib_ns = 6, .process_cpu_ns = 7 };
+                               .calib_signals = 5, .calib_ns = 6, .process_cpu_ns = 7,
+                               .spans_lost = 8 };
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
-    size_t plain = o.len - 5; /* the whole-cost section: 2 + 1 + 1 + 1 bytes */
+    size_t plain = o.len - 6; /* the whole-cost and span sections: 2 + 1 + 1 + 1 + 1 bytes */
     f.has_native = 1;
     f.native_ok = 10;
     f.native_truncated = 2;
@@ -519,8 +521,9 @@ static void test_footer_native(void **state)
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
     rec_in in;
+    /* Two bytes each for the timer section: the tail of before. */
     rec_in_init(&in, buf + plain - 4, o.len - plain + 4);
-    assert_int_equal(rec_get_uvarint(&in), 4242); /* two bytes each: the tail of before */
+    assert_int_equal(rec_get_uvarint(&in), 4242);
     assert_int_equal(rec_get_uvarint(&in), 777);
     assert_int_equal(rec_get_uvarint(&in), 10);
     assert_int_equal(rec_get_uvarint(&in), 2);
@@ -530,6 +533,7 @@ static void test_footer_native(void **state)
     assert_int_equal(rec_get_uvarint(&in), 5);
     assert_int_equal(rec_get_uvarint(&in), 6);
     assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 8);
     expect_end(&in);
 }
 

@@ -1225,6 +1225,95 @@ static void test_native_tails_ignored(void **state)
     free(b.p);
 }
 
+/* A footer with the timer section, the native section when `native`, then `tail` more
+ * uvarints (the whole-cost section, then the span section). */
+static void lb_footer_tail(logbuf *b, int native, const uint64_t *tail, size_t ntail)
+{
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    for (int i = 0; i < 4; i++)
+        rec_put_uvarint(&o, (uint64_t)i + 1); /* end, duration, samples, signals */
+    rec_put_uvarint(&o, 0);                  /* ndrop */
+    rec_put_uvarint(&o, PYPROF_END_EXIT);
+    rec_put_u8(&o, 1);
+    rec_put_svarint(&o, 0);
+    rec_put_uvarint(&o, 100000);
+    rec_put_uvarint(&o, 5);
+    rec_put_uvarint(&o, 6); /* handler_ns */
+    rec_put_uvarint(&o, 7); /* writer_ns */
+    rec_put_uvarint(&o, 0); /* ntime */
+    rec_put_uvarint(&o, 0); /* ndepth */
+    rec_put_uvarint(&o, 8); /* timer_ns */
+    rec_put_uvarint(&o, 9); /* untimed_ns */
+    if (native)
+        for (int i = 0; i < 4; i++)
+            rec_put_uvarint(&o, 40u + (unsigned)i);
+    for (size_t i = 0; i < ntail; i++)
+        rec_put_uvarint(&o, tail[i]);
+    lb_rec(b, PYPROF_REC_FOOTER, &o);
+}
+
+/* The footer of a log `native` or not, `ntail` span-section values: what the reader
+ * makes of it. */
+static pyprof_footer footer_with(int native, const uint64_t *tail, size_t ntail)
+{
+    logbuf b;
+    lb_init(&b);
+    lb_header_flags(&b, PYPROF_FORMAT_VERSION, native ? PYPROF_HDR_NATIVE : 0);
+    lb_footer_tail(&b, native, tail, ntail);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_FOOTER);
+    pyprof_footer f = rec.u.footer;
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+    return f;
+}
+
+/* The whole-cost section follows the timer section, or the native section in a native
+ * log, and spans_lost follows it; a footer without them (an older writer's) reads as
+ * none measured and none lost, and what a later writer appends after is ignored. */
+static void test_footer_spans_lost(void **state)
+{
+    (void)state;
+    pyprof_footer f = footer_with(0, (const uint64_t[]){ 16000, 32, 3000, 900, 1234 }, 5);
+    assert_true(f.has_timers);
+    assert_false(f.has_native);
+    assert_true(f.has_whole);
+    assert_int_equal(f.signal_cost_ns, 16000);
+    assert_int_equal(f.process_cpu_ns, 900);
+    assert_true(f.has_spans);
+    assert_int_equal(f.spans_lost, 1234);
+    f = footer_with(1, (const uint64_t[]){ 1, 2, 3, 4, 7 }, 5);
+    assert_true(f.has_native);
+    assert_int_equal(f.native_ok, 40);
+    assert_int_equal(f.native_ns, 43);
+    assert_true(f.has_whole);
+    assert_int_equal(f.calib_signals, 2);
+    assert_int_equal(f.calib_ns, 3);
+    assert_true(f.has_spans);
+    assert_int_equal(f.spans_lost, 7);
+    f = footer_with(0, NULL, 0);
+    assert_true(f.has_timers);
+    assert_false(f.has_whole);
+    assert_false(f.has_spans);
+    assert_int_equal(f.spans_lost, 0);
+    f = footer_with(1, NULL, 0);
+    assert_true(f.has_native);
+    assert_false(f.has_spans);
+    /* A whole-cost section cut short is not taken. */
+    f = footer_with(0, (const uint64_t[]){ 16000, 32 }, 2);
+    assert_false(f.has_whole);
+    assert_false(f.has_spans);
+    f = footer_with(0, (const uint64_t[]){ 1, 2, 3, 4, 5, 99, 1u << 20 }, 7);
+    assert_true(f.has_spans);
+    assert_int_equal(f.spans_lost, 5);
+}
+
 /* The first record after a native header, as built by `add`: what next() says. */
 static int native_first(void (*add)(logbuf *b))
 {
@@ -1822,6 +1911,7 @@ int main(void)
         cmocka_unit_test(test_file_big),
         cmocka_unit_test(test_native_roundtrip),
         cmocka_unit_test(test_native_tails_ignored),
+        cmocka_unit_test(test_footer_spans_lost),
         cmocka_unit_test(test_native_bounds),
         cmocka_unit_test(test_native_truncated),
         cmocka_unit_test(test_snapshot_roundtrip),

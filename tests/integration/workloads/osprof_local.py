@@ -1,0 +1,55 @@
+"""Workload of test_spans_osprofiler.py: one process using OSProfiler with the
+connection string pyprof:// (Debian's python3-osprofiler; the driver registered by the
+installed .pth hook, not by this program).  Initialised as a service is, with
+initializer.init_from_conf, then profiler.init(hmac), a Trace block, a @profiler.trace
+function burning CPU and a pyprof.span inside it.  Prints one JSON object: the ids
+OSProfiler gave, whether the driver module was imported, and whether pyprof is active.
+"""
+
+import json
+import sys
+
+from osprofiler import initializer, profiler
+
+
+class _Section(object):
+    connection_string = "pyprof://"
+    hmac_keys = "secret-key"
+    enabled = True
+
+
+class _Conf(dict):
+    """What a service's oslo.config object offers: attributes and a mapping."""
+
+    def __init__(self):
+        dict.__init__(self, profiler=_Section())
+        self.profiler = self["profiler"]
+
+
+initializer.init_from_conf(_Conf(), {}, "proj", "svc", "host-a")
+facts = {"driver_imported": "pyprof.osprofiler_driver" in sys.modules}
+import pyprof  # noqa: E402  (after the driver's registration, which must not need it)
+
+facts["active"] = pyprof.active()
+profiler.init("secret-key")
+facts["base_id"] = profiler.get().get_base_id()
+
+
+def burn(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+@profiler.trace("compute", info={"what": "squares"})
+def compute(n):
+    facts["compute_id"] = profiler.get().get_id()
+    with pyprof.span("inside-compute"):
+        return burn(n)
+
+
+with profiler.Trace("outer", info={"k": 1}):
+    facts["outer_id"] = profiler.get().get_id()
+    compute(300000)
+print(json.dumps(facts))
