@@ -32,7 +32,8 @@ const char cmd_report_usage[] =
     "  pyprof report /tmp/pyprof.Ab12Cd\n"
     "  pyprof report --top 50 pyprof.python3.4242.x1y2z3.lz4\n"
     "  pyprof report --json logs/ | jq '.functions[:5]'\n"
-    "  pyprof report --pid 4242 --from 10 --to 20 logs/\n";
+    "  pyprof report --pid 4242 --from 10 --to 20 logs/\n"
+    "  pyprof report --span db logs/      # only the samples inside `db` spans\n";
 
 typedef struct report_opts {
     int top_given;
