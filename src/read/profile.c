@@ -101,9 +101,17 @@ typedef struct pending_stop {
     char *info;
 } pending_stop;
 
+/* A span the --thread filter left out, so that its stop is not taken for a stray one. */
+typedef struct dropped_span {
+    uint32_t process;
+    uint64_t id;
+} dropped_span;
+
 struct profile_index {
     pending_stop *stops;
     size_t nstops, cap_stops;
+    dropped_span *dropped;
+    size_t ndropped, cap_dropped;
     idtab funcs;  /* (name, file, line) -> function */
     idtab stacks; /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
@@ -298,6 +306,7 @@ void profile_free(profile *p)
         for (size_t i = 0; i < p->index->nstops; i++)
             free(p->index->stops[i].info);
         free(p->index->stops);
+        free(p->index->dropped);
         idtab_free(&p->index->funcs);
         idtab_free(&p->index->stacks);
         free(p->index->tmp);
@@ -722,8 +731,13 @@ static int on_span_start(profile *p, load_maps *m, uint32_t proc,
     uint32_t th = thread_of(p, m, proc, s->thread_idx);
     if (th == IDMAP_EMPTY)
         return -1;
-    if (th == IDMAP_EXCLUDED)
+    if (th == IDMAP_EXCLUDED) {
+        profile_index *ix = p->index;
+        if (GROW(ix->dropped, ix->cap_dropped, ix->ndropped + 1))
+            return -1;
+        ix->dropped[ix->ndropped++] = (dropped_span){proc, s->span_id};
         return 0;
+    }
     if (p->nspans >= IDMAP_EXCLUDED || GROW(p->spans, p->cap_spans, p->nspans + 1))
         return -1;
     profile_span *sp = &p->spans[p->nspans];
@@ -763,6 +777,14 @@ static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_sp
         return -1;
     ix->stops[ix->nstops++] = (pending_stop){proc, th, s->span_id, t_us, info};
     return 0;
+}
+
+static int cmp_dropped(const void *a, const void *b)
+{
+    const dropped_span *x = a, *y = b;
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Span indexes by (process, id, index): the order stops are matched in. */
@@ -897,6 +919,19 @@ static int spans_resolve(profile *p)
         free(s->stop_info);
         s->stop_info = st->info;
     }
+    /* The stops of spans the --thread filter left out go with them. */
+    qsort(ix->dropped, ix->ndropped, sizeof *ix->dropped, cmp_dropped);
+    size_t stray = 0;
+    for (size_t i = 0; i < kept; i++) {
+        dropped_span key = {ix->stops[i].process, ix->stops[i].id};
+        if (ix->ndropped &&
+            bsearch(&key, ix->dropped, ix->ndropped, sizeof key, cmp_dropped)) {
+            free(ix->stops[i].info);
+            continue;
+        }
+        ix->stops[stray++] = ix->stops[i];
+    }
+    kept = stray;
     ix->nstops = kept;
     for (size_t i = 0; i < p->nprocs; i++)
         p->procs[i].spans_unfinished = p->procs[i].span_stops_unmatched = 0;

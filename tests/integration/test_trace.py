@@ -199,6 +199,16 @@ def test_trace_list(tmp_path):
     assert lines[2].split()[0] == "1000.10"
 
 
+def test_thread_filter_drops_spans(tmp_path):
+    """--thread leaves out the spans the excluded threads started, and their stops are
+    not taken for stray ones."""
+    a, b, pa, pb = two_process_trace(tmp_path / "logs")
+    pr = run_json("report", "--json", "--thread", "1001", pa)["processes"][0]
+    assert (pr["spans"], pr["spans_unfinished"], pr["span_stops_unmatched"]) == (1, 0, 0)
+    lst = run_json("trace", "list", "--json", "--thread", "1001", pa)["traces"]
+    assert [x["trace_id"] for x in lst] == ["1000.10"]
+
+
 def test_trace_show_json(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     tr = run_json("trace", "show", "B1", "--json", pb, pa)  # any order of logs
