@@ -130,6 +130,17 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
                                    cf->f.from_s);
         return 1;
     }
+    case CLI_OPT_SPAN: {
+        const char **r = realloc(cf->spans, (cf->f.nspan_names + 1) * sizeof *r);
+        if (!r) {
+            cli_error("out of memory");
+            return CLI_EXIT_BAD_INPUT;
+        }
+        r[cf->f.nspan_names++] = arg;
+        cf->spans = r;
+        cf->f.span_names = r;
+        return 1;
+    }
     default:
         return 0;
     }
@@ -140,6 +151,7 @@ void cli_filter_free(cli_filter *cf)
     free(cf->pids);
     free(cf->tids);
     free(cf->runs);
+    free(cf->spans);
     memset(cf, 0, sizeof *cf);
 }
 
@@ -226,10 +238,12 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
         if (rc)
             return rc;
     }
-    int nlogs = argc - optind;
+    int nlogs = argc - optind - cmd->nargs;
     int rc = cmd->check ? cmd->check(ctx, nlogs) : cli_no_logs(cmd->name, nlogs);
     if (rc >= 0)
         return rc;
+    a->args = argv + optind;
+    optind += cmd->nargs;
     rc = cli_load(argv + optind, argc - optind, &a->cf.f, load, &a->p);
     return rc ? rc : -1;
 }

@@ -1,7 +1,7 @@
 /*
  * cli: what the `pyprof` subcommands share — the exit codes, one-line error messages,
  * one command-line parser for the commands that read logs (--help, the filters every one
- * takes: --pid, --thread, --run, --from, --to, the --native-glue view option, and --json
+ * takes: --pid, --thread, --run, --from, --to, --span, the --native-glue view option, and --json
  * where it is offered; then the
  * logs, loaded into a profile with its warnings printed), JSON string escaping and small
  * number formatters.  It also declares every command, for main.c's table.
@@ -46,6 +46,7 @@ int cmd_html(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 extern const char cmd_run_usage[];
 extern const char cmd_info_usage[];
 extern const char cmd_report_usage[];
@@ -55,6 +56,7 @@ extern const char cmd_html_usage[];
 extern const char cmd_ctl_usage[];
 extern const char cmd_dump_usage[];
 extern const char cmd_top_usage[];
+extern const char cmd_trace_usage[];
 
 /* "pyprof: <message>" and a newline on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -81,13 +83,15 @@ enum {
     CLI_OPT_TO,
     CLI_OPT_JSON,
     CLI_OPT_NATIVE_GLUE,
+    CLI_OPT_SPAN,
 };
 #define CLI_FILTER_OPTIONS                                                              \
     {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
         {"thread", required_argument, NULL, CLI_OPT_THREAD},                              \
         {"run", required_argument, NULL, CLI_OPT_RUN},                                    \
         {"from", required_argument, NULL, CLI_OPT_FROM},                                  \
-        {"to", required_argument, NULL, CLI_OPT_TO}
+        {"to", required_argument, NULL, CLI_OPT_TO},                                      \
+        {"span", required_argument, NULL, CLI_OPT_SPAN}
 
 /* The usage lines that describe them, for a command's help text. */
 #define CLI_FILTER_HELP                                                                 \
@@ -96,6 +100,8 @@ enum {
     "  --run ID         only the logs of run ID (repeatable)\n"                           \
     "  --from SECONDS   only what happened SECONDS or later after each process started\n"  \
     "  --to SECONDS     only what happened up to SECONDS after each process started\n"  \
+    "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"   \
+    "                   that started it (repeatable: inside any of the names)\n"          \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"   \
     "                   frames between Python frames and the process and thread start\n"
 
@@ -103,7 +109,7 @@ enum {
 typedef struct cli_filter {
     profile_filter f;
     uint64_t *pids, *tids;
-    const char **runs;
+    const char **runs, **spans;
 } cli_filter;
 
 /* If `opt` is a filter option, records `arg` and returns 1; returns 0 for another option,
@@ -131,12 +137,16 @@ typedef struct cli_command {
      * cli_no_logs, the check that at least one log was given. */
     int (*check)(void *ctx, int nlogs);
     unsigned load; /* profile_new options */
+    /* Words the command takes before its logs (`trace show TRACE_ID LOG...`): the first
+     * `nargs` operands are these, in cli_args.args, not logs. */
+    int nargs;
 } cli_command;
 
 /* What cli_start leaves for the command. */
 typedef struct cli_args {
     cli_filter cf;
     int json;   /* --json was given */
+    char **args; /* the command's nargs words before the logs */
     profile *p; /* the logs, loaded and filtered */
 } cli_args;
 
@@ -149,7 +159,9 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
 
 void cli_args_free(cli_args *a);
 
-/* The default check: CLI_EXIT_USAGE with "no log given" when nlogs is 0, else -1. */
+/* The default check: CLI_EXIT_USAGE with "no log given" when nlogs is 0, else -1.
+ * nlogs counts the operands after the command's nargs words (negative when some of
+ * those are missing). */
 int cli_no_logs(const char *cmd, int nlogs);
 
 /* Parses option --`opt`'s value as a whole number from 1 to 1000000 into *v.  Returns 0,

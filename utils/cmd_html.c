@@ -15,7 +15,10 @@
  *   - each thread's samples, sorted by time, become runs: consecutive samples with the
  *     same stack, each less than RUN_GAP_PERIODS sampling periods after the previous one,
  *     are one run (start, length, stack, count).  An idle thread sampled in wall-clock
- *     mode is a handful of runs however long it sleeps.
+ *     mode is a handful of runs however long it sleeps;
+ *   - each span (src/read/spans.h) carries its thread, times, nesting depth, ids and its
+ *     samples counted per stack, so the page's flame graph of a span is exact (runs cut
+ *     at its edges would only be counted in proportion).
  *
  * Every string from the logs (function names, files, thread names, argv) is data: it is
  * written with cli_json_str, and then every '<', '>' and '&' of the JSON text is written
@@ -33,6 +36,7 @@
 #include <pyprof/pyprof.h>
 
 #include "read/calltree.h"
+#include "read/spans.h"
 #include "cli.h"
 
 /* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
@@ -65,9 +69,10 @@ const char cmd_html_usage[] =
     "Writes one self-contained HTML page (no network access needed) that shows the\n"
     "profile: a flame graph (click a frame to zoom, search to highlight), a timeline per\n"
     "thread where each sample is a column as high as its stack is deep (click one to see\n"
-    "its stack and, in every other sample, the base of the stack they share), the\n"
-    "resident memory (RSS) over time, and process and thread selectors.  A directory\n"
-    "stands for every log in it.\n"
+    "its stack and, in every other sample, the base of the stack they share), the spans\n"
+    "above each thread's samples (click one for its flame graph), the resident memory\n"
+    "(RSS) over time, and process and thread selectors.  A directory stands for every\n"
+    "log in it.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE\n"
@@ -168,9 +173,16 @@ static int page_build(page *g, const profile *p)
     size_t nth = 0;
     g->t_min_us = INT64_MAX;
     g->t_max_us = INT64_MIN;
+    /* Threads with samples or spans are shown. */
+    uint8_t *has_span = calloc(nt ? nt : 1, 1);
+    if (!has_span)
+        return -1;
+    for (size_t i = 0; i < p->nspans; i++)
+        has_span[p->spans[i].thread] = 1;
     for (size_t t = 0; t < nt; t++) {
-        g->thread_out[t] = g->thread_first[t + 1] > g->thread_first[t] ? (uint32_t)nth++
-                                                                       : UINT32_MAX;
+        g->thread_out[t] = g->thread_first[t + 1] > g->thread_first[t] || has_span[t]
+                               ? (uint32_t)nth++
+                               : UINT32_MAX;
         for (size_t k = g->thread_first[t]; k < g->thread_first[t + 1]; k++) {
             const profile_sample *s = &p->samples[g->order[k]];
             int64_t ts = sample_time(g, s);
@@ -190,11 +202,23 @@ static int page_build(page *g, const profile *p)
                     g->func_out[f] = (uint32_t)g->nfuncs++;
                 }
             }
-            if (calltree_add(&g->tree, p, s->stack, 1, 0) == CALLTREE_NONE)
+            if (calltree_add(&g->tree, p, s->stack, 1, 0) == CALLTREE_NONE) {
+                free(has_span);
                 return -1;
+            }
             g->stack_list[g->nstacks] = s->stack;
             g->stack_out[s->stack] = (uint32_t)g->nstacks++;
         }
+    }
+    free(has_span);
+    for (size_t i = 0; i < p->nspans; i++) {
+        const profile_span *sp = &p->spans[i];
+        int64_t a = g->proc_offset_us[sp->process] + sp->start_us;
+        int64_t b = g->proc_offset_us[sp->process] + sp->stop_us;
+        if (a < g->t_min_us)
+            g->t_min_us = a;
+        if (b > g->t_max_us)
+            g->t_max_us = b;
     }
     /* The stacks of the snapshots' threads, after the samples'. */
     for (size_t i = 0; i < p->nsnap_threads; i++) {
@@ -372,6 +396,61 @@ static void write_funcs_nodes_stacks(FILE *f, const page *g)
     fputc(']', f);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Spans: thread (index in "threads"), name, start and stop on the common axis, nesting
+ * depth, unfinished, span id, trace_id, base_id, and "st": their samples as pairs
+ * (stack in "stacks", samples).  Returns 0, or -1 when out of memory. */
+static int write_spans(FILE *f, const page *g)
+{
+    const profile *p = g->p;
+    spans_index ix;
+    if (spans_index_build(p, &ix) < 0)
+        return -1;
+    uint32_t *st = malloc((p->nsamples ? p->nsamples : 1) * sizeof *st);
+    if (!st) {
+        spans_index_free(&ix);
+        return -1;
+    }
+    fputs(",\n\"spans\":[", f);
+    for (size_t i = 0; i < p->nspans; i++) {
+        const profile_span *sp = &p->spans[i];
+        fprintf(f, "%s{\"th\":%" PRIu32 ",\"name\":", i ? ",\n" : "", g->thread_out[sp->thread]);
+        cli_json_str(f, sp->name);
+        fprintf(f,
+                ",\"t0\":%" PRId64 ",\"t1\":%" PRId64 ",\"d\":%" PRIu32 ",\"u\":%d,\"id\":%" PRIu64
+                ",\"trace\":",
+                g->proc_offset_us[sp->process] + sp->start_us,
+                g->proc_offset_us[sp->process] + sp->stop_us, sp->depth, sp->unfinished,
+                sp->id);
+        cli_json_str(f, sp->trace_id);
+        fputs(",\"base\":", f);
+        cli_json_str(f, sp->base_id);
+        size_t a, b, n = 0;
+        spans_samples(p, &ix, (uint32_t)i, &a, &b);
+        for (size_t k = a; k < b; k++)
+            st[n++] = g->stack_out[p->samples[ix.order[k]].stack];
+        qsort(st, n, sizeof *st, cmp_u32);
+        fputs(",\"st\":[", f);
+        for (size_t k = 0; k < n;) {
+            size_t j = k;
+            while (j < n && st[j] == st[k])
+                j++;
+            fprintf(f, "%s%" PRIu32 ",%zu", k ? "," : "", st[k], j - k);
+            k = j;
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+    free(st);
+    spans_index_free(&ix);
+    return 0;
+}
+
 /* Snapshots: process, id, time on the common axis, and every thread as (tid, name, stack
  * in "stacks" or -1 without a Python frame, flags, the kernel's state letter or ""). */
 static void write_snaps(FILE *f, const page *g)
@@ -403,7 +482,7 @@ static void write_snaps(FILE *f, const page *g)
     fputc(']', f);
 }
 
-static void write_json(FILE *f, const page *g, const char *title)
+static int write_json(FILE *f, const page *g, const char *title)
 {
     const profile *p = g->p;
     fputs("{\"format\":1,\"tool\":", f);
@@ -424,7 +503,9 @@ static void write_json(FILE *f, const page *g, const char *title)
     write_threads(f, g);
     write_funcs_nodes_stacks(f, g);
     write_snaps(f, g);
+    int rc = write_spans(f, g);
     fputs("}", f);
+    return rc;
 }
 
 /* Writes JSON text into the page: '<', '>' and '&' only occur inside strings there, and
@@ -460,8 +541,8 @@ static int write_page(const page *g, const char *title, const char *path)
     if (!m) {
         return cli_oom();
     }
-    write_json(m, g, title);
-    if (ferror(m) | fclose(m)) {
+    int unwritten = write_json(m, g, title) < 0;
+    if (ferror(m) | fclose(m) | unwritten) {
         free(json);
         return cli_oom();
     }

@@ -18,7 +18,8 @@ const char cmd_info_usage[] =
     "used — and checks its integrity: complete, or cut short (and how much survived), or\n"
     "corrupted.  The files of a rotated series are one process: their list (seq, where\n"
     "each starts, how it ended, path) follows the run id, and the snapshots `pyprof dump`\n"
-    "took are listed by id and time.\n"
+    "took are listed by id and time, and the spans counted (started, stopped, unfinished:\n"
+    "no stop in the logs).\n"
     "\n"
     "options:\n" CLI_FILTER_HELP
     "  -h, --help       show this text\n"
@@ -227,6 +228,18 @@ static void print_log(const profile *p, size_t i, int filtered)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');
     print_snapshots(p, i);
+    if (pr->span_starts_read || pr->span_stops_read) {
+        printf("  spans           %" PRIu64 " started, %" PRIu64 " stopped", pr->span_starts_read,
+               pr->span_stops_read);
+        if (pr->spans != pr->span_starts_read)
+            printf("; %" PRIu64 " kept", pr->spans);
+        if (pr->spans_unfinished)
+            printf("; %" PRIu64 " unfinished (no stop in the logs)", pr->spans_unfinished);
+        if (pr->span_stops_unmatched)
+            printf("; %" PRIu64 " stops of spans not in the logs (ignored)",
+                   pr->span_stops_unmatched);
+        putchar('\n');
+    }
     if (pr->has_rss)
         printf("  memory          RSS start %s, peak %s, end %s\n",
                cli_fmt_bytes(pr->rss_start, b1, sizeof b1),
@@ -263,7 +276,7 @@ int cmd_info(int argc, char **argv)
         goto cleanup;
     rc = CLI_EXIT_OK;
     const profile *p = a.p;
-    int filtered = a.cf.f.ntids || a.cf.f.has_from || a.cf.f.has_to;
+    int filtered = a.cf.f.ntids || a.cf.f.has_from || a.cf.f.has_to || a.cf.f.nspan_names;
     for (size_t i = 0; i < p->nprocs; i++) {
         print_log(p, i, filtered);
         if (p->procs[i].end_error && p->procs[i].end_error != -PYPROF_R_TRUNCATED)

@@ -18,8 +18,9 @@ const char cmd_report_usage[] =
     "stands for every log in it.  Functions are merged across processes.\n"
     "\n"
     "options:\n"
-    "  --json           print one JSON object: samples, dropped, duration_s, processes,\n"
-    "                   threads, functions (sorted by self samples, with their lines)\n"
+    "  --json           print one JSON object: samples, dropped, duration_s, processes\n"
+    "                   (with their span counts), threads, functions (sorted by self\n"
+    "                   samples, with their lines)\n"
     "  --top N          show N functions per list (default 20; --json shows all unless\n"
     "                   --top is given)\n" CLI_FILTER_HELP
     "  -h, --help       show this text\n"
@@ -31,7 +32,8 @@ const char cmd_report_usage[] =
     "  pyprof report /tmp/pyprof.Ab12Cd\n"
     "  pyprof report --top 50 pyprof.python3.4242.x1y2z3.lz4\n"
     "  pyprof report --json logs/ | jq '.functions[:5]'\n"
-    "  pyprof report --pid 4242 --from 10 --to 20 logs/\n";
+    "  pyprof report --pid 4242 --from 10 --to 20 logs/\n"
+    "  pyprof report --span db logs/      # only the samples inside `db` spans\n";
 
 typedef struct report_opts {
     int top_given;
@@ -302,7 +304,11 @@ static void print_process_json(const profile *p, size_t i)
     fputs("}, \"path\": ", stdout);
     cli_json_str(stdout, pr->path);
     /* A rotated series is one process of several files. */
-    printf(", \"files\": %zu, \"snapshots\": %" PRIu64 "}", pr->nfiles, pr->snapshots);
+    printf(", \"files\": %zu, \"snapshots\": %" PRIu64, pr->nfiles, pr->snapshots);
+    /* Spans: kept, of which without a stop in the logs; stops whose start is not there. */
+    printf(", \"spans\": %" PRIu64 ", \"spans_unfinished\": %" PRIu64
+           ", \"span_stops_unmatched\": %" PRIu64 "}",
+           pr->spans, pr->spans_unfinished, pr->span_stops_unmatched);
 }
 
 static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)

@@ -14,6 +14,11 @@
  * its begin and duration.  Events carry the OS pid and tid; metadata events name each
  * process (its command line) and thread.  Times are microseconds from the start of the
  * earliest process, so the processes of one run line up.
+ *
+ * Spans (pyprof.span, OSProfiler's trace points) are complete events too, category
+ * "span", on the thread that started them, from their start to their stop (an
+ * unfinished one's to the end of its process's data), with their ids and info in args
+ * (info as the program's JSON object when it is one, else as a string).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -21,6 +26,7 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/jsonscan.h"
 #include "cli.h"
 #include "export.h"
 
@@ -135,6 +141,41 @@ static void put_metadata(chrome_out *w)
     }
 }
 
+static void put_info_arg(FILE *out, const char *key, const char *info)
+{
+    fprintf(out, ", \"%s\": ", key);
+    if (jsonscan_is_object(info))
+        fputs(info, out);
+    else
+        cli_json_str(out, info);
+}
+
+static void put_spans(chrome_out *w)
+{
+    const profile *p = w->p;
+    for (size_t i = 0; i < p->nspans; i++) {
+        const profile_span *s = &p->spans[i];
+        put_sep(w);
+        fputs("{\"ph\": \"X\", \"cat\": \"span\", \"name\": ", w->out);
+        cli_json_str(w->out, s->name);
+        fprintf(w->out,
+                ", \"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"ts\": %" PRId64
+                ", \"dur\": %" PRId64 ", \"args\": {\"span_id\": %" PRIu64
+                ", \"parent_span_id\": %" PRIu64 ", \"unfinished\": %s, \"trace_id\": ",
+                p->procs[s->process].pid, p->threads[s->thread].tid,
+                w->base_us[s->process] + s->start_us, s->stop_us - s->start_us, s->id,
+                s->parent_span_id, s->unfinished ? "true" : "false");
+        cli_json_str(w->out, s->trace_id);
+        fputs(", \"parent_id\": ", w->out);
+        cli_json_str(w->out, s->parent_id);
+        fputs(", \"base_id\": ", w->out);
+        cli_json_str(w->out, s->base_id);
+        put_info_arg(w->out, "info", s->info);
+        put_info_arg(w->out, "stop_info", s->stop_info);
+        fputs("}}", w->out);
+    }
+}
+
 /* Each process's start in microseconds after the earliest one. */
 static int64_t *process_bases(const profile *p)
 {
@@ -177,6 +218,7 @@ int export_chrome(FILE *out, const profile *p, const export_opts *o)
         put_thread(&w, order, i, end);
         i = end;
     }
+    put_spans(&w);
     fputs("]}\n", out);
     free(w.base_us);
     free(w.open);

@@ -28,6 +28,8 @@ static const command commands[] = {
      cmd_export_usage},
     {"html", cmd_html, "a self-contained HTML page: flame graph, timeline, memory",
      cmd_html_usage},
+    {"trace", cmd_trace, "the traces spans make: list them, show one (--json, --html, --dot)",
+     cmd_trace_usage},
     {"info", cmd_info, "metadata of logs and an integrity check", cmd_info_usage},
     {"ctl", cmd_ctl, "send a request to a running profiled process (status, pause, ...)",
      cmd_ctl_usage},

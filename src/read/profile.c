@@ -27,6 +27,7 @@
 
 #include "idmap.h"
 #include "nativemerge.h"
+#include "spans.h"
 #include "symbols.h"
 
 /* ---- small helpers ------------------------------------------------------------------ */
@@ -91,7 +92,26 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 
 /* ---- global interning of functions and stacks ---------------------------------------- */
 
+/* A SPAN_STOP not yet matched to its start (spans_resolve): kept across load calls, since
+ * a later call may load the file with the start. */
+typedef struct pending_stop {
+    uint32_t process, thread; /* thread: the model's, or IDMAP_EXCLUDED */
+    uint64_t id;
+    int64_t t_us; /* on the process's axis */
+    char *info;
+} pending_stop;
+
+/* A span the --thread filter left out, so that its stop is not taken for a stray one. */
+typedef struct dropped_span {
+    uint32_t process;
+    uint64_t id;
+} dropped_span;
+
 struct profile_index {
+    pending_stop *stops;
+    size_t nstops, cap_stops;
+    dropped_span *dropped;
+    size_t ndropped, cap_dropped;
     idtab funcs;  /* (name, file, line) -> function */
     idtab stacks; /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
@@ -271,8 +291,22 @@ void profile_free(profile *p)
     free(p->rss);
     free(p->snapshots);
     free(p->snap_threads);
+    for (size_t i = 0; i < p->nspans; i++) {
+        profile_span *sp = &p->spans[i];
+        free(sp->name);
+        free(sp->trace_id);
+        free(sp->parent_id);
+        free(sp->base_id);
+        free(sp->info);
+        free(sp->stop_info);
+    }
+    free(p->spans);
     free(p->warnings);
     if (p->index) {
+        for (size_t i = 0; i < p->index->nstops; i++)
+            free(p->index->stops[i].info);
+        free(p->index->stops);
+        free(p->index->dropped);
         idtab_free(&p->index->funcs);
         idtab_free(&p->index->stacks);
         free(p->index->tmp);
@@ -687,6 +721,263 @@ static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_sna
     return 0;
 }
 
+/* ---- spans ----------------------------------------------------------------------------- */
+
+/* A SPAN_START at t_us on the process's axis; parent, depth and stop are set by
+ * spans_resolve. */
+static int on_span_start(profile *p, load_maps *m, uint32_t proc,
+                         const pyprof_span_start_rec *s, int64_t t_us)
+{
+    uint32_t th = thread_of(p, m, proc, s->thread_idx);
+    if (th == IDMAP_EMPTY)
+        return -1;
+    if (th == IDMAP_EXCLUDED) {
+        profile_index *ix = p->index;
+        if (GROW(ix->dropped, ix->cap_dropped, ix->ndropped + 1))
+            return -1;
+        ix->dropped[ix->ndropped++] = (dropped_span){proc, s->span_id};
+        return 0;
+    }
+    if (p->nspans >= IDMAP_EXCLUDED || GROW(p->spans, p->cap_spans, p->nspans + 1))
+        return -1;
+    profile_span *sp = &p->spans[p->nspans];
+    memset(sp, 0, sizeof *sp);
+    sp->process = proc;
+    sp->thread = sp->stop_thread = th;
+    sp->parent = PROFILE_NO_SPAN;
+    sp->unfinished = 1;
+    sp->id = s->span_id;
+    sp->parent_span_id = s->parent_span_id;
+    sp->start_us = sp->stop_us = t_us;
+    sp->name = copy_pstr(s->name);
+    sp->trace_id = copy_pstr(s->trace_id);
+    sp->parent_id = copy_pstr(s->parent_id);
+    sp->base_id = copy_pstr(s->base_id);
+    sp->info = copy_pstr(s->info);
+    sp->stop_info = strdup("");
+    p->nspans++; /* freed with the profile, whatever was copied */
+    if (!sp->name || !sp->trace_id || !sp->parent_id || !sp->base_id || !sp->info ||
+        !sp->stop_info)
+        return -1;
+    p->procs[proc].spans++;
+    return 0;
+}
+
+static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_span_stop_rec *s,
+                        int64_t t_us)
+{
+    uint32_t th = thread_of(p, m, proc, s->thread_idx);
+    if (th == IDMAP_EMPTY)
+        return -1;
+    profile_index *ix = p->index;
+    if (GROW(ix->stops, ix->cap_stops, ix->nstops + 1))
+        return -1;
+    char *info = copy_pstr(s->info);
+    if (!info)
+        return -1;
+    ix->stops[ix->nstops++] = (pending_stop){proc, th, s->span_id, t_us, info};
+    return 0;
+}
+
+static int cmp_dropped(const void *a, const void *b)
+{
+    const dropped_span *x = a, *y = b;
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Span indexes by (process, id, index): the order stops are matched in. */
+static int cmp_span_key(const void *a, const void *b, void *ctx)
+{
+    const profile *p = ctx;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const profile_span *x = &p->spans[i], *y = &p->spans[j];
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* The first position in by_key[0 .. n) whose span is (proc, id) or after it. */
+static size_t span_lower(const profile *p, const uint32_t *by_key, size_t n, uint32_t proc,
+                         uint64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const profile_span *s = &p->spans[by_key[mid]];
+        if (s->process < proc || (s->process == proc && s->id < id))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Where each process's data ends: its footer's duration, its last timed record, or its
+ * latest span time, whichever is latest. */
+static void process_ends(profile *p)
+{
+    for (size_t i = 0; i < p->nprocs; i++) {
+        profile_process *pr = &p->procs[i];
+        pr->end_us = pr->last_t_us;
+        if (pr->has_footer && (int64_t)(pr->footer.duration_ns / 1000) > pr->end_us)
+            pr->end_us = (int64_t)(pr->footer.duration_ns / 1000);
+    }
+    for (size_t i = 0; i < p->nspans; i++) {
+        const profile_span *s = &p->spans[i];
+        profile_process *pr = &p->procs[s->process];
+        int64_t t = s->unfinished ? s->start_us : s->stop_us;
+        if (t > pr->end_us)
+            pr->end_us = t;
+    }
+}
+
+/* Sets each span's parent and depth from parent_span_id (the first span of the process
+ * with that id), a link that would close a cycle (corrupt ids) being dropped. */
+static int span_parents(profile *p, const uint32_t *by_key)
+{
+    size_t n = p->nspans;
+    for (size_t i = 0; i < n; i++) {
+        profile_span *s = &p->spans[i];
+        s->parent = PROFILE_NO_SPAN;
+        if (!s->parent_span_id)
+            continue;
+        size_t k = span_lower(p, by_key, n, s->process, s->parent_span_id);
+        if (k < n && p->spans[by_key[k]].process == s->process &&
+            p->spans[by_key[k]].id == s->parent_span_id && by_key[k] != i)
+            s->parent = by_key[k];
+    }
+    /* Depths, walking up to a span whose depth is known; a walk that comes back to a span
+     * on its own path is a cycle, cut above the span it started from. */
+    uint8_t *state = calloc(n ? n : 1, 1); /* 0 unknown, 1 on the path, 2 known */
+    uint32_t *path = malloc((n ? n : 1) * sizeof *path);
+    if (!state || !path) {
+        free(state);
+        free(path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        uint32_t at = (uint32_t)i;
+        while (at != PROFILE_NO_SPAN && state[at] == 0) {
+            state[at] = 1;
+            path[len++] = at;
+            at = p->spans[at].parent;
+        }
+        if (at != PROFILE_NO_SPAN && state[at] == 1) {
+            /* A cycle: the last span of the path links back into it. */
+            p->spans[path[len - 1]].parent = PROFILE_NO_SPAN;
+            at = PROFILE_NO_SPAN;
+        }
+        uint32_t d = at == PROFILE_NO_SPAN ? 0 : p->spans[at].depth + 1;
+        while (len > 0) {
+            uint32_t s = path[--len];
+            p->spans[s].depth = p->spans[s].parent == PROFILE_NO_SPAN ? 0 : d;
+            d = p->spans[s].depth + 1;
+            state[s] = 2;
+        }
+    }
+    free(state);
+    free(path);
+    return 0;
+}
+
+/* Matches the pending stops with their starts, sets unfinished spans' ends, parents and
+ * depths.  0, or -1 when out of memory. */
+static int spans_resolve(profile *p)
+{
+    profile_index *ix = p->index;
+    size_t n = p->nspans;
+    uint32_t *by_key = malloc((n ? n : 1) * sizeof *by_key);
+    if (!by_key)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        by_key[i] = (uint32_t)i;
+    qsort_r(by_key, n, sizeof *by_key, cmp_span_key, p);
+    size_t kept = 0;
+    for (size_t i = 0; i < ix->nstops; i++) {
+        pending_stop *st = &ix->stops[i];
+        size_t k = span_lower(p, by_key, n, st->process, st->id);
+        profile_span *s = NULL;
+        for (; k < n && p->spans[by_key[k]].process == st->process &&
+               p->spans[by_key[k]].id == st->id; k++)
+            if (p->spans[by_key[k]].unfinished) {
+                s = &p->spans[by_key[k]];
+                break;
+            }
+        if (!s) {
+            ix->stops[kept++] = *st; /* its start may come with a later load */
+            continue;
+        }
+        s->unfinished = 0;
+        s->stop_us = st->t_us > s->start_us ? st->t_us : s->start_us;
+        if (st->thread != IDMAP_EXCLUDED)
+            s->stop_thread = st->thread;
+        free(s->stop_info);
+        s->stop_info = st->info;
+    }
+    /* The stops of spans the --thread filter left out go with them. */
+    qsort(ix->dropped, ix->ndropped, sizeof *ix->dropped, cmp_dropped);
+    size_t stray = 0;
+    for (size_t i = 0; i < kept; i++) {
+        dropped_span key = {ix->stops[i].process, ix->stops[i].id};
+        if (ix->ndropped &&
+            bsearch(&key, ix->dropped, ix->ndropped, sizeof key, cmp_dropped)) {
+            free(ix->stops[i].info);
+            continue;
+        }
+        ix->stops[stray++] = ix->stops[i];
+    }
+    kept = stray;
+    ix->nstops = kept;
+    for (size_t i = 0; i < p->nprocs; i++)
+        p->procs[i].spans_unfinished = p->procs[i].span_stops_unmatched = 0;
+    for (size_t i = 0; i < kept; i++)
+        p->procs[ix->stops[i].process].span_stops_unmatched++;
+    process_ends(p);
+    for (size_t i = 0; i < n; i++) {
+        profile_span *s = &p->spans[i];
+        if (!s->unfinished)
+            continue;
+        p->procs[s->process].spans_unfinished++;
+        s->stop_us = p->procs[s->process].end_us;
+    }
+    int rc = span_parents(p, by_key);
+    free(by_key);
+    return rc;
+}
+
+/* --span: keeps only the samples inside spans of the names asked for. */
+static int span_filter(profile *p)
+{
+    const profile_filter *f = &p->filter;
+    if (!f->nspan_names || !p->nsamples)
+        return 0;
+    uint8_t *keep = malloc(p->nsamples);
+    if (!keep || spans_mask(p, f->span_names, f->nspan_names, keep) < 0) {
+        free(keep);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsamples; i++)
+        if (keep[i])
+            p->samples[n++] = p->samples[i];
+    p->nsamples = n;
+    free(keep);
+    for (size_t i = 0; i < p->nthreads; i++)
+        p->threads[i].samples = 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        p->procs[i].samples = 0;
+    for (size_t i = 0; i < n; i++) {
+        p->threads[p->samples[i].thread].samples++;
+        p->procs[p->samples[i].process].samples++;
+    }
+    return 0;
+}
+
 /* ---- native frames ------------------------------------------------------------------- */
 
 static int on_module(load_maps *m, uint64_t pos, const pyprof_module_rec *r)
@@ -931,6 +1222,16 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
             t = rec.u.snapshot.t_us + m.offset_us;
             if (!timed || in_window(f, t))
                 oom = on_snapshot(p, &m, proc, &rec.u.snapshot, t) < 0;
+            break;
+        case PYPROF_REC_SPAN_START:
+            pr->span_starts_read++;
+            oom = on_span_start(p, &m, proc, &rec.u.span_start,
+                                rec.u.span_start.t_us + m.offset_us) < 0;
+            break;
+        case PYPROF_REC_SPAN_STOP:
+            pr->span_stops_read++;
+            oom = on_span_stop(p, &m, proc, &rec.u.span_stop,
+                               rec.u.span_stop.t_us + m.offset_us) < 0;
             break;
         case PYPROF_REC_MODULE:
             pr->modules_read++;
@@ -1408,6 +1709,8 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
         qsort(order, nload, sizeof *order, cmp_load_order);
     for (size_t i = 0; i < nload && ret == 0; i++)
         ret = load_file(p, order[i]->path);
+    if (ret == 0 && (spans_resolve(p) < 0 || span_filter(p) < 0))
+        ret = set_error(p, "out of memory");
     free(order);
     candidates_free(c, n);
     return ret;

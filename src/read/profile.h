@@ -20,6 +20,17 @@
  * file's ids are its own, mapped per file like any log's.  A log that is not rotated is
  * a series of one file.
  *
+ * Spans (SPAN_START / SPAN_STOP records) are loaded per process: a stop is matched to its
+ * start by span id within the process (across the files of a series, in whatever order
+ * they load), and a span without a stop is `unfinished` and runs to the end of its
+ * process's data.  A stop whose start is not in the loaded logs (a fork child's stop of
+ * its parent's span, a file removed by retention, another window's span) is ignored and
+ * counted in profile_process.span_stops_unmatched.  Spans of a thread the --thread filter
+ * excludes are left out; --from/--to do not cut spans (they window samples only).
+ * --span NAME keeps only the samples inside a span of one of the names given, on the
+ * span's thread (start <= t < stop); it is applied once the logs of a load call are read,
+ * since a span's stop may come after its samples or in a later file.
+ *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
  * is the merged one; native functions are identified by (symbol, module path) and carry
@@ -28,8 +39,9 @@
  * Interface: profile_filter, profile_process, profile_module, profile_thread,
  * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
  * profile_sample, profile_rss, profile_file, profile_snapshot, profile_snap_thread,
- * PROFILE_NO_STACK, PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile, profile_new,
- * profile_free, profile_load, profile_load_paths.
+ * profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, PROFILE_KEEP_CORRUPT,
+ * PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
+ * profile_load_paths.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -51,6 +63,9 @@ typedef struct profile_filter {
     int has_from, has_to;
     double from_s, to_s; /* seconds since the start of each process's profiling (of a
                           * rotated series: of its first file) */
+    const char *const *span_names; /* --span: keep the samples inside spans of these
+                                    * names only (compared exactly) */
+    size_t nspan_names;
 } profile_filter;
 
 /* A module (shared object or executable) of a process with native frames, for mapping
@@ -117,6 +132,12 @@ typedef struct profile_process {
     uint64_t native_unresolved; /* distinct native addresses no symbol covers */
     profile_module *modules;
     size_t nmodules;
+    /* Spans: SPAN_START and SPAN_STOP records read; spans kept and those of them with no
+     * stop; stops whose start is not in the loaded logs (ignored). */
+    uint64_t span_starts_read, span_stops_read, spans, spans_unfinished,
+        span_stops_unmatched;
+    int64_t end_us; /* where its data ends on its axis: the footer's duration, else the
+                     * last timed record (spans included) */
 } profile_process;
 
 typedef struct profile_thread {
@@ -180,6 +201,25 @@ typedef struct profile_snap_thread {
     uint8_t os_state; /* the kernel's state letter ('R', 'S', 'D', ...); 0 unknown */
 } profile_snap_thread;
 
+#define PROFILE_NO_SPAN UINT32_MAX
+
+/* A span: a named stretch of one thread's time that the program marked (SPAN_START and
+ * its SPAN_STOP).  Strings are NUL-terminated copies of the log's bytes (a NUL inside
+ * becomes '?'); they are the program's and may be anything, invalid UTF-8 included. */
+typedef struct profile_span {
+    uint32_t process;
+    uint32_t thread;      /* the thread that started it: its samples are the span's */
+    uint32_t stop_thread; /* the thread that ended it (== thread while unfinished) */
+    uint32_t parent;      /* the span of the same process it is nested in (its
+                           * parent_span_id), or PROFILE_NO_SPAN; never a cycle */
+    uint32_t depth;       /* spans above it through `parent` */
+    int unfinished;       /* no stop was read: stop_us is the process's end_us */
+    uint64_t id, parent_span_id;
+    int64_t start_us, stop_us; /* on the process's axis, like samples; stop >= start */
+    char *name, *trace_id, *parent_id, *base_id;
+    char *info, *stop_info; /* JSON objects as the program gave them, or "" */
+} profile_span;
+
 /* profile_new options. */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
 #define PROFILE_NATIVE_GLUE 2u  /* keep the interpreter's and process start's native
@@ -208,6 +248,8 @@ typedef struct profile {
     size_t nsnapshots;
     profile_snap_thread *snap_threads;
     size_t nsnap_threads;
+    profile_span *spans; /* in the order their starts were read */
+    size_t nspans;
     /* Warnings met while loading, one line each without the "pyprof: " prefix (a
      * truncated log, a directory entry skipped). */
     char **warnings;
@@ -217,7 +259,7 @@ typedef struct profile {
 
     /* Capacities and the private index. */
     size_t cap_procs, cap_threads, cap_funcs, cap_stacks, cap_frames, cap_samples, cap_rss,
-        cap_warnings, cap_snapshots, cap_snap_threads;
+        cap_warnings, cap_snapshots, cap_snap_threads, cap_spans;
     profile_index *index;
 } profile;
 

@@ -11,6 +11,9 @@ the DevTools protocol by cdp_browser.py) and checked the way a person would use 
 * names that are markup (a function named <img src=x onerror=alert(1)>, a file named
   </script><script>alert(2)</script><!--evil.py, a thread named <b>worker</b>&amp;) are
   shown as text, and no element or script comes from them;
+* spans are drawn above their thread's samples, and a real click on one shows the flame
+  graph of exactly that span's samples; `pyprof trace show --html`'s page lists a
+  trace's spans in tree order and a click on one lists its top functions;
 * bad input gets one line and exit status 1, a usage error exit status 2.
 
 The one-million-sample render time is measured by html_million.py (a script, not a timed
@@ -370,4 +373,85 @@ def test_snapshot_markers(browser, tmp_path):
     assert texts(browser, "#stack li .fn") == ["<module>", "serve", "handle", "parse"]
     assert texts(browser, "#stack li .loc")[-1] == "/srv/app.py:32"
     assert items[-1] == "(no Python frame)"
+    check_clean(browser)
+
+
+def test_spans_drawn_and_clicked(browser, tmp_path):
+    """Spans (spanlogs.py: alpha burning in fa, then beta in fb, on MainThread; a worker
+    burning in `other` meanwhile) are drawn above their thread's samples, names as text;
+    a real click on a span shows the flame graph of exactly its samples, a click on
+    another span switches to its own, and a click on a sample goes back to the whole
+    range."""
+    from spanlogs import Log
+    log = Log(6000)
+    log.thread(0, 6000, "MainThread")
+    log.thread(1, 6001, "worker")
+    log.start(1, 10_000, 0, "alpha <b>x</b>")
+    log.start(2, 50_000, 0, "beta")
+    for t_us in range(500, 100_000, 1000):
+        leaf = ("fa" if 10_000 <= t_us < 40_000 else "fb" if 50_000 <= t_us < 90_000
+                else "idle")
+        log.sample(t_us, 0, ["main", leaf])
+        log.sample(t_us, 1, ["main", "other"])
+        if t_us == 40_500:
+            log.stop(1, 40_000, 0)
+    log.stop(2, 90_000, 0)
+    path = log.write(tmp_path / "spans.lz4")
+    page = str(tmp_path / "spans.html")
+    res = t.tool("html", path, "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    del browser.console_errors[:]
+    del browser.dialogs[:]
+    del browser.requests[:]
+    browser.open(page)
+    drawn = {s["name"]: s for s in browser.evaluate("pyprofViewer.spans()")}
+    assert set(drawn) == {"alpha <b>x</b>", "beta"}
+    assert drawn["alpha <b>x</b>"]["x"] < drawn["beta"]["x"]
+    assert browser.evaluate("document.querySelectorAll('b').length") == 0
+    everything = browser.evaluate("pyprofViewer.flameFunctions()")
+    assert {"fa", "fb", "idle", "other"} <= set(everything)
+    for name, leaf, t0, t1 in (("alpha <b>x</b>", "fa", 10_000, 40_000),
+                               ("beta", "fb", 50_000, 90_000)):
+        s = drawn[name]
+        browser.click(s["x"], s["y"])
+        assert browser.evaluate("pyprofViewer.selectedSpan()") == name
+        assert browser.evaluate("pyprofViewer.flameFunctions()") == sorted(["main", leaf])
+        assert browser.evaluate("pyprofViewer.flameSamples()") == len(log.in_span(0, t0, t1))
+        assert name in browser.evaluate("document.getElementById('fg-scope').textContent")
+    col = browser.evaluate("pyprofViewer.findColumn(1, 'other')")
+    browser.click(col["x"], col["y"])
+    assert browser.evaluate("pyprofViewer.selectedSpan()") is None
+    assert set(browser.evaluate("pyprofViewer.flameFunctions()")) == set(everything)
+    check_clean(browser)
+
+
+def test_trace_page(browser, tmp_path):
+    """`pyprof trace show --html`: one row per span in tree order (names as text), and a
+    click on a row lists that span's top functions."""
+    from spanlogs import Log
+    log = Log(6100)
+    log.thread(0, 6100, "MainThread")
+    log.start(1, 1000, 0, "req <i>1</i>", base_id="P", trace_id="a", parent_id="P")
+    log.start(2, 2000, 0, "db", parent_span_id=1, base_id="P", trace_id="b", parent_id="a")
+    for t_us in range(500, 20_000, 1000):
+        log.sample(t_us, 0, ["main", "query" if 2000 <= t_us < 9000 else "work"])
+        if t_us == 9500:
+            log.stop(2, 9000, 0)
+    log.stop(1, 19_000, 0)
+    path = log.write(tmp_path / "p.lz4")
+    page = str(tmp_path / "trace.html")
+    res = t.tool("trace", "show", "P", "--html", "-o", page, path)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    del browser.console_errors[:]
+    del browser.dialogs[:]
+    del browser.requests[:]
+    browser.open(page)
+    assert browser.evaluate("pyprofTrace.names()") == ["req <i>1</i>", "db"]
+    assert browser.evaluate("pyprofTrace.depths()") == [0, 1]
+    assert browser.evaluate("document.querySelectorAll('i').length") == 0
+    box = browser.evaluate("""(() => { const r = document.querySelectorAll('.row')[1]
+        .getBoundingClientRect(); return {x: r.left + 20, y: r.top + r.height / 2}; })()""")
+    browser.click(box["x"], box["y"])
+    assert texts(browser, "#details h2")[0] == "db"
+    assert texts(browser, "#details td.fn") == ["query"]
     check_clean(browser)
