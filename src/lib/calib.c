@@ -5,10 +5,14 @@
  * noting how many of our signals arrived during it.  A signal's cost shows in the unit
  * it landed in and, as caches refill, in the next one; so for every unit with one signal
  * followed by a unit with none, the extra is (unit + next) - 2 x base, where base is the
- * mean of the units with no signal in them nor in the unit before.  The cost is the mean
- * extra, with the highest tenth left out (a unit the host stalled is not the signal's
- * doing).  Ticks and other interrupts land in base units as often as in signal units,
- * so they cancel.
+ * mean of the units with no signal in them nor in the unit before, and no tick.  The
+ * cost is the mean extra, with the highest tenth left out (a unit the host stalled is
+ * not the signal's doing).  The kernel's tick costs something too, and a thread
+ * CPU-clock timer's signal always comes with one (the tick is when the kernel checks
+ * such timers): a unit that saw a tick is told by the coarse monotonic clock, which
+ * moves only at ticks, and the tick's own cost (from units with a tick and no signal)
+ * is taken out of the units it fell in.  Other interrupts land in base units as often as
+ * in signal units, so they cancel.
  *
  * Everything here runs on a thread of the library, outside signal context, except
  * calib_on_signal: a thread-local flag and counter.
@@ -41,6 +45,7 @@ static _Atomic uint64_t res_signal_ns, res_signals, res_cpu_ns;
 /* The units timed so far, over every slice (only the writer thread runs calib_step). */
 static uint32_t unit_ns[MAX_UNITS];
 static uint8_t unit_sig[MAX_UNITS];
+static uint8_t unit_tick[MAX_UNITS]; /* the kernel's tick came during the unit */
 static size_t nunits;
 static uint64_t iters;
 /* The timer measured with, kept from slice to slice (a new one would start its period
@@ -75,13 +80,17 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Unit i with no signal in it nor in the unit before (its start is clean). */
+static int calm(size_t i) { return !unit_sig[i] && !unit_sig[i - 1]; }
+
 /* The cost per signal from units [0, n), or 0 when it cannot be told. */
 static uint64_t estimate(size_t n, uint64_t *signals)
 {
+    /* Base: calm units without a tick. */
     double base = 0;
     size_t nbase = 0;
     for (size_t i = 1; i < n; i++) {
-        if (!unit_sig[i] && !unit_sig[i - 1]) { /* SLICE_END is neither */
+        if (calm(i) && !unit_tick[i]) { /* SLICE_END is never calm */
             base += unit_ns[i];
             nbase++;
         }
@@ -89,12 +98,26 @@ static uint64_t estimate(size_t n, uint64_t *signals)
     if (nbase < 16)
         return 0;
     base /= (double)nbase;
+    /* A tick's own cost, from calm units with one, and the calm unit after. */
+    double tick = 0;
+    size_t nticks = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        if (calm(i) && unit_tick[i] && calm(i + 1) && !unit_tick[i + 1]) {
+            tick += (double)unit_ns[i] + (double)unit_ns[i + 1] - 2 * base;
+            nticks++;
+        }
+    }
+    tick = nticks >= 4 && tick > 0 ? tick / (double)nticks : 0;
+    /* A signal's: the unit it landed in and the next, less the ticks in them (a thread
+     * CPU-clock timer's signal always comes with one: the tick is when the kernel
+     * checks the timer). */
     static uint64_t extra[MAX_UNITS];
     size_t ne = 0;
     for (size_t i = 0; i + 1 < n; i++) {
         if (unit_sig[i] != 1 || unit_sig[i + 1])
             continue;
-        double e = (double)unit_ns[i] + (double)unit_ns[i + 1] - 2 * base;
+        double e = (double)unit_ns[i] + (double)unit_ns[i + 1] - 2 * base -
+                   tick * (unit_tick[i] + unit_tick[i + 1]);
         extra[ne++] = e > 0 ? (uint64_t)e : 0;
     }
     *signals = ne;
@@ -140,9 +163,11 @@ int calib_step(uint64_t budget_ns)
         uint64_t start = thread_cpu_ns(), now = start;
         while (nunits < MAX_UNITS && now - start < budget_ns) {
             uint32_t s0 = tls_signals;
+            uint64_t k0 = clock_ns(CLOCK_MONOTONIC_COARSE);
             uint64_t a = thread_cpu_ns();
             sink = work(iters, sink);
             now = thread_cpu_ns();
+            unit_tick[nunits] = clock_ns(CLOCK_MONOTONIC_COARSE) != k0;
             unit_ns[nunits] = (uint32_t)(now - a < UINT32_MAX ? now - a : UINT32_MAX);
             uint32_t d = tls_signals - s0;
             unit_sig[nunits] = (uint8_t)(d < 255 ? d : 255);

@@ -209,9 +209,14 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
 {
     int saved_errno = errno;
     sighandler_state *g = &sighandler_g;
-    uint64_t perf_data = sig == SIGTRAP && info->si_code == PYPROF_TRAP_PERF
-                             ? *(const uint64_t *)((const char *)info + SI_PERF_DATA_OFFSET)
-                             : 0;
+    /* Our tag: si_perf_data of a perf event's trap, si_value of a thread CPU-clock
+     * timer's (threadtimer.h). */
+    uint64_t perf_data =
+        sig != SIGTRAP                       ? 0
+        : info->si_code == PYPROF_TRAP_PERF  ? *(const uint64_t *)((const char *)info +
+                                                                  SI_PERF_DATA_OFFSET)
+        : info->si_code == SI_TIMER          ? (uint64_t)(uintptr_t)info->si_value.sival_ptr
+                                             : 0;
     if (sig == SIGTRAP && !threadtimer_is_ours(perf_data)) {
         /* A trap that is not ours goes to the program's own handler.  With SIG_DFL, a
          * breakpoint nobody handles would end the process with a core dump; we keep it
@@ -236,7 +241,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         /* The POSIX timer's expirations while its signal was still pending (a busy
          * machine delays delivery) are merged into this one; the kernel counts them. */
-        if (sig == SIGPROF && info->si_code == SI_TIMER && info->si_overrun > 0)
+        if (info->si_code == SI_TIMER && info->si_overrun > 0)
             atomic_fetch_add_explicit(&g->drops[PYPROF_DROP_MERGED],
                                       (uint64_t)info->si_overrun, memory_order_relaxed);
         if (tls_busy) {

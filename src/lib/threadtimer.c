@@ -48,6 +48,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,21 +63,28 @@
 #include "ownthreads.h"
 
 #define TT_SLOTS 16384u               /* threads timed at once */
+#define TT_TICK_MIN_NS 10000000ull    /* periods from this one up: steady_tick */
 #define TT_KIND_FIRST (1ull << 23)    /* si_perf_data: the first-period event */
-#define TT_SLOT_MASK (TT_KIND_FIRST - 1)
+#define TT_KIND_TICK (1ull << 22)     /* si_value: the steady thread CPU-clock timer */
+#define TT_SLOT_MASK (TT_KIND_TICK - 1)
+#define TT_PROBE_TICK (1ull << 63)    /* a probe handle that is a timer id, not a mapping */
 #define TT_TAG_MASK ((1ull << 24) - 1) /* the bits that are not the cookie's */
 #define TT_DYING UINT32_MAX           /* owner tid while the owner releases its slot */
 
 typedef struct tt_slot {
     _Atomic uint32_t tid;       /* owner; 0 free */
     _Atomic uintptr_t first;    /* the first event's mapping, until released */
-    _Atomic uintptr_t steady;   /* the steady event's mapping */
+    _Atomic uintptr_t steady;   /* the steady event's mapping (steady_tick 0) */
+    _Atomic int32_t tick;       /* the steady timer's id + 1 (steady_tick 1); 0 none */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
 static _Atomic uint32_t slots_used; /* slots [0, slots_used) have been handed out */
 static _Atomic int armed;
 static uint64_t period;
+/* The steady timer is a POSIX thread CPU-clock timer (the period is at least
+ * TT_TICK_MIN_NS), else a perf event like the first one. */
+static int steady_tick;
 static uint64_t cookie_hi;
 static int exclude_kernel;
 static size_t page;
@@ -153,10 +161,46 @@ static void release(uintptr_t m)
         munmap((void *)m, page);
 }
 
+/* [sigsafe] Makes thread `tid`'s steady timer: a POSIX timer on its CPU clock, every
+ * period from now, raising SIGTRAP (SI_TIMER) on it with `sig_data` in si_value.  Raw
+ * system calls (the C library's timer_create is not on the signal-safe list).  Returns
+ * the timer's id + 1, or 0 (errno set). */
+static int32_t make_tick(uint32_t tid, uint64_t sig_data)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGTRAP;
+    sev.sigev_value.sival_ptr = (void *)(uintptr_t)sig_data;
+    sev._sigev_un._tid = (pid_t)tid;
+    int id;
+    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) < 0)
+        return 0;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(period / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(period % 1000000000ull);
+    its.it_value = its.it_interval;
+    if (syscall(SYS_timer_settime, id, 0, &its, NULL) < 0) {
+        int e = errno;
+        syscall(SYS_timer_delete, id);
+        errno = e;
+        return 0;
+    }
+    return id + 1;
+}
+
+/* [sigsafe] Deletes a timer taken from a slot (0: nothing). */
+static void release_tick(int32_t t)
+{
+    if (t)
+        syscall(SYS_timer_delete, t - 1);
+}
+
 static void release_slot_maps(tt_slot *s)
 {
     release(atomic_exchange(&s->first, 0));
     release(atomic_exchange(&s->steady, 0));
+    release_tick(atomic_exchange(&s->tick, 0));
 }
 
 static int thread_alive(uint32_t tid)
@@ -201,6 +245,12 @@ static void take_back(_Atomic uintptr_t *at, uintptr_t m)
 {
     if (atomic_compare_exchange_strong(at, &m, 0))
         release(m);
+}
+
+static void take_back_tick(_Atomic int32_t *at, int32_t t)
+{
+    if (atomic_compare_exchange_strong(at, &t, 0))
+        release_tick(t);
 }
 
 /* Frees slot `s` if `tid` still owns it. */
@@ -273,6 +323,7 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
     atomic_store(&untimed_cpu_ns, 0);
     page = (size_t)sysconf(_SC_PAGESIZE);
     period = period_ns ? period_ns : 1;
+    steady_tick = period >= TT_TICK_MIN_NS;
     cookie_hi = cookie & ~TT_TAG_MASK;
     atomic_store(&rng, cookie);
     if (!have_exit_key) {
@@ -337,6 +388,7 @@ void threadtimer_forget_in_child(void)
     for (uint32_t i = 0; i < used && i < TT_SLOTS; i++) {
         atomic_store(&slots[i].first, 0);
         atomic_store(&slots[i].steady, 0);
+        atomic_store(&slots[i].tick, 0); /* POSIX timers are not inherited either */
         atomic_store(&slots[i].tid, 0);
     }
     atomic_store(&slots_used, 0);
@@ -387,22 +439,35 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
         errno = saved;
         return;
     }
-    if (!atomic_load(&armed) || atomic_load(&slot->steady)) {
+    if (!atomic_load(&armed) || atomic_load(&slot->steady) || atomic_load(&slot->tick)) {
         errno = saved;
         return;
     }
     /* The first event has stopped and the steady one is not there yet: this is CPU no
      * event of the thread counts. */
     uint64_t c0 = thread_cpu_ns();
-    uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
-    if (!m) {
-        atomic_fetch_add(&lost, 1);
+    if (steady_tick) {
+        int32_t t = make_tick(tid, cookie_hi | TT_KIND_TICK | s);
+        if (!t) {
+            atomic_fetch_add(&lost, 1);
+        } else {
+            int32_t none = 0;
+            if (!atomic_compare_exchange_strong(&slot->tick, &none, t))
+                release_tick(t);
+            else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
+                take_back_tick(&slot->tick, t);
+        }
     } else {
-        uintptr_t none = 0;
-        if (!atomic_compare_exchange_strong(&slot->steady, &none, m))
-            release(m);
-        else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
-            take_back(&slot->steady, m);
+        uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
+        if (!m) {
+            atomic_fetch_add(&lost, 1);
+        } else {
+            uintptr_t none = 0;
+            if (!atomic_compare_exchange_strong(&slot->steady, &none, m))
+                release(m);
+            else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
+                take_back(&slot->steady, m);
+        }
     }
     account(c0);
     errno = saved;
@@ -415,13 +480,26 @@ uintptr_t threadtimer_open_probe(void)
         return 0;
     }
     /* Slot bits all set: beyond the table, so threadtimer_on_signal ignores it. */
+    if (steady_tick) {
+        int32_t t = make_tick(gettid_raw(), cookie_hi | TT_KIND_TICK | TT_SLOT_MASK);
+        return t ? TT_PROBE_TICK | (uint32_t)t : 0;
+    }
     return open_pinned(0, period, cookie_hi | TT_SLOT_MASK, 0);
 }
 
-void threadtimer_close_probe(uintptr_t probe) { release(probe); }
+void threadtimer_close_probe(uintptr_t probe)
+{
+    if (probe & TT_PROBE_TICK)
+        release_tick((int32_t)(uint32_t)probe);
+    else
+        release(probe);
+}
 
 const char *threadtimer_name(void)
 {
+    if (steady_tick)
+        return exclude_kernel ? "perf-task-clock-user+thread-cpu-timer"
+                              : "perf-task-clock+thread-cpu-timer";
     return exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";
 }
 
