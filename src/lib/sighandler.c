@@ -22,7 +22,8 @@
  *                                    are not ours: called as the kernel would have
  *   calib_on_signal (calib.c)        a thread-local flag and counter
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
- *                                    (perf_event_open, ioctl, mmap, close, munmap) and
+ *                                    (perf_event_open, ioctl, mmap, close, munmap,
+ *                                    timer_create, timer_settime, timer_delete) and
  *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
  *                                    thread; memset of a local struct
  *   native_walk (native.c)           native mode only: libunwind's unw_backtrace on a

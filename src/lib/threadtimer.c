@@ -17,11 +17,26 @@
  *
  *   1. the first event: period U x period (U uniform in (0, 1]), created disabled and
  *      enabled with PERF_EVENT_IOC_REFRESH 1, so it overflows once and then stops;
- *   2. at that overflow, the handler (on that thread) opens the steady event, period
+ *   2. at that overflow, the handler (on that thread) makes the steady timer, period
  *      `period`, counting from there;
- *   3. at the steady event's first signal, the spent first event is released (not in
+ *   3. at the steady timer's first signal, the spent first event is released (not in
  *      its own signal: releasing an event from the handler of its own pending signal
  *      makes the kernel spin).
+ *
+ * Which steady timer.  A perf event's every overflow is an hrtimer interrupt of its own,
+ * and on a virtual machine that interrupt and its re-arming are exits to the hypervisor:
+ * measured at 13-15 us per expiry even without a signal.  For periods of TT_TICK_MIN_NS
+ * and more, the steady timer is a POSIX timer on the thread's own CPU clock instead
+ * (timer_create(CLOCK_THREAD_CPUTIME_ID), SIGEV_THREAD_ID, SIGTRAP with our tag in
+ * si_value): the kernel checks such timers at its scheduler tick, which happens anyway,
+ * so a sample costs only its signal.  It fires on the first tick after each period of
+ * the thread's CPU, so samples stay one per period on average, taken at ticks; below
+ * TT_TICK_MIN_NS the tick (250 Hz here) would cap the rate, so the steady timer stays a
+ * perf event.  The first period is a perf event either way: a tick-checked timer would
+ * see a thread shorter than a tick in proportion to the square of its CPU, not to it.
+ * The timer is made in the handler with raw system calls (the C library's timer_create
+ * is not on the signal-safe list) and deleted like a mapping: whoever takes its id from
+ * the slot deletes it, exactly once.
  *
  * An event lives as long as a file holds it.  A descriptor would do, but one per
  * thread in the program's descriptor table is not ours to take (RLIMIT_NOFILE, select's
@@ -33,8 +48,8 @@
  * counted (threadtimer_take_lost).
  *
  * Slots.  Each thread's events are in a slot: {owner tid, first mapping, steady
- * mapping}; the slot's index rides in the low bits of the signal's si_perf_data, so the
- * handler finds it without any lookup, and checks the owner (a late signal of a slot
+ * mapping or steady timer id}; the slot's index rides in the low bits of the signal's
+ * si_perf_data (si_value for the POSIX timer), so the handler finds it without any lookup, and checks the owner (a late signal of a slot
  * already given to another thread is ignored).  A thread frees its slot at exit (a
  * pthread key destructor, which pthread_exit runs too); a slot of a thread that ended
  * without it (threads that existed at start) is reclaimed when the table is full.
