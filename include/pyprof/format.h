@@ -135,18 +135,19 @@ enum pyprof_record_type {
      * uvarint count (events, at most PYPROF_BATCH_MAX); uvarint base_us (the usual gap
      * between two samples: the period); uvarint cpu_us (a sample's cpu_us unless it gives
      * its own); uvarint rss_unit (>= 1: RSS values are counted in units of this many
-     * bytes, the page size); then `count` events.  An event begins with uvarint h; its
-     * kind is h & 3 and v = h >> 2:
-     *   0  a sample: stack_id v, of the current thread, cpu_us the batch's; svarint
-     *      gap_us - base_us.
+     * bytes, the page size); then `count` events.  An event begins with uvarint h:
+     *   h even: a sample of the current thread: stack_id h >> 1, cpu_us the batch's;
+     *      svarint gap_us - base_us.
+     *   otherwise h & 7 is the kind and v = h >> 3:
      *   1  a sample of another thread: stack_id v; uvarint thread_idx (the current
      *      thread from now on); svarint gap_us - base_us; cpu_us the batch's.
-     *   2  an RSS point: v = zigzag of (rss_bytes / rss_unit) minus the previous RSS
+     *   3  an RSS point: v = zigzag of (rss_bytes / rss_unit) minus the previous RSS
      *      point's of this batch (0 before the first); svarint dt_us.
-     *   3  a sample, any field given: stack_id v; uvarint flags (PYPROF_BATCH_F_*; other
+     *   5  a sample, any field given: stack_id v; uvarint flags (PYPROF_BATCH_F_*; other
      *      bits are corruption); uvarint thread_idx if PYPROF_BATCH_F_THREAD (the current
      *      thread from now on); uvarint cpu_us if PYPROF_BATCH_F_CPU (else the batch's);
      *      svarint gap_us if PYPROF_BATCH_F_DT, else svarint gap_us - base_us.
+     *   7  corruption.
      * Samples of logs with PYPROF_HDR_NATIVE end with uvarint nstack_id; uvarint
      * native_flags, as SAMPLE does.  Times: an RSS point's dt_us counts from the event
      * before it, as an RSS record's does; a sample's gap_us counts from the batch's
@@ -241,7 +242,7 @@ enum pyprof_linetable {
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
 
 /* BATCH: the most events one holds (a reader takes more as corruption), and the flags
- * of its long-form samples (kind 3). */
+ * of its samples of kind 5. */
 #define PYPROF_BATCH_MAX 65536
 #define PYPROF_BATCH_F_THREAD 1u /* thread_idx follows */
 #define PYPROF_BATCH_F_CPU 2u    /* cpu_us follows */

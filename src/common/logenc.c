@@ -147,7 +147,7 @@ int logenc_batch_sample(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t thr
                         uint64_t stack_id, uint64_t cpu_us, uint64_t nstack_id,
                         uint64_t native_flags)
 {
-    if (b->count >= PYPROF_BATCH_MAX || stack_id > UINT64_MAX >> 2)
+    if (b->count >= PYPROF_BATCH_MAX || stack_id > UINT64_MAX >> 3)
         return -1;
     size_t len0 = ev->len;
     /* The gap from the last sample, relative to the period unless it is shorter plain (a
@@ -159,12 +159,13 @@ int logenc_batch_sample(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t thr
     unsigned flags = (thread_idx != b->thread ? PYPROF_BATCH_F_THREAD : 0) |
                      (cpu_us != b->cpu_us ? PYPROF_BATCH_F_CPU : 0) |
                      (plain ? PYPROF_BATCH_F_DT : 0);
-    if (!(flags & ~PYPROF_BATCH_F_THREAD)) {
-        rec_put_uvarint(ev, stack_id << 2 | (flags ? 1 : 0));
-        if (flags)
-            rec_put_uvarint(ev, thread_idx);
+    if (!flags) {
+        rec_put_uvarint(ev, stack_id << 1);
+    } else if (flags == PYPROF_BATCH_F_THREAD) {
+        rec_put_uvarint(ev, stack_id << 3 | 1);
+        rec_put_uvarint(ev, thread_idx);
     } else {
-        rec_put_uvarint(ev, stack_id << 2 | 3);
+        rec_put_uvarint(ev, stack_id << 3 | 5);
         rec_put_uvarint(ev, flags);
         if (flags & PYPROF_BATCH_F_THREAD)
             rec_put_uvarint(ev, thread_idx);
@@ -190,10 +191,10 @@ int logenc_batch_rss(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t rss_by
     if (b->count >= PYPROF_BATCH_MAX || rss_bytes % b->rss_unit)
         return -1;
     uint64_t v = zigzag((int64_t)(units - b->rss));
-    if (v > UINT64_MAX >> 2)
+    if (v > UINT64_MAX >> 3)
         return -1;
     size_t len0 = ev->len;
-    rec_put_uvarint(ev, v << 2 | 2);
+    rec_put_uvarint(ev, v << 3 | 3);
     rec_put_svarint(ev, (int64_t)((uint64_t)t_us - (uint64_t)b->t_us));
     if (batch_done(ev, len0) < 0)
         return -1;

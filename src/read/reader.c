@@ -973,17 +973,19 @@ static int reader_parse_batch(pyprof_reader *r, rec_in *in)
     uint64_t thread = 0, rss = 0, t = r->t_acc, ts = r->t_acc;
     for (uint64_t i = 0; i < count; i++) {
         struct reader_event *ev = &r->bev[i];
-        uint64_t h = get_uv(in), v = h >> 2;
-        if ((h & 3) == 2) {
+        uint64_t h = get_uv(in), kind = h & 1 ? h & 7 : 0, v = h & 1 ? h >> 3 : h >> 1;
+        if (kind == 7)
+            return -PYPROF_R_CORRUPT;
+        if (kind == 3) {
             rss += (v >> 1) ^ -(v & 1);
             t += (uint64_t)get_sv(in);
             ev->type = PYPROF_REC_RSS;
             ev->a = rss * unit;
         } else {
             uint64_t flags = 0, ev_cpu = cpu;
-            if ((h & 3) == 1)
+            if (kind == 1)
                 flags = PYPROF_BATCH_F_THREAD;
-            else if ((h & 3) == 3)
+            else if (kind == 5)
                 flags = get_uv(in);
             if (flags & ~(uint64_t)PYPROF_BATCH_F_ALL)
                 return -PYPROF_R_CORRUPT;

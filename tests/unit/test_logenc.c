@@ -533,7 +533,7 @@ static void test_batch(void **state)
     logenc_batch_start(&b, 1000, 10000, 10000, 4096, 0);
     rec_out ev;
     rec_out_init(&ev, evbuf, sizeof evbuf);
-    /* One period after t0, the current thread (0): kind 0, gap - base 0. */
+    /* One period after t0, the current thread (0): an even head, gap - base 0. */
     assert_int_equal(logenc_batch_sample(&ev, &b, 11000, 0, 5, 10000, 0, 0), 0);
     /* Another thread, 3 us late: kind 1. */
     assert_int_equal(logenc_batch_sample(&ev, &b, 21003, 2, 40, 10000, 0, 0), 0);
@@ -541,11 +541,11 @@ static void test_batch(void **state)
     assert_int_equal(logenc_batch_rss(&ev, &b, 25000, 100 * 4096), 0);
     /* The gap counts from the last sample, not from the RSS point: 3 us early. */
     assert_int_equal(logenc_batch_sample(&ev, &b, 31000, 2, 5, 10000, 0, 0), 0);
-    /* Thread 0 at the same moment, with its own cpu_us: kind 3, a plain gap (0). */
+    /* Thread 0 at the same moment, with its own cpu_us: kind 5, a plain gap (0). */
     assert_int_equal(logenc_batch_sample(&ev, &b, 31000, 0, 7, 5000, 0, 0), 0);
     /* RSS two pages down, 500 us later. */
     assert_int_equal(logenc_batch_rss(&ev, &b, 31500, 98 * 4096), 0);
-    /* A gap far from the period, the same thread and cpu: kind 3 with only the plain
+    /* A gap far from the period, the same thread and cpu: kind 5 with only the plain
      * gap (540 us from the last sample takes 2 bytes plain, 3 relative to 10000). */
     assert_int_equal(logenc_batch_sample(&ev, &b, 31540, 0, 7, 10000, 0, 0), 0);
     assert_int_equal(b.count, 7);
@@ -559,24 +559,24 @@ static void test_batch(void **state)
     assert_int_equal(rec_get_uvarint(&in), 10000); /* base_us */
     assert_int_equal(rec_get_uvarint(&in), 10000); /* cpu_us */
     assert_int_equal(rec_get_uvarint(&in), 4096);  /* rss_unit */
-    assert_int_equal(rec_get_uvarint(&in), 5 << 2 | 0);
+    assert_int_equal(rec_get_uvarint(&in), 5 << 1);
     assert_int_equal(rec_get_svarint(&in), 0);
-    assert_int_equal(rec_get_uvarint(&in), 40 << 2 | 1);
+    assert_int_equal(rec_get_uvarint(&in), 40 << 3 | 1);
     assert_int_equal(rec_get_uvarint(&in), 2);
     assert_int_equal(rec_get_svarint(&in), 3);
-    assert_int_equal(rec_get_uvarint(&in), 200 << 2 | 2); /* zigzag(100) = 200 */
+    assert_int_equal(rec_get_uvarint(&in), 200 << 3 | 3); /* zigzag(100) = 200 */
     assert_int_equal(rec_get_svarint(&in), 3997);
-    assert_int_equal(rec_get_uvarint(&in), 5 << 2 | 0);
+    assert_int_equal(rec_get_uvarint(&in), 5 << 1);
     assert_int_equal(rec_get_svarint(&in), -3);
-    assert_int_equal(rec_get_uvarint(&in), 7 << 2 | 3);
+    assert_int_equal(rec_get_uvarint(&in), 7 << 3 | 5);
     assert_int_equal(rec_get_uvarint(&in),
                      PYPROF_BATCH_F_THREAD | PYPROF_BATCH_F_CPU | PYPROF_BATCH_F_DT);
     assert_int_equal(rec_get_uvarint(&in), 0);
     assert_int_equal(rec_get_uvarint(&in), 5000);
     assert_int_equal(rec_get_svarint(&in), 0);
-    assert_int_equal(rec_get_uvarint(&in), 3 << 2 | 2); /* zigzag(-2) = 3 */
+    assert_int_equal(rec_get_uvarint(&in), 3 << 3 | 3); /* zigzag(-2) = 3 */
     assert_int_equal(rec_get_svarint(&in), 500);
-    assert_int_equal(rec_get_uvarint(&in), 7 << 2 | 3);
+    assert_int_equal(rec_get_uvarint(&in), 7 << 3 | 5);
     assert_int_equal(rec_get_uvarint(&in), PYPROF_BATCH_F_DT);
     assert_int_equal(rec_get_svarint(&in), 540);
     expect_end(&in);
@@ -605,13 +605,13 @@ static void test_batch_native(void **state)
     assert_int_equal(rec_get_uvarint(&in), 1000);
     assert_int_equal(rec_get_uvarint(&in), 1000);
     assert_int_equal(rec_get_uvarint(&in), 1);
-    assert_int_equal(rec_get_uvarint(&in), 3 << 2);
+    assert_int_equal(rec_get_uvarint(&in), 3 << 1);
     assert_int_equal(rec_get_svarint(&in), 0);
     assert_int_equal(rec_get_uvarint(&in), 300);
     assert_int_equal(rec_get_uvarint(&in), PYPROF_NATIVE_F_TRUNCATED);
-    assert_int_equal(rec_get_uvarint(&in), (uint64_t)24690 << 2 | 2);
+    assert_int_equal(rec_get_uvarint(&in), (uint64_t)24690 << 3 | 3);
     assert_int_equal(rec_get_svarint(&in), 500);
-    assert_int_equal(rec_get_uvarint(&in), 4 << 2 | 1);
+    assert_int_equal(rec_get_uvarint(&in), 4 << 3 | 1);
     assert_int_equal(rec_get_uvarint(&in), 1);
     assert_int_equal(rec_get_svarint(&in), 1);
     assert_int_equal(rec_get_uvarint(&in), 0);

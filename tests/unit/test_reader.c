@@ -1747,27 +1747,29 @@ static int batch_raw(const uint64_t *v, size_t nv)
 static void test_batch_corrupt(void **state)
 {
     (void)state;
-    /* Well formed: one sample (kind 0, stack 1, gap = base). */
-    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 2, 0}, 6), 1);
+    /* Well formed: one sample (an even head: stack 1, gap = base). */
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 1, 0}, 6), 1);
     /* More events than its bytes can hold; more than the format allows. */
-    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 2, 0}, 6),
+    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0}, 6),
                      -PYPROF_R_CORRUPT);
     assert_int_equal(batch_raw((const uint64_t[]){PYPROF_BATCH_MAX + 1, 10, 10, 1}, 4),
                      -PYPROF_R_CORRUPT);
     /* An RSS unit of 0. */
-    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 0, 1 << 2, 0}, 6),
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 0, 1 << 1, 0}, 6),
                      -PYPROF_R_CORRUPT);
-    /* A flag this reader does not know. */
-    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 2 | 3, 8, 0, 0}, 8),
+    /* A flag this reader does not know; the kind that does not exist. */
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 3 | 5, 8, 0, 0}, 8),
+                     -PYPROF_R_CORRUPT);
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 3 | 7, 0, 0}, 7),
                      -PYPROF_R_CORRUPT);
     /* The second event cut short: the first is not returned either. */
-    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 2, 0, 1 << 2 | 1, 5},
+    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0, 1 << 3 | 1, 5},
                                8),
                      -PYPROF_R_CORRUPT);
     /* Extreme values wrap without harm (times and RSS are unsigned sums). */
     assert_int_equal(batch_raw((const uint64_t[]){2, UINT64_MAX, UINT64_MAX, UINT64_MAX,
-                                                  (UINT64_MAX >> 2) << 2 | 2, UINT64_MAX,
-                                                  (UINT64_MAX >> 2) << 2 | 3, 7, UINT64_MAX,
+                                                  (UINT64_MAX >> 3) << 3 | 3, UINT64_MAX,
+                                                  (UINT64_MAX >> 3) << 3 | 5, 7, UINT64_MAX,
                                                   UINT64_MAX, UINT64_MAX},
                                11),
                      1);
