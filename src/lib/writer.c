@@ -4,11 +4,11 @@
  * The writer thread wakes every WAKE_NS, takes every committed CODE record (kept in a map
  * for the line tables) and SAMPLE record, turns each frame's instruction offset into a
  * line, interns the stack as a sequence of (code id, line) from the outermost frame
- * (stackmap.h), and emits THREAD/CODE/STACK records the first time they are needed and a
- * SAMPLE record for every sample.  The records' payloads are logenc.h's; the file, its
- * name and its LZ4 frame are logfile.h's, flushed every PYPROF_FLUSH so a killed process
- * leaves a log readable up to the last flush; what the header says about the process is
- * procself.h's.  All the writer's memory is its own heap, never touched by the handler.
+ * (stackmap.h), and emits THREAD/CODE/STACK records the first time they are needed and
+ * an event of a BATCH record for every sample (see Batches).  The records' payloads are
+ * logenc.h's; the file, its name and its LZ4 frame are logfile.h's, flushed every
+ * PYPROF_FLUSH so a killed process leaves a log readable up to the last flush; what the
+ * header says about the process is procself.h's.  All the writer's memory is its own heap, never touched by the handler.
  *
  * Native mode (the header's PYPROF_HDR_NATIVE, when sampler_native() says the handler
  * records native stacks).  Right after the header, and before the samples of any drain
