@@ -8,7 +8,8 @@
  * an event of a BATCH record for every sample (see Batches).  The records' payloads are
  * logenc.h's; the file, its name and its LZ4 frame are logfile.h's, flushed every
  * PYPROF_FLUSH so a killed process leaves a log readable up to the last flush; what the
- * header says about the process is procself.h's.  All the writer's memory is its own heap, never touched by the handler.
+ * header says about the process is procself.h's.  All the writer's memory is its own
+ * heap, never touched by the handler.
  *
  * Native mode (the header's PYPROF_HDR_NATIVE, when sampler_native() says the handler
  * records native stacks).  Right after the header, and before the samples of any drain
