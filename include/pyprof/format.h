@@ -23,8 +23,9 @@
  * first record that refers to it.  The FOOTER comes last; a log without one was cut short
  * (the process was killed, or crashed), and everything before the cut is valid data.
  *
- * Time.  Timed records (SAMPLE, RSS) carry `dt_us`: microseconds since the previous
- * timed record, or since the start of profiling for the first one.  Start of profiling is
+ * Time.  Timed records (SAMPLE, RSS, and the events of a BATCH, which stand for SAMPLE and
+ * RSS records) carry `dt_us`: microseconds since the previous timed record, or since the
+ * start of profiling for the first one.  Start of profiling is
  * HEADER.start_unix_ns on the wall clock and 0 on the monotonic clock used for dt.
  */
 #ifndef PYPROF_FORMAT_H
@@ -129,6 +130,32 @@ enum pyprof_record_type {
      * SPAN_STOP was still open when the log ended.  A file of a series may hold the stop
      * of a span another file started. */
     PYPROF_REC_SPAN_STOP = 13,
+    /* A run of timed records (SAMPLE and RSS) in their order, each coded in a few bytes:
+     * a reader yields from it exactly the SAMPLE and RSS records it stands for.
+     * uvarint count (events, at most PYPROF_BATCH_MAX); uvarint base_us (the usual gap
+     * between two samples: the period); uvarint cpu_us (a sample's cpu_us unless it gives
+     * its own); uvarint rss_unit (>= 1: RSS values are counted in units of this many
+     * bytes, the page size); then `count` events.  An event begins with uvarint h:
+     *   h even: a sample of the current thread: stack_id h >> 1, cpu_us the batch's;
+     *      svarint gap_us - base_us.
+     *   otherwise h & 7 is the kind and v = h >> 3:
+     *   1  a sample of another thread: stack_id v; uvarint thread_idx (the current
+     *      thread from now on); svarint gap_us - base_us; cpu_us the batch's.
+     *   3  an RSS point: v = zigzag of (rss_bytes / rss_unit) minus the previous RSS
+     *      point's of this batch (0 before the first); svarint dt_us.
+     *   5  a sample, any field given: stack_id v; uvarint flags (PYPROF_BATCH_F_*; other
+     *      bits are corruption); uvarint thread_idx if PYPROF_BATCH_F_THREAD (the current
+     *      thread from now on); uvarint cpu_us if PYPROF_BATCH_F_CPU (else the batch's);
+     *      svarint gap_us if PYPROF_BATCH_F_DT, else svarint gap_us - base_us.
+     *   7  corruption.
+     * Samples of logs with PYPROF_HDR_NATIVE end with uvarint nstack_id; uvarint
+     * native_flags, as SAMPLE does.  Times: an RSS point's dt_us counts from the event
+     * before it, as an RSS record's does; a sample's gap_us counts from the batch's
+     * previous sample, or for its first sample from the timed record before the batch
+     * (RSS points between samples do not break their rhythm).  The time after the batch
+     * is its last event's.  The current thread is thread_idx 0 at the start of each
+     * batch, so a batch depends on nothing but the time before it. */
+    PYPROF_REC_BATCH = 14,
     /* uvarint end_unix_ns; uvarint duration_ns; uvarint samples (SAMPLE records written);
      * uvarint signals (sampling signals handled); uvarint ndrop;
      * ndrop x (uvarint reason (enum pyprof_drop), uvarint count);
@@ -225,6 +252,14 @@ enum pyprof_linetable {
                                   * frame is known (under the unreadable marker) */
 
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
+
+/* BATCH: the most events one holds (a reader takes more as corruption), and the flags
+ * of its samples of kind 5. */
+#define PYPROF_BATCH_MAX 65536
+#define PYPROF_BATCH_F_THREAD 1u /* thread_idx follows */
+#define PYPROF_BATCH_F_CPU 2u    /* cpu_us follows */
+#define PYPROF_BATCH_F_DT 4u     /* gap_us is plain, not relative to base_us */
+#define PYPROF_BATCH_F_ALL 7u
 
 /* Why a sampling signal did not produce a sample.  X(name, text) */
 #define PYPROF_DROP_LIST(X)                                                             \

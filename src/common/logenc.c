@@ -109,6 +109,111 @@ int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes)
     return done(o);
 }
 
+void logenc_batch_start(logenc_batch *b, int64_t t0_us, uint64_t base_us, uint64_t cpu_us,
+                        uint64_t rss_unit, int native)
+{
+    memset(b, 0, sizeof *b);
+    b->t_us = b->sample_us = t0_us;
+    b->base_us = base_us;
+    b->cpu_us = cpu_us;
+    b->rss_unit = rss_unit ? rss_unit : 1;
+    b->native = native != 0;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* Bytes the uvarint v takes. */
+static size_t uvarint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* An event appended, or -1 with `ev` as it was (the caller restores the batch). */
+static int batch_done(rec_out *ev, size_t len0)
+{
+    if (!ev->overflow)
+        return 0;
+    ev->len = len0;
+    ev->overflow = 0;
+    return -1;
+}
+
+int logenc_batch_sample(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t thread_idx,
+                        uint64_t stack_id, uint64_t cpu_us, uint64_t nstack_id,
+                        uint64_t native_flags)
+{
+    if (b->count >= PYPROF_BATCH_MAX || stack_id > UINT64_MAX >> 3)
+        return -1;
+    size_t len0 = ev->len;
+    /* The gap from the last sample, relative to the period unless it is shorter plain (a
+     * wall-clock pass's samples after its first come at nearly the same time).  Unsigned
+     * arithmetic, as the reader's: no overflow whatever the values. */
+    int64_t gap = (int64_t)((uint64_t)t_us - (uint64_t)b->sample_us);
+    int64_t rel = (int64_t)((uint64_t)gap - b->base_us);
+    int plain = uvarint_len(zigzag(gap)) < uvarint_len(zigzag(rel));
+    unsigned flags = (thread_idx != b->thread ? PYPROF_BATCH_F_THREAD : 0) |
+                     (cpu_us != b->cpu_us ? PYPROF_BATCH_F_CPU : 0) |
+                     (plain ? PYPROF_BATCH_F_DT : 0);
+    if (!flags) {
+        rec_put_uvarint(ev, stack_id << 1);
+    } else if (flags == PYPROF_BATCH_F_THREAD) {
+        rec_put_uvarint(ev, stack_id << 3 | 1);
+        rec_put_uvarint(ev, thread_idx);
+    } else {
+        rec_put_uvarint(ev, stack_id << 3 | 5);
+        rec_put_uvarint(ev, flags);
+        if (flags & PYPROF_BATCH_F_THREAD)
+            rec_put_uvarint(ev, thread_idx);
+        if (flags & PYPROF_BATCH_F_CPU)
+            rec_put_uvarint(ev, cpu_us);
+    }
+    rec_put_svarint(ev, plain ? gap : rel);
+    if (b->native) {
+        rec_put_uvarint(ev, nstack_id);
+        rec_put_uvarint(ev, native_flags);
+    }
+    if (batch_done(ev, len0) < 0)
+        return -1;
+    b->thread = thread_idx;
+    b->t_us = b->sample_us = t_us;
+    b->count++;
+    return 0;
+}
+
+int logenc_batch_rss(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t rss_bytes)
+{
+    uint64_t units = rss_bytes / b->rss_unit;
+    if (b->count >= PYPROF_BATCH_MAX || rss_bytes % b->rss_unit)
+        return -1;
+    uint64_t v = zigzag((int64_t)(units - b->rss));
+    if (v > UINT64_MAX >> 3)
+        return -1;
+    size_t len0 = ev->len;
+    rec_put_uvarint(ev, v << 3 | 3);
+    rec_put_svarint(ev, (int64_t)((uint64_t)t_us - (uint64_t)b->t_us));
+    if (batch_done(ev, len0) < 0)
+        return -1;
+    b->rss = units;
+    b->t_us = t_us;
+    b->count++;
+    return 0;
+}
+
+int logenc_put_batch(rec_out *o, const logenc_batch *b, const void *events, size_t len)
+{
+    rec_put_uvarint(o, b->count);
+    rec_put_uvarint(o, b->base_us);
+    rec_put_uvarint(o, b->cpu_us);
+    rec_put_uvarint(o, b->rss_unit);
+    rec_put_bytes(o, events, len);
+    return done(o);
+}
+
 int logenc_put_module(rec_out *o, const logenc_module_fields *m)
 {
     rec_put_uvarint(o, m->module_id);

@@ -14,6 +14,10 @@
  *   logenc_put_sample   SAMPLE: dt_us, thread_idx, stack_id, cpu_us
  *   logenc_put_sample_native  the SAMPLE's native-log tail: nstack_id, native_flags
  *   logenc_put_rss      RSS: dt_us, rss_bytes
+ *   logenc_batch_start, logenc_batch_sample, logenc_batch_rss, logenc_put_batch
+ *                       BATCH: events appended one by one to the caller's buffer (a
+ *                       logenc_batch keeps what the next event is coded against), then
+ *                       the payload: its fields and the events
  *   logenc_put_module   MODULE from a logenc_module_fields; logenc_module_max sizes it
  *   logenc_put_nstack   NSTACK: nstack_id and addresses; LOGENC_NSTACK_MAX sizes it
  *   logenc_put_module_gone  MODULE_GONE: module_id
@@ -137,6 +141,39 @@ int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t s
 int logenc_put_sample_native(rec_out *o, uint64_t nstack_id, uint64_t native_flags);
 int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
 int logenc_put_module(rec_out *o, const logenc_module_fields *m);
+
+/* A BATCH being built: its fields and what the next event is coded against.  The
+ * caller's only state; logenc_batch_start clears it. */
+typedef struct logenc_batch {
+    uint64_t base_us, cpu_us, rss_unit; /* the payload's fields */
+    int native;                         /* samples carry the native tail */
+    uint64_t count;                     /* events so far */
+    uint64_t thread;                    /* the current thread */
+    uint64_t rss;                       /* the last RSS point, in rss_unit */
+    int64_t t_us;                       /* the last event's time */
+    int64_t sample_us;                  /* the last sample's (t_us before the first) */
+} logenc_batch;
+
+/* The most bytes one event takes. */
+#define LOGENC_BATCH_EVENT_MAX (7 * REC_VARINT_MAX)
+/* The most bytes a BATCH payload takes beside its events. */
+#define LOGENC_BATCH_HEAD_MAX (4 * REC_VARINT_MAX)
+
+/* An empty batch after a timed record at t0_us (the time the batch counts from).
+ * rss_unit 0 is taken as 1. */
+void logenc_batch_start(logenc_batch *b, int64_t t0_us, uint64_t base_us, uint64_t cpu_us,
+                        uint64_t rss_unit, int native);
+/* Appends a sample at t_us (the native tail only when b->native) to `ev`, in the
+ * shortest form that codes it.  Returns 0, or -1 with `ev` and `b` unchanged when `ev`
+ * has no room or the batch holds PYPROF_BATCH_MAX events. */
+int logenc_batch_sample(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t thread_idx,
+                        uint64_t stack_id, uint64_t cpu_us, uint64_t nstack_id,
+                        uint64_t native_flags);
+/* Appends an RSS point at t_us.  Returns 0, or -1 with `ev` and `b` unchanged as above,
+ * or when rss_bytes is not a multiple of the batch's rss_unit (an RSS record holds it). */
+int logenc_batch_rss(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t rss_bytes);
+/* The BATCH payload: b's fields, then the `len` bytes of events built with b. */
+int logenc_put_batch(rec_out *o, const logenc_batch *b, const void *events, size_t len);
 /* addrs[0..n), outermost first. */
 int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, size_t n);
 int logenc_put_module_gone(rec_out *o, uint64_t module_id);

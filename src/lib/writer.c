@@ -4,11 +4,12 @@
  * The writer thread wakes every WAKE_NS, takes every committed CODE record (kept in a map
  * for the line tables) and SAMPLE record, turns each frame's instruction offset into a
  * line, interns the stack as a sequence of (code id, line) from the outermost frame
- * (stackmap.h), and emits THREAD/CODE/STACK records the first time they are needed and a
- * SAMPLE record for every sample.  The records' payloads are logenc.h's; the file, its
- * name and its LZ4 frame are logfile.h's, flushed every PYPROF_FLUSH so a killed process
- * leaves a log readable up to the last flush; what the header says about the process is
- * procself.h's.  All the writer's memory is its own heap, never touched by the handler.
+ * (stackmap.h), and emits THREAD/CODE/STACK records the first time they are needed and
+ * an event of a BATCH record for every sample (see Batches).  The records' payloads are
+ * logenc.h's; the file, its name and its LZ4 frame are logfile.h's, flushed every
+ * PYPROF_FLUSH so a killed process leaves a log readable up to the last flush; what the
+ * header says about the process is procself.h's.  All the writer's memory is its own
+ * heap, never touched by the handler.
  *
  * Native mode (the header's PYPROF_HDR_NATIVE, when sampler_native() says the handler
  * records native stacks).  Right after the header, and before the samples of any drain
@@ -23,6 +24,18 @@
  * drain's samples; the handler skips the native walk while objects are being loaded or
  * unloaded, which keeps that window to the loader's own bookkeeping.  Logs without
  * native mode are exactly what they were before it existed.
+ *
+ * Batches.  Samples and RSS points are not written as SAMPLE and RSS records but as the
+ * events of a BATCH record (format.h), a few bytes each, gathered until the log is
+ * flushed: the batch is written right before every flush, before any record whose place
+ * among the timed records matters (everything but THREAD, CODE, STACK and NSTACK, which
+ * only announce ids, so the log's order of timed records and the rest is what it was
+ * with one record per sample), and when it holds BATCH_EVENTS events (or BATCH_BYTES).
+ * What a crash loses is unchanged: records only ever reached the file at a flush (or
+ * when 64 KiB were staged), and a batch is written before each flush.  A file cut inside
+ * a batch (a torn write, a copy taken while it is written) loses that batch, at most
+ * BATCH_EVENTS samples, where a cut loses nothing before it in a file of SAMPLE records:
+ * the price of a few bytes per sample instead of about ten.
  *
  * Generations.  When the handler's code table fills to half, the writer flips it to the
  * other (empty) table, waits until no handler still uses the old one, drains the rings,
@@ -79,6 +92,8 @@
 #define CALIB_SLICE_NS 4000000ull    /* ... in slices of this much */
 #define NAMES_MAX 4096               /* threads whose names are read at a time */
 #define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
+#define BATCH_BYTES (16u << 10)      /* events a BATCH gathers at most (bytes) ... */
+#define BATCH_EVENTS 256             /* ... and in number: what a cut inside one loses */
 
 typedef struct code_info {
     uint32_t id;
@@ -119,6 +134,10 @@ static struct {
     uint32_t snapshot_last;    /* the last snapshot written */
     /* output */
     logfile log;
+    /* the BATCH being gathered: its coding state, its events, the record's payload */
+    logenc_batch batch;
+    rec_out batch_ev;
+    uint8_t *batch_buf, *batch_payload; /* BATCH_BYTES, + LOGENC_BATCH_HEAD_MAX */
     int statm_fd;
     /* thread */
     pthread_t thread;
@@ -159,10 +178,80 @@ const char *writer_path(void) { return W.log.path; }
 
 /* ---- output ------------------------------------------------------------------------- */
 
-/* Appends one record (type + payload) to the log. */
+/* A new, empty batch after the timed record at t0_us (the log's settings: the period,
+ * the page size, native mode). */
+static void batch_start(int64_t t0_us)
+{
+    uint64_t period_us = W.cfg.period_ns / 1000;
+    long page = sysconf(_SC_PAGESIZE);
+    logenc_batch_start(&W.batch, t0_us, period_us, period_us,
+                       page > 0 ? (uint64_t)page : 1, W.native);
+    if (W.batch_buf)
+        rec_out_init(&W.batch_ev, W.batch_buf, BATCH_BYTES);
+}
+
+/* Writes the batch gathered so far, if any, as one BATCH record, and starts the next. */
+static void batch_emit(void)
+{
+    if (!W.batch.count)
+        return;
+    rec_out o;
+    rec_out_init(&o, W.batch_payload, BATCH_BYTES + LOGENC_BATCH_HEAD_MAX);
+    if (logenc_put_batch(&o, &W.batch, W.batch_ev.buf, W.batch_ev.len) == 0)
+        logfile_emit(&W.log, PYPROF_REC_BATCH, &o);
+    batch_start(W.batch.t_us); /* the next counts from this one's last event */
+}
+
+/* Appends one record (type + payload) to the log: after the batch gathered so far,
+ * unless the record only announces ids (see the top of the file). */
 static void emit(uint8_t type, const rec_out *payload)
 {
+    if (type != PYPROF_REC_THREAD && type != PYPROF_REC_CODE && type != PYPROF_REC_STACK &&
+        type != PYPROF_REC_NSTACK)
+        batch_emit();
     logfile_emit(&W.log, type, payload);
+}
+
+/* Writes the batch and flushes the log to the file. */
+static void flush_log(void)
+{
+    batch_emit();
+    logfile_flush(&W.log);
+}
+
+/* A sample into the batch (a full one is written first).  Returns 0, or -1 when there
+ * is no batch (its memory could not be had): the caller writes a SAMPLE record. */
+static int batch_sample(int64_t t_us, uint32_t tidx, uint32_t sid, uint64_t cpu_us,
+                        uint32_t nsid, uint8_t nflags)
+{
+    if (!W.batch_buf)
+        return -1;
+    if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid,
+                            nflags) < 0) {
+        batch_emit();
+        if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid,
+                                nflags) < 0)
+            return -1;
+    }
+    if (W.batch.count >= BATCH_EVENTS)
+        batch_emit();
+    return 0;
+}
+
+/* An RSS point into the batch, as batch_sample.  -1 also for a value the batch cannot
+ * hold (not a whole number of pages): the caller writes an RSS record. */
+static int batch_rss(int64_t t_us, uint64_t rss)
+{
+    if (!W.batch_buf)
+        return -1;
+    if (logenc_batch_rss(&W.batch_ev, &W.batch, t_us, rss) < 0) {
+        batch_emit();
+        if (logenc_batch_rss(&W.batch_ev, &W.batch, t_us, rss) < 0)
+            return -1;
+    }
+    if (W.batch.count >= BATCH_EVENTS)
+        batch_emit();
+    return 0;
 }
 
 /* The log's first failed write: the samples from then on are lost, and the footer (if it
@@ -302,6 +391,16 @@ static int open_log(void)
     if (logfile_open(&W.log, &nm) < 0)
         return -1;
     W.native = sampler_native() > 0;
+    if (!W.batch_buf) {
+        W.batch_buf = malloc(BATCH_BYTES);
+        W.batch_payload = malloc(BATCH_BYTES + LOGENC_BATCH_HEAD_MAX);
+        if (!W.batch_buf || !W.batch_payload) {
+            free(W.batch_buf); /* SAMPLE and RSS records then, as before batches */
+            free(W.batch_payload);
+            W.batch_buf = W.batch_payload = NULL;
+        }
+    }
+    batch_start(W.last_t_us);
     publish_path(W.log.path);
     put_header();
     if (W.native)
@@ -659,15 +758,20 @@ static void take_sample(const rrec_sample *s, size_t len)
         return;
     uint8_t nflags = s->native_flags;
     uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
-    uint8_t buf[64];
-    rec_out o;
-    rec_out_init(&o, buf, sizeof buf);
     int64_t t_us = file_us(s->t_ns);
-    logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, W.cfg.period_ns / 1000);
-    if (W.native)
-        logenc_put_sample_native(&o, nsid, nflags);
+    uint64_t cpu_us = W.cfg.period_ns / 1000;
+    if (batch_sample(t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
+        uint8_t buf[64];
+        rec_out o;
+        rec_out_init(&o, buf, sizeof buf);
+        logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, cpu_us);
+        if (W.native)
+            logenc_put_sample_native(&o, nsid, nflags);
+        emit(PYPROF_REC_SAMPLE, &o);
+        W.last_t_us = t_us;
+        batch_start(t_us); /* the next batch counts from this record */
+    }
     W.last_t_us = t_us;
-    emit(PYPROF_REC_SAMPLE, &o);
     W.samples++;
 }
 
@@ -782,13 +886,17 @@ static void record_rss(int force)
     if (!force && W.last_rss_emit_ns && rss == W.last_rss &&
         t - W.last_rss_emit_ns < RSS_SAME_NS)
         return;
-    uint8_t out[32];
-    rec_out o;
-    rec_out_init(&o, out, sizeof out);
     int64_t t_us = file_us(t);
-    logenc_put_rss(&o, t_us - W.last_t_us, rss);
+    if (batch_rss(t_us, rss) < 0) {
+        uint8_t out[32];
+        rec_out o;
+        rec_out_init(&o, out, sizeof out);
+        logenc_put_rss(&o, t_us - W.last_t_us, rss);
+        emit(PYPROF_REC_RSS, &o);
+        W.last_t_us = t_us;
+        batch_start(t_us); /* the next batch counts from this record */
+    }
     W.last_t_us = t_us;
-    emit(PYPROF_REC_RSS, &o);
     W.last_rss_emit_ns = t;
     W.last_rss = rss;
 }
@@ -894,7 +1002,7 @@ static void serve_request(void)
             rotate();
         } else {
             drain();
-            logfile_flush(&W.log);
+            flush_log();
             W.last_flush_ns = clock_mono_ns();
         }
         rc = W.log.fd >= 0 && !W.log.failed ? 0 : -1;
@@ -982,7 +1090,7 @@ static void *writer_main(void *arg)
         if (W.log.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
             refresh_names();
         if (W.log.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
-            logfile_flush(&W.log);
+            flush_log();
             W.last_flush_ns = now;
         }
         if (now - alone_checked_ns >= ALONE_EVERY_NS) {
@@ -1200,6 +1308,8 @@ static void forget_all(void)
         free(W.codes[i].rec);
     }
     free(W.snap);
+    free(W.batch_buf);
+    free(W.batch_payload);
     free(W.codes);
     stackmap_free(&W.stacks);
     stackmap_free(&W.nstacks);

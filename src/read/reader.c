@@ -112,6 +112,14 @@ typedef struct lz4_track {
     int lost;             /* the input stopped making sense: LZ4F will say so */
 } lz4_track;
 
+/* One event of a BATCH: a SAMPLE (a..e: thread_idx, stack_id, cpu_us, nstack_id,
+ * native_flags) or an RSS point (a: rss_bytes). */
+struct reader_event {
+    int64_t t_us;
+    uint64_t a, b, c, d, e;
+    uint8_t type; /* PYPROF_REC_SAMPLE or PYPROF_REC_RSS */
+};
+
 struct pyprof_reader {
     int fd; /* -1 for an in-memory log */
     const uint8_t *in;
@@ -148,6 +156,10 @@ struct pyprof_reader {
     size_t runs_cap;
     pyprof_snap_thread *snap; /* a SNAPSHOT's threads */
     size_t snap_cap;
+    /* A BATCH record's events, decoded whole when it is read and returned one by one
+     * as the SAMPLE and RSS records they stand for. */
+    struct reader_event *bev;
+    size_t bev_cap, bev_n, bev_pos;
     int follow; /* pyprof_reader_follow: the end of the input is "not yet" */
     /* Native records, bounded by format.h, so a fixed room each. */
     pyprof_segment segs[PYPROF_MODULE_SEG_MAX];
@@ -954,6 +966,93 @@ static void reader_parse_footer(rec_in *in, pyprof_footer *f, int native)
     f->has_spans = 1;
 }
 
+/* A BATCH: every event checked and decoded into r->bev (nothing of a damaged batch is
+ * returned), the running time carried through them. */
+static int reader_parse_batch(pyprof_reader *r, rec_in *in)
+{
+    uint64_t count = rec_get_uvarint(in);
+    uint64_t base = rec_get_uvarint(in);
+    uint64_t cpu = rec_get_uvarint(in);
+    uint64_t unit = rec_get_uvarint(in);
+    /* An event takes two bytes at least (its head and its dt). */
+    if (in->bad || unit == 0 || count > PYPROF_BATCH_MAX || count > rec_in_left(in) / 2)
+        return -PYPROF_R_CORRUPT;
+    if (count > r->bev_cap) {
+        size_t cap = r->bev_cap ? r->bev_cap : 256;
+        while (cap < count)
+            cap *= 2;
+        struct reader_event *p = realloc(r->bev, cap * sizeof *p);
+        if (!p)
+            return -PYPROF_R_NOMEM;
+        r->bev = p;
+        r->bev_cap = cap;
+    }
+    int native = !!(r->hdr.flags & PYPROF_HDR_NATIVE);
+    /* Unsigned: any input wraps, as t_acc does, instead of overflowing.  t: the last
+     * event's time; ts: the last sample's (format.h: a sample's gap counts from it). */
+    uint64_t thread = 0, rss = 0, t = r->t_acc, ts = r->t_acc;
+    for (uint64_t i = 0; i < count; i++) {
+        struct reader_event *ev = &r->bev[i];
+        uint64_t h = get_uv(in), kind = h & 1 ? h & 7 : 0, v = h & 1 ? h >> 3 : h >> 1;
+        if (kind == 7)
+            return -PYPROF_R_CORRUPT;
+        if (kind == 3) {
+            rss += (v >> 1) ^ -(v & 1);
+            t += (uint64_t)get_sv(in);
+            ev->type = PYPROF_REC_RSS;
+            ev->a = rss * unit;
+        } else {
+            uint64_t flags = 0, ev_cpu = cpu;
+            if (kind == 1)
+                flags = PYPROF_BATCH_F_THREAD;
+            else if (kind == 5)
+                flags = get_uv(in);
+            if (flags & ~(uint64_t)PYPROF_BATCH_F_ALL)
+                return -PYPROF_R_CORRUPT;
+            if (flags & PYPROF_BATCH_F_THREAD)
+                thread = get_uv(in);
+            if (flags & PYPROF_BATCH_F_CPU)
+                ev_cpu = get_uv(in);
+            uint64_t gap = (uint64_t)get_sv(in);
+            if (!(flags & PYPROF_BATCH_F_DT))
+                gap += base;
+            t = ts += gap;
+            ev->type = PYPROF_REC_SAMPLE;
+            ev->a = thread;
+            ev->b = v;
+            ev->c = ev_cpu;
+            ev->d = native ? get_uv(in) : 0;
+            ev->e = native ? get_uv(in) : 0;
+        }
+        if (in->bad)
+            return -PYPROF_R_CORRUPT;
+        ev->t_us = (int64_t)t;
+    }
+    r->t_acc = t;
+    r->bev_n = (size_t)count;
+    r->bev_pos = 0;
+    return 0;
+}
+
+/* The next event of the current BATCH as the record it stands for. */
+static void reader_batch_event(pyprof_reader *r, pyprof_record *rec)
+{
+    const struct reader_event *ev = &r->bev[r->bev_pos++];
+    rec->type = ev->type;
+    if (ev->type == PYPROF_REC_RSS) {
+        rec->u.rss.t_us = ev->t_us;
+        rec->u.rss.rss_bytes = ev->a;
+        return;
+    }
+    pyprof_sample_rec *s = &rec->u.sample;
+    s->t_us = ev->t_us;
+    s->thread_idx = ev->a;
+    s->stack_id = ev->b;
+    s->cpu_us = ev->c;
+    s->nstack_id = ev->d;
+    s->native_flags = ev->e;
+}
+
 /* Adds a dt field to the running time. */
 static int64_t reader_advance(pyprof_reader *r, int64_t dt)
 {
@@ -984,6 +1083,11 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
     }
     if (r->done)
         return 0;
+next_record:
+    if (r->bev_pos < r->bev_n) {
+        reader_batch_event(r, rec);
+        return 1;
+    }
 
     uint8_t type;
     const uint8_t *payload;
@@ -1042,6 +1146,12 @@ int pyprof_reader_next(pyprof_reader *r, pyprof_record *rec)
         rec->u.rss.rss_bytes = rec_get_uvarint(&in);
         break;
     }
+    case PYPROF_REC_BATCH:
+        rc = reader_parse_batch(r, &in);
+        if (rc < 0)
+            goto fail;
+        /* Its first event; an empty batch stands for no record: the next one. */
+        goto next_record;
     case PYPROF_REC_MODULE:
         rc = reader_parse_module(r, &in, &rec->u.module);
         if (rc < 0)
@@ -1118,6 +1228,7 @@ void pyprof_reader_close(pyprof_reader *r)
     free(r->frames);
     free(r->runs);
     free(r->snap);
+    free(r->bev);
     free(r->trk.block);
     free(r);
 }

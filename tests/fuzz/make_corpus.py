@@ -4,6 +4,7 @@
     python3 tests/fuzz/make_corpus.py [build/libpyprof.so] [tests/fuzz/corpus]
     python3 tests/fuzz/make_corpus.py --series-only    # only the hand-built seeds (series,
                                                        # snapshot and span records)
+    python3 tests/fuzz/make_corpus.py --batch-only     # only the BATCH seeds
 
 Profiles a few tiny Python programs with the real library to get real logs, then derives
 broken ones from them: cut short at several places, bytes flipped, a newer format version,
@@ -19,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
-from make_fixtures import MAGIC, lz4, read_uvarint, record, svarint, text, uvarint, write_seeds  # noqa: E402,E501  (one codec)
+from make_fixtures import MAGIC, batch_events, header_flags, lz4, read_uvarint, record, svarint, text, uvarint, write_seeds  # noqa: E402,E501  (one codec)
 
 PROGRAMS = {
     # A short CPU-bound run with a thread.
@@ -86,9 +87,10 @@ def payload(rec):
     return rec[i:]
 
 
-def pick_records(recs, nsamples):
-    """The first `nsamples` samples, the THREAD, RSS and MARK records, and the STACK and
-    CODE records the samples need, in their original order."""
+def pick_records(recs, nsamples, native=False):
+    """The first `nsamples` samples (SAMPLE records, or the BATCH records that hold them),
+    the THREAD, RSS and MARK records, and the STACK and CODE records the samples need, in
+    their original order."""
     keep = set()
     stacks = {}  # stack_id -> index
     codes = {}  # code_id -> index
@@ -97,25 +99,35 @@ def pick_records(recs, nsamples):
             codes[read_uvarint(payload(r), 0)[0]] = k
         elif t == 4:
             stacks[read_uvarint(payload(r), 0)[0]] = k
+
+    def need_stack(sid):
+        if sid not in stacks:
+            return
+        keep.add(stacks[sid])
+        sp = payload(recs[stacks[sid]][1])
+        _, j = read_uvarint(sp, 0)
+        nframes, j = read_uvarint(sp, j)
+        for _ in range(nframes):
+            cid, j = read_uvarint(sp, j)
+            _, j = read_uvarint(sp, j)
+            if cid in codes:
+                keep.add(codes[cid])
+
     for k, (t, r) in enumerate(recs):
         if t in (2, 6, 7) or (t == 5 and nsamples > 0):
             keep.add(k)
             nsamples -= t == 5
-        if t == 5 and k in keep:
-            p = payload(r)
-            _, i = read_uvarint(p, 0)  # dt_us
-            _, i = read_uvarint(p, i)  # thread_idx
-            sid, i = read_uvarint(p, i)
-            if sid in stacks:
-                keep.add(stacks[sid])
-                sp = payload(recs[stacks[sid]][1])
-                _, j = read_uvarint(sp, 0)
-                nframes, j = read_uvarint(sp, j)
-                for _ in range(nframes):
-                    cid, j = read_uvarint(sp, j)
-                    _, j = read_uvarint(sp, j)
-                    if cid in codes:
-                        keep.add(codes[cid])
+            if t == 5:
+                p = payload(r)
+                _, i = read_uvarint(p, 0)  # dt_us
+                _, i = read_uvarint(p, i)  # thread_idx
+                need_stack(read_uvarint(p, i)[0])
+        elif t == 14 and nsamples > 0:
+            keep.add(k)  # a batch: every sample of it needs its stack
+            for e in batch_events(payload(r), 0, native):
+                if e[0] == "S":
+                    nsamples -= 1
+                    need_stack(e[3])
     return [recs[k][1] for k in sorted(keep)]
 
 
@@ -215,7 +227,47 @@ def span_seeds():
     return seeds
 
 
+def batch_seeds():
+    """Logs of BATCH records, built by hand with make_fixtures: make_fixtures.build_log
+    in batches (with the native tail, too), the same cut inside a batch, and damaged
+    batches: more events announced than the payload holds, an RSS unit of 0, a flag and
+    a kind no reader knows, an event cut short."""
+    import make_fixtures as mf
+    plain = mf.build_log(120, seed=11, nthreads=3, batched=40)
+    seeds = {"batch-valid.lz4": lz4(plain)}
+    recs = records(plain)
+    at = len(MAGIC) + sum(len(r) for _, r in recs[:[t for t, _ in recs].index(mf.REC_BATCH)])
+    first = dict(recs)[mf.REC_BATCH]
+    seeds["batch-cut.lz4"] = lz4(plain[: at + len(first) // 2])
+    # A native log: a header with PYPROF_HDR_NATIVE, samples with nstack ids and flags.
+    native = native_mini()
+    hdr = records(native)[0][1]
+    tail = mf.batch([("S", 100, 0, 1, 10000, 1, 1), ("R", 150, 8192),
+                     ("S", 10200, 0, 1, 10000, 0, 2), ("S", 10200, 1, 1, 5000, 1, 0)],
+                    0, native=True)
+    seeds["batch-native.lz4"] = lz4(MAGIC + hdr + b"".join(r for _, r in records(native)[1:-1])
+                                    + tail + records(native)[-1][1])
+
+    def damaged(name, payload):
+        seeds["batch-%s.lz4" % name] = lz4(plain[:at] + record(mf.REC_BATCH, payload)
+                                           + plain[at + len(first):])
+
+    head = uvarint(10000) + uvarint(10000)
+    damaged("count-lie", uvarint(50) + head + uvarint(4096) + uvarint(2) + svarint(0))
+    damaged("unit-zero", uvarint(1) + head + uvarint(0) + uvarint(2) + svarint(0))
+    damaged("flag-unknown", uvarint(1) + head + uvarint(1) + uvarint(1 << 3 | 5) + uvarint(8)
+            + svarint(0))
+    damaged("kind-7", uvarint(1) + head + uvarint(1) + uvarint(7) + svarint(0))
+    damaged("event-cut", uvarint(2) + head + uvarint(1) + uvarint(2) + svarint(0)
+            + uvarint(1 << 3 | 1))
+    return seeds
+
+
 def main():
+    if sys.argv[1:] == ["--batch-only"]:
+        # Only the hand-built seeds of the BATCH record (no library run).
+        write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), batch_seeds())
+        return
     if sys.argv[1:] == ["--series-only"]:
         # Only the hand-built seeds of the series, snapshot and span records (no library
         # run).
@@ -249,7 +301,7 @@ def main():
     name, log = min(logs, key=lambda nl: len(nl[1]))
     recs = records(lz4(log, "-d"))
     assert recs[0][0] == 1 and recs[-1][0] == 15, "header ... footer expected"
-    body = pick_records(recs[1:-1], 3)
+    body = pick_records(recs[1:-1], 3, bool(header_flags(payload(recs[0][1])) & 2))
     plain = MAGIC + recs[0][1] + b"".join(body) + recs[-1][1]
     mini = lz4(plain)
     hdr_end = len(MAGIC) + len(recs[0][1])
@@ -286,6 +338,7 @@ def main():
     seeds.update(native_seeds())
     seeds.update(series_seeds())
     seeds.update(span_seeds())
+    seeds.update(batch_seeds())
 
     # Every seed is written again under its own name; the fuzzer's reproducers
     # (lz4-*.bin and the like) stay.

@@ -102,16 +102,7 @@ def test_rss_records(tmp_path):
     p = t.one_log(prof, ended="exit")
     assert p.proc["rss"]["peak"] >= seen_peak - (1 << 20), (seen_peak, p.dump())
     raw = subprocess.run(["lz4", "-dc", prof.logs[0]], stdout=subprocess.PIPE).stdout
-    at, now, points = 8, 0, []
-    while at < len(raw):
-        typ = raw[at]
-        n, at = mf.read_uvarint(raw, at + 1)
-        payload, at = raw[at:at + n], at + n
-        if typ in (5, 6):  # SAMPLE, RSS: timed
-            dt, k = mf.read_svarint(payload, 0)
-            now += dt
-            if typ == 6:
-                points.append((now, mf.read_uvarint(payload, k)[0]))
+    points = [(e[1], e[2]) for e in mf.timed_records(raw) if e[0] == "R"]
     # Two records in a row with the same value are a second apart (the last one, at the
     # end, excepted).
     same = [(a, b) for a, b in zip(points, points[1:-1]) if a[1] == b[1]]

@@ -120,27 +120,19 @@ def test_glue_shown_on_request(tmp_path):
 
 
 def record_types(log):
-    """The record types of a log, in order, and the SAMPLE payloads (the container is
-    plain LZ4 frames)."""
+    """The record types of a log, in order, the header's flags, and its samples as
+    make_fixtures.timed_records gives them (the container is plain LZ4 frames)."""
     raw = subprocess.run(["lz4", "-dc", log], stdout=subprocess.PIPE).stdout
     assert raw[:8] == b"\x89PYPROF\n"
-    i, types, samples = 8, [], []
+    i, types, flags = 8, [], None
     while i < len(raw):
         typ = raw[i]
         n, i = mf.read_uvarint(raw, i + 1)
         types.append(typ)
-        if typ == 5:
-            samples.append(raw[i:i + n])
+        if typ == 1:
+            flags = mf.header_flags(raw[i:i + n])
         i += n
-    return types, samples
-
-
-def varints(payload):
-    out, i = [], 0
-    while i < len(payload):
-        v, i = mf.read_uvarint(payload, i)
-        out.append(v)
-    return out
+    return types, flags, [e for e in mf.timed_records(raw) if e[0] == "S"]
 
 
 @pytest.mark.parametrize("native", [None, "0"])
@@ -158,9 +150,9 @@ def test_off_changes_nothing(native, tmp_path):
     prof = t.run([interp.path, str(script)], str(tmp_path / "logs"), env=env)
     assert prof.rc == 0 and prof.stdout.strip().endswith(b"False"), prof.describe()
     t.one_log(prof, ended="exit")
-    types, samples = record_types(prof.logs[0])
+    types, flags, samples = record_types(prof.logs[0])
     assert not set(types) & {8, 9, 10}, types
-    assert samples and all(len(varints(s)) == 4 for s in samples)
+    assert not flags & 2 and samples, (flags, len(samples))
 
 
 def test_native_records_written(tmp_path):
@@ -169,9 +161,10 @@ def test_native_records_written(tmp_path):
     ext = t.native_chain(interp)
     prof = t.run([interp.path, CHAIN, ext, "1"], str(tmp_path / "logs"), env=NATIVE_ENV)
     t.one_log(prof, ended="exit")
-    types, samples = record_types(prof.logs[0])
+    types, flags, samples = record_types(prof.logs[0])
     assert types.count(8) >= 5 and types.count(9) >= 1, types[:50]
-    with_native = [s for s in samples if len(varints(s)) == 6 and varints(s)[4]]
+    assert flags & 2, flags
+    with_native = [s for s in samples if s[5]]
     assert len(with_native) >= 0.9 * len(samples), (len(with_native), len(samples))
 
 

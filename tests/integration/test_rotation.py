@@ -24,7 +24,7 @@ import make_fixtures as mf  # noqa: E402  (the log format's varint readers)
 
 WORKLOAD = t.workload("rotating.py")
 REC_HEADER, REC_THREAD, REC_CODE, REC_STACK, REC_SAMPLE = 1, 2, 3, 4, 5
-REC_MODULE, REC_NSTACK, REC_FOOTER = 8, 9, 15
+REC_MODULE, REC_NSTACK, REC_BATCH, REC_FOOTER = 8, 9, 14, 15
 END_ROTATED = 8
 
 
@@ -96,7 +96,8 @@ def footer(payload):
 
 def check_self_contained(path):
     """Every id a record uses is announced earlier in the same file; returns the
-    header, the footer (None when cut short) and the SAMPLE count."""
+    header, the footer (None when cut short) and the sample count (SAMPLE records and
+    the samples of BATCH records)."""
     recs = records(path)
     assert recs and recs[0][0] == REC_HEADER, path
     h = header(recs[0][1])
@@ -129,6 +130,16 @@ def check_self_contained(path):
                 nsid = r.uv()
                 assert nsid == 0 or nsid in nstacks, (path, nsid)
             nsamples += 1
+        elif typ == REC_BATCH:
+            for e in mf.batch_events(p, 0, bool(h["flags"] & 2)):
+                if e[0] != "S":
+                    continue
+                _, _, tidx, sid, _, nsid, _ = e
+                assert tidx in threads, "%s: sample of thread %d before its THREAD" % (
+                    path, tidx)
+                assert sid in stacks, "%s: sample of stack %d before its STACK" % (path, sid)
+                assert nsid == 0 or nsid in nstacks, (path, nsid)
+                nsamples += 1
         elif typ == REC_FOOTER:
             foot = footer(p)
     if foot is not None:

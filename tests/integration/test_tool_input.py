@@ -79,11 +79,32 @@ def test_truncated_fixture():
     check_truncated(fixture("truncated.lz4"))
 
 
+def lz4_blocks(data):
+    """(start, end) of every data block of the LZ4 frames in `data` (the format's frame
+    layout: magic, FLG, BD, optional content size and dictionary id, header checksum;
+    blocks of a 4-byte size, data, optional checksum; an end mark, optional checksum)."""
+    out, at = [], 0
+    while at + 7 <= len(data) and data[at:at + 4] == b"\x04\x22\x4d\x18":
+        flg = data[at + 4]
+        at += 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        while at + 4 <= len(data):
+            size = int.from_bytes(data[at:at + 4], "little")
+            at += 4
+            if size == 0:
+                at += 4 if flg & 0x04 else 0
+                break
+            end = at + (size & 0x7FFFFFFF)
+            out.append((at, end))
+            at = end + (4 if flg & 0x10 else 0)
+    return out
+
+
 def test_real_log_cut(tmp_path):
-    """A real log cut short: in half, and just before its end (no footer, last block
-    partial).  The run is 3 s at 100 us, flushed every 0.2 s, so that the log spans many
-    LZ4 blocks (the first one, with the start-up code records, is large) and the first
-    half holds whole blocks of samples, however slow the build (a sanitizer's) is."""
+    """A real log cut short: in the middle of its middle LZ4 block, and just before its
+    end (no footer, last block partial).  The run is 3 s at 100 us, flushed every 0.2 s,
+    so that the log spans many LZ4 blocks (the first ones, with the start-up code
+    records, are large: a cut in the middle of the file's bytes may fall in them) and
+    half of them come before the cut, however slow the build (a sanitizer's) is."""
     interp = t.by_id("py3.11")[0].require()
     prof = t.run([interp.path, SIMPLE], str(tmp_path / "logs"),
                  env={"PYPROF_PERIOD": "100us", "BURN_SECONDS": "3", "PYPROF_FLUSH": "0.2"})
@@ -91,7 +112,10 @@ def test_real_log_cut(tmp_path):
     full = t.one_log(prof, ended="exit")
     n = full.proc["samples"]
     data = open(prof.logs[0], "rb").read()
-    for name, size in (("half", len(data) // 2), ("end", len(data) - 100)):
+    blocks = lz4_blocks(data)
+    assert len(blocks) >= 6, blocks
+    mid = blocks[len(blocks) // 2]
+    for name, size in (("half", (mid[0] + mid[1]) // 2), ("end", len(data) - 100)):
         cut = tmp_path / ("cut-%s.lz4" % name)
         cut.write_bytes(data[:size])
         rep = check_truncated(str(cut))
@@ -198,3 +222,35 @@ def test_series_info(tmp_path):
     assert len(snap) == 1 and snap[0].split()[1] == "3:"
     for k, (_, info) in enumerate(files):
         assert "#%d at %.3f s (2 threads)" % (k + 1, info["snapshot"] / 1e6) in snap[0]
+
+
+# ---- one log, two codings ---------------------------------------------------------------
+
+import re  # noqa: E402
+import subprocess  # noqa: E402
+
+SAME_COMMANDS = [["report"], ["report", "--json"], ["tree"], ["info"], ["html", "-o", "-"]] + \
+    [["export", "-f", f, "-o", "-"]
+     for f in ("folded", "pstats", "callgrind", "speedscope", "pprof", "chrome")]
+
+
+def test_batches_read_as_records(tmp_path):
+    """The same samples and RSS points written as SAMPLE and RSS records (as writers
+    before BATCH did) and as BATCH records: every command says the same of both, byte for
+    byte, but for the file's name and its decompressed size (`info`)."""
+    plain = tmp_path / "plain.lz4"
+    plain.write_bytes(mf.lz4(mf.build_log(3000, seed=7, rss_pages=True)))
+    batched = tmp_path / "batched.lz4"
+    batched.write_bytes(mf.lz4(mf.build_log(3000, seed=7, batched=256)))
+    assert batched.stat().st_size < plain.stat().st_size, (
+        batched.stat().st_size, plain.stat().st_size)
+    for cmd in SAME_COMMANDS:
+        a, b = (subprocess.run([t.TOOL] + cmd + [str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=t.base_env(), timeout=t.TIMEOUT)
+                for path in (plain, batched))
+        assert a.returncode == 0 and b.returncode == 0, (cmd, a.stderr, b.stderr)
+        out_a, out_b = a.stdout, b.stdout.replace(b"batched.lz4", b"plain.lz4")
+        if cmd == ["info"]:
+            out_a, out_b = (re.sub(rb"\d+ bytes decompressed", b"", o) for o in (out_a, out_b))
+        assert out_a and out_a == out_b, (cmd, out_a[:2000], out_b[:2000])
+        assert a.stderr == b.stderr.replace(b"batched.lz4", b"plain.lz4"), cmd

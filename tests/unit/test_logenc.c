@@ -537,6 +537,134 @@ static void test_footer_native(void **state)
     expect_end(&in);
 }
 
+/* ---- BATCH ---------------------------------------------------------------------------- */
+
+static uint8_t evbuf[4096];
+
+/* A batch after a timed record at 1000 us, period 10 ms, RSS in 4 KiB pages: every
+ * kind of event, each in the form format.h gives it. */
+static void test_batch(void **state)
+{
+    (void)state;
+    logenc_batch b;
+    logenc_batch_start(&b, 1000, 10000, 10000, 4096, 0);
+    rec_out ev;
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    /* One period after t0, the current thread (0): an even head, gap - base 0. */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 11000, 0, 5, 10000, 0, 0), 0);
+    /* Another thread, 3 us late: kind 1. */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 21003, 2, 40, 10000, 0, 0), 0);
+    /* An RSS point: 100 pages, 3997 us after the sample. */
+    assert_int_equal(logenc_batch_rss(&ev, &b, 25000, 100 * 4096), 0);
+    /* The gap counts from the last sample, not from the RSS point: 3 us early. */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 31000, 2, 5, 10000, 0, 0), 0);
+    /* Thread 0 at the same moment, with its own cpu_us: kind 5, a plain gap (0). */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 31000, 0, 7, 5000, 0, 0), 0);
+    /* RSS two pages down, 500 us later. */
+    assert_int_equal(logenc_batch_rss(&ev, &b, 31500, 98 * 4096), 0);
+    /* A gap far from the period, the same thread and cpu: kind 5 with only the plain
+     * gap (540 us from the last sample takes 2 bytes plain, 3 relative to 10000). */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 31540, 0, 7, 10000, 0, 0), 0);
+    assert_int_equal(b.count, 7);
+
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_batch(&o, &b, ev.buf, ev.len), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 7);     /* count */
+    assert_int_equal(rec_get_uvarint(&in), 10000); /* base_us */
+    assert_int_equal(rec_get_uvarint(&in), 10000); /* cpu_us */
+    assert_int_equal(rec_get_uvarint(&in), 4096);  /* rss_unit */
+    assert_int_equal(rec_get_uvarint(&in), 5 << 1);
+    assert_int_equal(rec_get_svarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 40 << 3 | 1);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_svarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 200 << 3 | 3); /* zigzag(100) = 200 */
+    assert_int_equal(rec_get_svarint(&in), 3997);
+    assert_int_equal(rec_get_uvarint(&in), 5 << 1);
+    assert_int_equal(rec_get_svarint(&in), -3);
+    assert_int_equal(rec_get_uvarint(&in), 7 << 3 | 5);
+    assert_int_equal(rec_get_uvarint(&in),
+                     PYPROF_BATCH_F_THREAD | PYPROF_BATCH_F_CPU | PYPROF_BATCH_F_DT);
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 5000);
+    assert_int_equal(rec_get_svarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 3 << 3 | 3); /* zigzag(-2) = 3 */
+    assert_int_equal(rec_get_svarint(&in), 500);
+    assert_int_equal(rec_get_uvarint(&in), 7 << 3 | 5);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_BATCH_F_DT);
+    assert_int_equal(rec_get_svarint(&in), 540);
+    expect_end(&in);
+}
+
+/* Native logs: every sample ends with its native stack and flags; RSS points do not. */
+static void test_batch_native(void **state)
+{
+    (void)state;
+    logenc_batch b;
+    logenc_batch_start(&b, 0, 1000, 1000, 0, 1);
+    assert_int_equal(b.rss_unit, 1); /* 0 is taken as 1 */
+    rec_out ev;
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    assert_int_equal(logenc_batch_sample(&ev, &b, 1000, 0, 3, 1000, 300,
+                                         PYPROF_NATIVE_F_TRUNCATED), 0);
+    assert_int_equal(logenc_batch_rss(&ev, &b, 1500, 12345), 0);
+    assert_int_equal(logenc_batch_sample(&ev, &b, 2001, 1, 4, 1000, 0,
+                                         PYPROF_NATIVE_F_SKIPPED), 0);
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_batch(&o, &b, ev.buf, ev.len), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 1000);
+    assert_int_equal(rec_get_uvarint(&in), 1000);
+    assert_int_equal(rec_get_uvarint(&in), 1);
+    assert_int_equal(rec_get_uvarint(&in), 3 << 1);
+    assert_int_equal(rec_get_svarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 300);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_NATIVE_F_TRUNCATED);
+    assert_int_equal(rec_get_uvarint(&in), (uint64_t)24690 << 3 | 3);
+    assert_int_equal(rec_get_svarint(&in), 500);
+    assert_int_equal(rec_get_uvarint(&in), 4 << 3 | 1);
+    assert_int_equal(rec_get_uvarint(&in), 1);
+    assert_int_equal(rec_get_svarint(&in), 1);
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_NATIVE_F_SKIPPED);
+    expect_end(&in);
+}
+
+/* What a batch cannot take leaves the events and the state as they were, so the writer
+ * can write the batch and start the next, or fall back to an RSS record. */
+static void test_batch_refused(void **state)
+{
+    (void)state;
+    logenc_batch b;
+    logenc_batch_start(&b, 0, 10000, 10000, 4096, 0);
+    rec_out ev;
+    rec_out_init(&ev, evbuf, 3);
+    assert_int_equal(logenc_batch_sample(&ev, &b, 10000, 0, 1, 10000, 0, 0), 0);
+    logenc_batch before = b;
+    size_t len = ev.len;
+    /* No room for a 2-byte head and its thread and gap. */
+    assert_int_equal(logenc_batch_sample(&ev, &b, 20000, 5, 100, 10000, 0, 0), -1);
+    assert_int_equal(ev.len, len);
+    assert_false(ev.overflow);
+    assert_memory_equal(&b, &before, sizeof b);
+    /* Not a whole number of pages. */
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    assert_int_equal(logenc_batch_rss(&ev, &b, 20000, 4097), -1);
+    assert_int_equal(ev.len, 0);
+    assert_memory_equal(&b, &before, sizeof b);
+    /* Full. */
+    b.count = PYPROF_BATCH_MAX;
+    assert_int_equal(logenc_batch_sample(&ev, &b, 20000, 0, 1, 10000, 0, 0), -1);
+    assert_int_equal(logenc_batch_rss(&ev, &b, 20000, 4096), -1);
+    assert_int_equal(ev.len, 0);
+}
+
 /* A buffer too small: the encoder says so, so the writer can refuse a cut payload. */
 static void test_overflow(void **state)
 {
@@ -572,6 +700,9 @@ int main(void)
         cmocka_unit_test(test_module),
         cmocka_unit_test(test_nstack),
         cmocka_unit_test(test_footer_native),
+        cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_batch_native),
+        cmocka_unit_test(test_batch_refused),
         cmocka_unit_test(test_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,15 +24,20 @@
 /* ---- building logs ---------------------------------------------------------------- */
 
 #define MAX_RECS 64
+#define MAX_YIELD 256
 
 /* A decompressed log being built, with the end offset of every record so the truncation
- * tests know how many whole records precede a cut. */
+ * tests know how many whole records precede a cut, and what the reader yields for each
+ * (one record of its type; a BATCH, the SAMPLE and RSS records of its events). */
 typedef struct logbuf {
     uint8_t *p;
     size_t len, cap;
     size_t rec_end[MAX_RECS];
     int rec_type[MAX_RECS];
     int nrec;
+    int ytype[MAX_YIELD]; /* the yielded records' types, in order */
+    int yrec[MAX_YIELD];  /* the index of the record each comes from */
+    int ny;
 } logbuf;
 
 static void lb_bytes(logbuf *b, const void *p, size_t n)
@@ -66,6 +71,10 @@ static void lb_rec(logbuf *b, uint8_t type, const rec_out *pl)
         b->rec_type[b->nrec] = type;
     }
     b->nrec++;
+    if (type != PYPROF_REC_BATCH && b->ny < MAX_YIELD) {
+        b->ytype[b->ny] = type;
+        b->yrec[b->ny++] = b->nrec - 1;
+    }
 }
 
 static uint8_t scratch[1 << 16];
@@ -518,11 +527,16 @@ static void check_cut_at_every_byte(const logbuf *b)
             assert_int_equal(err, PYPROF_R_TRUNCATED);
         } else {
             assert_non_null(r);
-            int types[MAX_RECS], end;
-            int n = read_all(r, types, MAX_RECS, &end);
-            assert_int_equal(n, whole - 1); /* the header is not returned by next */
+            /* What the whole records after the header (which next does not return)
+             * yield: a cut batch yields none of its events. */
+            int want = 0;
+            while (want < b->ny && b->yrec[want] < whole)
+                want++;
+            int types[MAX_YIELD], end;
+            int n = read_all(r, types, MAX_YIELD, &end);
+            assert_int_equal(n, want - 1);
             for (int i = 0; i < n; i++)
-                assert_int_equal(types[i], b->rec_type[i + 1]);
+                assert_int_equal(types[i], b->ytype[i + 1]);
             assert_int_equal(end, -PYPROF_R_TRUNCATED);
             pyprof_reader_close(r);
         }
@@ -1670,6 +1684,220 @@ static void test_snapshot_corrupt(void **state)
     free(b.p);
 }
 
+/* ---- BATCH ------------------------------------------------------------------------- */
+
+/* One timed event, as a reader yields it: a sample, or (rss != 0) an RSS point. */
+typedef struct tev {
+    int64_t t_us;
+    uint64_t thread, stack, cpu, rss, nstack, nflags;
+} tev;
+
+/* A BATCH of `n` events coded by logenc (the batch counts from t0_us, the time of the
+ * timed record before it), after a sanity check that each event is taken.  Its yields
+ * are the events' types. */
+static void lb_batch(logbuf *b, int64_t t0_us, const tev *e, size_t n, int native)
+{
+    static uint8_t ev_buf[1 << 15];
+    logenc_batch lb;
+    logenc_batch_start(&lb, t0_us, 10000, 10000, 4096, native);
+    rec_out ev;
+    rec_out_init(&ev, ev_buf, sizeof ev_buf);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(e[i].rss ? logenc_batch_rss(&ev, &lb, e[i].t_us, e[i].rss)
+                                  : logenc_batch_sample(&ev, &lb, e[i].t_us, e[i].thread,
+                                                        e[i].stack, e[i].cpu, e[i].nstack,
+                                                        e[i].nflags),
+                         0);
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    assert_int_equal(logenc_put_batch(&o, &lb, ev.buf, ev.len), 0);
+    lb_rec(b, PYPROF_REC_BATCH, &o);
+    for (size_t i = 0; i < n && b->ny < MAX_YIELD; i++) {
+        b->ytype[b->ny] = e[i].rss ? PYPROF_REC_RSS : PYPROF_REC_SAMPLE;
+        b->yrec[b->ny++] = b->nrec - 1;
+    }
+}
+
+/* Every kind of event: thread switches, a cpu_us of its own, gaps near and far from the
+ * period, a gap of 0 (a wall-clock pass), a negative one, RSS points up and down. */
+static const tev batch1[] = {
+    {11000, 0, 1, 10000, 0, 0, 0},
+    {21007, 1, 2, 10000, 0, 0, 0},
+    {21007, 0, 3, 10000, 0, 0, 0},
+    {23000, 0, 0, 0, 50 << 12, 0, 0},
+    {30990, 0, 1, 2500, 0, 0, 0},
+    {30985, 1, 70, 10000, 0, 0, 0},
+    {31500, 0, 0, 0, 49 << 12, 0, 0},
+    {900000, 1, 3, 10000, 0, 0, 0},
+};
+static const tev batch2[] = {
+    {910000, 1, 1, 10000, 0, 0, 0},
+    {910100, 0, 0, 0, (uint64_t)3 << 30, 0, 0},
+};
+
+/* A log with plain SAMPLE and RSS records between batches: the time runs through all. */
+static void build_batches(logbuf *b)
+{
+    lb_init(b);
+    lb_header(b, PYPROF_FORMAT_VERSION);
+    lb_thread(b, 0, 4242, "MainThread");
+    lb_thread(b, 1, 4243, "worker");
+    lb_code(b, 16, 3, "f", "C.f", "/x/a.py", "", 0);
+    lb_stack(b, 1, 4, stack_codes, stack_lines);
+    lb_sample(b, 1000, 0, 1, 10000); /* t 1000 */
+    lb_batch(b, 1000, batch1, sizeof batch1 / sizeof *batch1, 0);
+    lb_rss(b, 100, 4096); /* t 900100 */
+    lb_batch(b, 900100, NULL, 0, 0); /* empty: yields nothing */
+    lb_batch(b, 900100, batch2, sizeof batch2 / sizeof *batch2, 0);
+    lb_sample(b, 5, 0, 1, 10000); /* t 910105 */
+    lb_footer(b);
+}
+
+static void expect_event(const pyprof_record *rec, const tev *e)
+{
+    if (e->rss) {
+        assert_int_equal(rec->type, PYPROF_REC_RSS);
+        assert_int_equal(rec->u.rss.t_us, e->t_us);
+        assert_int_equal(rec->u.rss.rss_bytes, e->rss);
+        return;
+    }
+    assert_int_equal(rec->type, PYPROF_REC_SAMPLE);
+    assert_int_equal(rec->u.sample.t_us, e->t_us);
+    assert_int_equal(rec->u.sample.thread_idx, e->thread);
+    assert_int_equal(rec->u.sample.stack_id, e->stack);
+    assert_int_equal(rec->u.sample.cpu_us, e->cpu);
+    assert_int_equal(rec->u.sample.nstack_id, e->nstack);
+    assert_int_equal(rec->u.sample.native_flags, e->nflags);
+}
+
+static void test_batch_roundtrip(void **state)
+{
+    (void)state;
+    logbuf b;
+    build_batches(&b);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    for (int i = 0; i < 4; i++) /* threads, code, stack */
+        assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_STACK);
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    expect_event(&rec, &(tev){1000, 0, 1, 10000, 0, 0, 0});
+    for (size_t i = 0; i < sizeof batch1 / sizeof *batch1; i++) {
+        assert_int_equal(pyprof_reader_next(r, &rec), 1);
+        expect_event(&rec, &batch1[i]);
+    }
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    expect_event(&rec, &(tev){900100, 0, 0, 0, 4096, 0, 0});
+    for (size_t i = 0; i < sizeof batch2 / sizeof *batch2; i++) {
+        assert_int_equal(pyprof_reader_next(r, &rec), 1);
+        expect_event(&rec, &batch2[i]);
+    }
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    expect_event(&rec, &(tev){910105, 0, 1, 10000, 0, 0, 0});
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    assert_int_equal(rec.type, PYPROF_REC_FOOTER);
+    assert_int_equal(pyprof_reader_next(r, &rec), 0);
+    pyprof_reader_close(r);
+    free(c);
+    check_cut_at_every_byte(&b);
+    free(b.p);
+}
+
+/* In a native log every sample of a batch carries its native stack and flags. */
+static void test_batch_native(void **state)
+{
+    (void)state;
+    static const tev ev[] = {
+        {10000, 0, 1, 10000, 0, 5, PYPROF_NATIVE_F_TRUNCATED},
+        {10500, 0, 0, 0, 4096, 0, 0},
+        {20000, 0, 1, 10000, 0, 0, PYPROF_NATIVE_F_SKIPPED},
+    };
+    logbuf b;
+    lb_init(&b);
+    lb_header_flags(&b, PYPROF_FORMAT_VERSION, PYPROF_HDR_MEMORY | PYPROF_HDR_NATIVE);
+    lb_batch(&b, 0, ev, 3, 1);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pyprof_reader_next(r, &rec), 1);
+        expect_event(&rec, &ev[i]);
+    }
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_TRUNCATED);
+    pyprof_reader_close(r);
+    free(c);
+    check_cut_at_every_byte(&b);
+    free(b.p);
+}
+
+/* A BATCH payload from raw varints (count, base, cpu, unit, then the events' bytes). */
+static int batch_raw(const uint64_t *v, size_t nv)
+{
+    uint8_t tail[256];
+    rec_out o;
+    rec_out_init(&o, scratch, sizeof scratch);
+    for (size_t i = 0; i < nv; i++)
+        rec_put_uvarint(&o, v[i]);
+    size_t n = rec_envelope(tail, sizeof tail, PYPROF_REC_BATCH, o.buf, o.len);
+    assert_true(n > 0);
+    return first_next_after(tail, n);
+}
+
+/* A damaged batch gives none of its events, only CORRUPT. */
+static void test_batch_corrupt(void **state)
+{
+    (void)state;
+    /* Well formed: one sample (an even head: stack 1, gap = base). */
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 1, 0}, 6), 1);
+    /* More events than its bytes can hold; more than the format allows. */
+    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0}, 6),
+                     -PYPROF_R_CORRUPT);
+    assert_int_equal(batch_raw((const uint64_t[]){PYPROF_BATCH_MAX + 1, 10, 10, 1}, 4),
+                     -PYPROF_R_CORRUPT);
+    /* An RSS unit of 0. */
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 0, 1 << 1, 0}, 6),
+                     -PYPROF_R_CORRUPT);
+    /* A flag this reader does not know; the kind that does not exist. */
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 3 | 5, 8, 0, 0}, 8),
+                     -PYPROF_R_CORRUPT);
+    assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 3 | 7, 0, 0}, 7),
+                     -PYPROF_R_CORRUPT);
+    /* The second event cut short: the first is not returned either. */
+    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0, 1 << 3 | 1, 5},
+                               8),
+                     -PYPROF_R_CORRUPT);
+    /* Extreme values wrap without harm (times and RSS are unsigned sums). */
+    assert_int_equal(batch_raw((const uint64_t[]){2, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                                                  (UINT64_MAX >> 3) << 3 | 3, UINT64_MAX,
+                                                  (UINT64_MAX >> 3) << 3 | 5, 7, UINT64_MAX,
+                                                  UINT64_MAX, UINT64_MAX},
+                               11),
+                     1);
+}
+
+/* Many empty batches in a row: read in a loop, not by recursion. */
+static void test_batch_empty_run(void **state)
+{
+    (void)state;
+    logbuf b;
+    lb_init(&b);
+    lb_header(&b, PYPROF_FORMAT_VERSION);
+    static const uint8_t empty[] = {PYPROF_REC_BATCH, 4, 0, 1, 1, 1};
+    for (int i = 0; i < 200000; i++)
+        lb_bytes(&b, empty, sizeof empty);
+    lb_sample(&b, 7, 0, 1, 10000);
+    uint8_t *c;
+    pyprof_reader *r = open_built(&b, &c);
+    pyprof_record rec;
+    assert_int_equal(pyprof_reader_next(r, &rec), 1);
+    expect_event(&rec, &(tev){7, 0, 1, 10000, 0, 0, 0});
+    assert_int_equal(pyprof_reader_next(r, &rec), -PYPROF_R_TRUNCATED);
+    pyprof_reader_close(r);
+    free(c);
+    free(b.p);
+}
+
 /* What a record says, folded into a number: two readings of one log must agree. */
 static uint64_t rec_digest(const pyprof_record *rec)
 {
@@ -1681,6 +1909,10 @@ static uint64_t rec_digest(const pyprof_record *rec)
         MIX(rec->u.sample.thread_idx);
         MIX(rec->u.sample.stack_id);
         MIX(rec->u.sample.cpu_us);
+        break;
+    case PYPROF_REC_RSS:
+        MIX(rec->u.rss.t_us);
+        MIX(rec->u.rss.rss_bytes);
         break;
     case PYPROF_REC_STACK:
         MIX(rec->u.stack.stack_id);
@@ -1918,6 +2150,10 @@ int main(void)
         cmocka_unit_test(test_snapshot_corrupt),
         cmocka_unit_test(test_span_roundtrip),
         cmocka_unit_test(test_span_corrupt),
+        cmocka_unit_test(test_batch_roundtrip),
+        cmocka_unit_test(test_batch_native),
+        cmocka_unit_test(test_batch_corrupt),
+        cmocka_unit_test(test_batch_empty_run),
         cmocka_unit_test(test_follow),
         cmocka_unit_test(test_follow_mem),
         cmocka_unit_test(test_strerror),
