@@ -54,7 +54,7 @@ def server_burn(ms):
 def query():
     facts["query_id"] = profiler.get().get_id()
     t0 = time.thread_time()
-    r = burn(300000)
+    r = burn(1000000)
     facts["burn_ms"] = (time.thread_time() - t0) * 1000.0
     return r
 
