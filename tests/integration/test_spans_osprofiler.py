@@ -189,13 +189,16 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
 
     CPU.  Each program burnt a known amount of its thread's CPU time inside a span, in a
     function of its own (server_burn in wsgi, burn in db-query, client_burn in
-    client-call), measured with its thread's CPU clock, and also measured the CPU of the
-    code it runs inside each span.  The tool's figures for a span (its burning
-    function's self_ms, the span's cpu_ms) must match those measurements within 5
-    points of the span's duration: a thread's CPU in a span can be no more than the
-    span's duration, so that is the scale on which a sampled CPU figure is right or
-    wrong whatever the span's size, and it comes from the log itself.  The burning
-    function is the span's top function."""
+    client-call), and measured on its thread's CPU clock both that and all the CPU of
+    the code it runs inside the span.  Against those: the span's CPU in the JSON
+    (info.pyprof.cpu_ms) within 5 % of the CPU the program measured inside it, and the
+    burning function's share of the span's CPU (its self_ms over cpu_ms) within 5
+    points of the share the program measured (burn over all).  The scale is the span's
+    CPU, not its duration: a sample stands for a period of the thread's own CPU clock,
+    so what sampling gets wrong is a sample or two of that CPU however long the thread
+    waited for a core (on this shared machine a span of 300 ms of CPU can last 650 ms),
+    and the figures come from the programs' own clocks, never from wall time.  The
+    burning function is the span's top function."""
     out, c, s, cf, sf = wsgi.out, wsgi.c, wsgi.s, wsgi.cf, wsgi.sf
     ls = str(tmp_path / "list.json")
     res = run_tool("trace", "list", "--json", "--out", ls, out)
@@ -238,12 +241,11 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
                                        sf["app_cpu_ms"]),
                                       (db, "burn", sf["burn_ms"], sf["burn_ms"])):
         q = node["info"]["pyprof"]
-        dur_ms = (q["finished_us"] - q["started_us"]) / 1000.0
         top = q["top_functions"]
-        msg = "%s: burnt %.1f ms in %s, %.1f ms inside, over %.1f ms\n%s" % (
-            node["info"]["name"], burnt, func, inside, dur_ms, json.dumps(q, indent=1))
-        assert burnt > 10 and dur_ms >= burnt, msg
+        msg = "%s: %.1f ms of CPU inside, %.1f ms of it in %s\n%s" % (
+            node["info"]["name"], inside, burnt, func, json.dumps(q, indent=1))
+        assert burnt > 20 and inside >= burnt, msg
         assert top and top[0]["function"] == func, msg
-        assert abs(top[0]["self_ms"] - burnt) <= 0.05 * dur_ms, msg
-        assert abs(q["cpu_ms"] - inside) <= 0.05 * dur_ms, msg
+        assert abs(q["cpu_ms"] - inside) <= 0.05 * inside, msg
+        assert abs(top[0]["self_ms"] / q["cpu_ms"] - burnt / inside) <= 0.05, msg
         assert q["samples"] >= top[0]["samples"], msg
