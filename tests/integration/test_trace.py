@@ -415,6 +415,7 @@ def test_odd_spans(tmp_path):
     rep = run_json("report", "--json", path)
     pr = rep["processes"][0]
     assert (pr["spans"], pr["spans_unfinished"], pr["span_stops_unmatched"]) == (4, 0, 1)
+    assert pr["spans_lost"] is None  # a footer without the span section
     res = run("info", path)
     assert res.returncode == 0
     assert b"4 started, 5 stopped; 1 stops of spans not in the logs" in res.stdout
@@ -429,7 +430,7 @@ def test_odd_spans(tmp_path):
 
 def test_span_across_rotated_files(tmp_path):
     """A span started in seq 0 and stopped in seq 1 of a series is one span, whatever
-    the order the files are given in."""
+    the order the files are given in; the files' spans_lost add up."""
     import make_fixtures as mf
     d = tmp_path / "logs"
     d.mkdir()
@@ -446,7 +447,11 @@ def test_span_across_rotated_files(tmp_path):
             log.sample(t_us, 3 - seq, ["main", "f%d" % seq])
         if seq == 1:
             log.stop(7, 20_000, 2)  # 20 ms into the second file: 70 ms into the series
-        paths.append(log.write(d / ("pyprof.app.5000.%04d.lz4" % seq)))
+        paths.append(log.write(d / ("pyprof.app.5000.%04d.lz4" % seq), spans_lost=3 + seq))
+    # The footers' spans_lost (3, 4) add up, as the series' other counters do.
+    pr = run_json("report", "--json", *paths)["processes"]
+    assert [p["spans_lost"] for p in pr] == [7]
+    assert b"; 7 starts and stops lost" in run("info", *paths).stdout
     for order in (paths, paths[::-1]):
         tr = run_json("trace", "show", "R", "--json", *order)
         q = tr["children"][0]["info"]["pyprof"]
