@@ -22,6 +22,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 
 import pytest
 
@@ -108,6 +109,9 @@ def test_cut_inside_spans(tmp_path):
     out = str(tmp_path / "logs")
     proc = t.start([DEBIAN_PYTHON, t.workload("spans_cut.py")], out,
                    env={"PYTHONPATH": PYPKG, "PYPROF_PERIOD": "1ms"})
+    # A hang guard only: the program never ends by itself.
+    guard = threading.Timer(t.TIMEOUT, proc.proc.kill)
+    guard.start()
     line = proc.proc.stdout.readline()
     try:
         said = json.loads(line.decode())
@@ -115,6 +119,7 @@ def test_cut_inside_spans(tmp_path):
         assert flushed.returncode == 0 and flushed.stdout.startswith("ok"), flushed
     finally:
         proc.proc.send_signal(signal.SIGKILL)
+        guard.cancel()
     run = proc.wait()
     assert run.rc == -signal.SIGKILL, run.describe()
     (path,) = run.logs
