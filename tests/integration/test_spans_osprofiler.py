@@ -197,8 +197,11 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     CPU, not its duration: a sample stands for a period of the thread's own CPU clock,
     so what sampling gets wrong is a sample or two of that CPU however long the thread
     waited for a core (on this shared machine a span of 300 ms of CPU can last 650 ms),
-    and the figures come from the programs' own clocks, never from wall time.  The
-    burning function is the span's top function."""
+    and the figures come from the programs' own clocks, never from wall time.  Samples
+    the library dropped while Python ran (counted in the footer: a handler preempted on
+    a busy machine makes it skip up to 9 signals, `throttled`) are CPU no span can show:
+    each widens the bounds by one period.  The burning function is the span's top
+    function."""
     out, c, s, cf, sf = wsgi.out, wsgi.c, wsgi.s, wsgi.cf, wsgi.sf
     ls = str(tmp_path / "list.json")
     res = run_tool("trace", "list", "--json", "--out", ls, out)
@@ -233,6 +236,12 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
         assert info["exception"] == "None"
     assert srv["info"]["meta.raw_payload.wsgi-start"]["info"]["request"]["path"] == "/items"
     assert db["info"]["meta.raw_payload.db-query-start"]["info"]["table"] == "users"
+    # The CPU each process's dropped samples stood for (ms), those of the interpreter's
+    # start and end (not_ready) and of threads not running Python aside.
+    lost_ms = {}
+    for pr in t.report(out)["processes"]:
+        n = sum(v for k, v in pr["dropped"].items() if k not in ("not_ready", "no_python"))
+        lost_ms[pr["pid"]] = n * pr["period_ns"] / 1e6
     # CPU: (span, function burning, its measured CPU, the measured CPU of the program's
     # code inside the span).
     for node, func, burnt, inside in ((call, "client_burn", cf["client_burn_ms"],
@@ -242,10 +251,11 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
                                       (db, "burn", sf["burn_ms"], sf["burn_ms"])):
         q = node["info"]["pyprof"]
         top = q["top_functions"]
-        msg = "%s: %.1f ms of CPU inside, %.1f ms of it in %s\n%s" % (
-            node["info"]["name"], inside, burnt, func, json.dumps(q, indent=1))
+        lost = lost_ms[q["pid"]]
+        msg = "%s: %.1f ms of CPU inside, %.1f ms of it in %s; %.0f ms dropped\n%s" % (
+            node["info"]["name"], inside, burnt, func, lost, json.dumps(q, indent=1))
         assert burnt > 20 and inside >= burnt, msg
         assert top and top[0]["function"] == func, msg
-        assert abs(q["cpu_ms"] - inside) <= 0.05 * inside, msg
-        assert abs(top[0]["self_ms"] / q["cpu_ms"] - burnt / inside) <= 0.05, msg
+        assert abs(q["cpu_ms"] - inside) <= 0.05 * inside + lost, msg
+        assert abs(top[0]["self_ms"] / q["cpu_ms"] - burnt / inside) <= 0.05 + lost / inside, msg
         assert q["samples"] >= top[0]["samples"], msg
