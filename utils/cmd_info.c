@@ -19,7 +19,7 @@ const char cmd_info_usage[] =
     "corrupted.  The files of a rotated series are one process: their list (seq, where\n"
     "each starts, how it ended, path) follows the run id, and the snapshots `pyprof dump`\n"
     "took are listed by id and time, and the spans counted (started, stopped, unfinished:\n"
-    "no stop in the logs).\n"
+    "no stop in the logs; lost: starts and stops the library could not queue).\n"
     "\n"
     "options:\n" CLI_FILTER_HELP
     "  -h, --help       show this text\n"
@@ -228,9 +228,14 @@ static void print_log(const profile *p, size_t i, int filtered)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');
     print_snapshots(p, i);
-    if (pr->span_starts_read || pr->span_stops_read) {
+    /* The footer's spans_lost: starts and stops the library could not queue. */
+    uint64_t lost = pr->has_footer && pr->footer.has_spans ? pr->footer.spans_lost : 0;
+    if (pr->span_starts_read || pr->span_stops_read || lost) {
         printf("  spans           %" PRIu64 " started, %" PRIu64 " stopped", pr->span_starts_read,
                pr->span_stops_read);
+        if (lost)
+            printf("; %" PRIu64 " starts and stops lost (the library's buffer was full)",
+                   lost);
         if (pr->spans != pr->span_starts_read)
             printf("; %" PRIu64 " kept", pr->spans);
         if (pr->spans_unfinished)

@@ -307,8 +307,12 @@ static void print_process_json(const profile *p, size_t i)
     printf(", \"files\": %zu, \"snapshots\": %" PRIu64, pr->nfiles, pr->snapshots);
     /* Spans: kept, of which without a stop in the logs; stops whose start is not there. */
     printf(", \"spans\": %" PRIu64 ", \"spans_unfinished\": %" PRIu64
-           ", \"span_stops_unmatched\": %" PRIu64 "}",
+           ", \"span_stops_unmatched\": %" PRIu64 ", \"spans_lost\": ",
            pr->spans, pr->spans_unfinished, pr->span_stops_unmatched);
+    /* Starts and stops the library could not queue (the footer's span section; null
+     * without it: no footer, or an older writer). */
+    json_u64_or_null(pr->has_footer && f->has_spans, f->spans_lost);
+    fputc('}', stdout);
 }
 
 static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)

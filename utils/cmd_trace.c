@@ -217,25 +217,26 @@ static int do_list(FILE *f, const profile *p, const trace_set *ts, int json)
             fputs(i ? ",\n  {\"trace_id\": " : "\n  {\"trace_id\": ", f);
             cli_json_str(f, t->id);
             fmt_iso(t->start_unix_ns, b, sizeof b);
-            printf(", \"started\": \"%s\", \"started_unix_ns\": %" PRIu64
-                   ", \"duration_ms\": %.3f, \"root\": ",
-                   b, t->start_unix_ns, (double)(t->end_unix_ns - t->start_unix_ns) / 1e6);
+            fprintf(f,
+                    ", \"started\": \"%s\", \"started_unix_ns\": %" PRIu64
+                    ", \"duration_ms\": %.3f, \"root\": ",
+                    b, t->start_unix_ns, (double)(t->end_unix_ns - t->start_unix_ns) / 1e6);
             cli_json_str(f, root->name);
-            printf(", \"spans\": %zu, \"unfinished\": %zu, \"pids\": [", t->nspans,
-                   t->unfinished);
+            fprintf(f, ", \"spans\": %zu, \"unfinished\": %zu, \"pids\": [", t->nspans,
+                    t->unfinished);
             for (size_t k = 0; k < t->npids; k++)
-                printf("%s%" PRIu64, k ? ", " : "", t->pids[k]);
+                fprintf(f, "%s%" PRIu64, k ? ", " : "", t->pids[k]);
             fputs("]}", f);
         }
         fputs("]}\n", f);
         return CLI_EXIT_OK;
     }
     if (!ts->ntraces) {
-        printf("no spans in the logs given\n");
+        fprintf(f, "no spans in the logs given\n");
         return CLI_EXIT_OK;
     }
-    printf("%-36s  %-27s %12s %6s %10s  %-14s %s\n", "TRACE", "STARTED", "DURATION", "SPANS",
-           "UNFINISHED", "PIDS", "ROOT");
+    fprintf(f, "%-36s  %-27s %12s %6s %10s  %-14s %s\n", "TRACE", "STARTED", "DURATION",
+            "SPANS", "UNFINISHED", "PIDS", "ROOT");
     for (size_t i = 0; i < ts->ntraces; i++) {
         const trace *t = &ts->traces[i];
         char pids[64] = "", d[64];
@@ -248,11 +249,12 @@ static int do_list(FILE *f, const profile *p, const trace_set *ts, int json)
         snprintf(d, sizeof d, "%.3f ms", (double)(t->end_unix_ns - t->start_unix_ns) / 1e6);
         /* The id first, then the columns; a long id pushes them right. */
         put_plain(f, t->id);
-        printf("%*s", (int)(strlen(t->id) < 36 ? 36 - strlen(t->id) : 0), "");
-        printf("  %-27s %12s %6zu %10zu  %-14s ", cli_fmt_unix_ns(t->start_unix_ns, b, sizeof b),
-               d, t->nspans, t->unfinished, pids);
+        fprintf(f, "%*s", (int)(strlen(t->id) < 36 ? 36 - strlen(t->id) : 0), "");
+        fprintf(f, "  %-27s %12s %6zu %10zu  %-14s ",
+                cli_fmt_unix_ns(t->start_unix_ns, b, sizeof b), d, t->nspans, t->unfinished,
+                pids);
         put_plain(f, p->spans[t->first_root].name);
-        putchar('\n');
+        putc('\n', f);
     }
     return CLI_EXIT_OK;
 }

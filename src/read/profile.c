@@ -1346,6 +1346,10 @@ static void footer_add(pyprof_footer *a, const pyprof_footer *b)
         a->calib_ns += b->calib_ns;
         a->process_cpu_ns += b->process_cpu_ns;
     }
+    if (b->has_spans) {
+        a->has_spans = 1;
+        a->spans_lost += b->spans_lost;
+    }
 }
 
 /* Derives the process's footer, end, path and last time from its files (by seq). */

@@ -1,7 +1,7 @@
 """TEST HELPER ONLY: a small decoder of the records the span tests assert on.
 
-The span records (SPAN_START, SPAN_STOP) have no command of the tool to print them yet,
-so the span tests read the logs here, with a second, independent decoder of the format
+The library's span tests read the span records (SPAN_START, SPAN_STOP) here, with a
+second decoder of the format independent of the tool's reader
 (make_fixtures' varints, as test_rotation.py does): the header, THREAD, CODE, STACK,
 SAMPLE and RSS records (for the samples' times), the span records and the footer's
 spans_lost.  Not a reader for anything but these tests.
@@ -193,6 +193,11 @@ def _footer_spans_lost(r, native):
     if native:
         for _ in range(4):
             r.uv()
+    if not r.more():
+        return None
+    # The whole-cost section: signal_cost_ns, calib_signals, calib_ns, process_cpu_ns.
+    for _ in range(4):
+        r.uv()
     return r.uv() if r.more() else None
 
 

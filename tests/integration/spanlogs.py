@@ -74,16 +74,25 @@ class Log:
         self.recs.append(mf.span_stop(span_id, t_us, thread_idx, info))
         self.last = max(self.last, t_us)
 
-    def data(self, footer=True):
+    def data(self, footer=True, spans_lost=None):
         recs = list(self.recs)
         if footer:
-            recs.append(mf.footer(len(self.samples), len(self.samples), self.last + 10, {},
-                                  start_unix_ns=self.start_unix_ns))
+            rec = mf.footer(len(self.samples), len(self.samples), self.last + 10, {},
+                            start_unix_ns=self.start_unix_ns)
+            if spans_lost is not None:
+                # The optional sections up to the span section: an empty cost
+                # histogram, the timer and whole-cost sections at 0, then spans_lost.
+                n, at = mf.read_uvarint(rec, 1)
+                payload = rec[at:at + n] + b"".join(
+                    mf.uvarint(v) for v in [0, 0, 0, 0] + [0, 0] + [0, 0, 0, 0] +
+                    [spans_lost])
+                rec = mf.record(mf.REC_FOOTER, payload)
+            recs.append(rec)
         return b"".join(recs)
 
-    def write(self, path, footer=True):
+    def write(self, path, footer=True, spans_lost=None):
         with open(path, "wb") as f:
-            f.write(mf.lz4(self.data(footer)))
+            f.write(mf.lz4(self.data(footer, spans_lost)))
         return str(path)
 
     def in_span(self, thread_idx, t0, t1):

@@ -11,6 +11,7 @@ with the test-only decoder spanlog.py.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import uuid
 
@@ -18,6 +19,7 @@ import pytest
 
 import pyprof_testlib as t
 import spanlog
+from osprofiler_cli import check_osprofiler, tree_of
 
 PY = "/usr/bin/python3"
 PYPKG = os.path.join(t.REPO, "utils", "python")
@@ -26,16 +28,15 @@ SERVER = t.workload("osprof_server.py")
 CLIENT = t.workload("osprof_client.py")
 
 
-@pytest.fixture
-def userbase(tmp_path):
-    """A PYTHONUSERBASE whose site-packages holds the pyprof package and its .pth hook,
-    as `make install` installs them."""
+def make_userbase(d):
+    """A PYTHONUSERBASE under `d` whose site-packages holds the pyprof package and its
+    .pth hook, as `make install` installs them."""
     if not os.access(PY, os.X_OK):
         pytest.fail("%s is missing (every test machine has Debian's python3)" % PY)
     res = subprocess.run([PY, "-c", "import osprofiler, webob"], stderr=subprocess.PIPE)
     assert res.returncode == 0, ("Debian's python3-osprofiler is needed (make deps): %s"
                                  % res.stderr.decode())
-    base = str(tmp_path / "userbase")
+    base = os.path.join(str(d), "userbase")
     site = subprocess.run([PY, "-c", "import site; print(site.getusersitepackages())"],
                           env=dict(t.base_env(), PYTHONUSERBASE=base),
                           stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
@@ -44,6 +45,16 @@ def userbase(tmp_path):
     shutil.copytree(os.path.join(PYPKG, "pyprof"), os.path.join(site, "pyprof"))
     shutil.copy(os.path.join(PYPKG, "pyprof-osprofiler.pth"), site)
     return base
+
+
+@pytest.fixture
+def userbase(tmp_path):
+    return make_userbase(tmp_path)
+
+
+def run_tool(*args):
+    return subprocess.run([t.TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=t.TIMEOUT)
 
 
 def check_uuid4(s):
@@ -77,6 +88,9 @@ def test_driver_records_trace_points(userbase, tmp_path):
     assert outer["info"]["k"] == 1 and outer["info"]["project"] == "proj", where
     assert outer["info"]["service"] == "svc" and "host" in outer["info"], where
     assert compute["info"]["what"] == "squares", where
+    # The driver's service over a trace point's own key of that name, as OSProfiler's
+    # report has it.
+    assert compute["info"]["service"] == "svc" and compute["info"]["project"] == "proj"
     assert compute["info"]["function"]["name"] == "__main__.compute", where
     stops = [log.stop_of(s["span_id"]) for s in (inside, compute, outer)]
     assert all(stops), where
@@ -101,21 +115,39 @@ def test_hook_idle_without_library(userbase, tmp_path):
     assert run.stdout.decode().split("\n")[:2] == ["[]", "True"], run.describe()
 
 
-def test_wsgi_trace_across_processes(userbase, tmp_path):
+class WsgiRun(object):
+    """The two processes of the WSGI call, ended: their runs, the JSON each printed, the
+    log directory."""
+
+    def __init__(self, d):
+        base = make_userbase(d)
+        self.out = os.path.join(str(d), "logs")
+        env = {"PYTHONUSERBASE": base, "PYPROF_PERIOD": "1ms",
+               "PYPROF_RUN_ID": "5ba45ba45ba45ba4"}
+        server = t.start([PY, SERVER], self.out, env=env)
+        port = server.proc.stdout.readline().decode().strip()  # the server listens
+        if not port.isdigit():
+            s = server.wait()
+            pytest.fail("the server gave no port\n" + s.describe())
+        client = t.start([PY, CLIENT, port], self.out, env=env)
+        self.c = client.wait()
+        self.s = server.wait()
+        where = "%s\n%s" % (self.c.describe(), self.s.describe())
+        assert self.c.rc == 0 and self.s.rc == 0, where
+        self.cf = json.loads(self.c.stdout.decode())
+        self.sf = json.loads(self.s.stdout.decode())
+
+
+@pytest.fixture(scope="module")
+def wsgi(tmp_path_factory):
+    return WsgiRun(tmp_path_factory.mktemp("wsgi"))
+
+
+def test_wsgi_trace_across_processes(wsgi):
     """A client process calls a WSGI app under osprofiler.web.WsgiMiddleware in another
     process, with the trace headers: both logs hold spans of the same base_id, and the
     server's root span's parent is the client's span."""
-    out = str(tmp_path / "logs")
-    port = str(tmp_path / "port")
-    env = {"PYTHONUSERBASE": userbase, "PYPROF_PERIOD": "1ms",
-           "PYPROF_RUN_ID": "5ba45ba45ba45ba4"}
-    server = t.start([PY, SERVER, port], out, env=env)
-    client = t.start([PY, CLIENT, port], out, env=env)
-    c = client.wait()
-    s = server.wait()
-    assert c.rc == 0 and s.rc == 0, "%s\n%s" % (c.describe(), s.describe())
-    cf = json.loads(c.stdout.decode())
-    sf = json.loads(s.stdout.decode())
+    c, s, cf, sf, out = wsgi.c, wsgi.s, wsgi.cf, wsgi.sf, wsgi.out
     assert cf["headers"] == ["X-Trace-HMAC", "X-Trace-Info"], cf
     logs = dict((log.pid, log) for log in spanlog.logs_in(out))
     assert sorted(logs) == sorted([c.pid, s.pid]), "%s\n%s" % (c.describe(), s.describe())
@@ -145,3 +177,85 @@ def test_wsgi_trace_across_processes(userbase, tmp_path):
     burning = [smp for smp in sl.samples if "burn" in sl.functions_of(smp)]
     assert burning, where
     assert all(db["t_us"] <= smp[0] <= stop["t_us"] for smp in burning), where
+
+
+def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
+    """The same two logs through the tool and back through OSProfiler's CLI.
+
+    `trace list` finds one trace of both processes; `trace show --json` draws it as one
+    tree (client-call > wsgi > db-query) that OSProfiler's own `trace show` re-serializes
+    unchanged (--json) and draws (--dot).  The span info carries what OSProfiler's
+    report shows: the driver's project and service, OSProfiler's host, the request.
+
+    CPU.  Each program burnt a known amount of its thread's CPU time inside a span, in a
+    function of its own (server_burn in wsgi, burn in db-query, client_burn in
+    client-call), and measured on its thread's CPU clock both that and all the CPU of
+    the code it runs inside the span.  Against those: the span's CPU in the JSON
+    (info.pyprof.cpu_ms) within 5 % of the CPU the program measured inside it, and the
+    burning function's share of the span's CPU (its self_ms over cpu_ms) within 5
+    points of the share the program measured (burn over all).  The scale is the span's
+    CPU, not its duration: a sample stands for a period of the thread's own CPU clock,
+    so what sampling gets wrong is a sample or two of that CPU however long the thread
+    waited for a core (on this shared machine a span of 300 ms of CPU can last 650 ms),
+    and the figures come from the programs' own clocks, never from wall time.  Samples
+    the library dropped while Python ran (counted in the footer: a handler preempted on
+    a busy machine makes it skip up to 9 signals, `throttled`) are CPU no span can show:
+    each widens the bounds by one period.  The burning function is the span's top
+    function."""
+    out, c, s, cf, sf = wsgi.out, wsgi.c, wsgi.s, wsgi.cf, wsgi.sf
+    ls = str(tmp_path / "list.json")
+    res = run_tool("trace", "list", "--json", "--out", ls, out)
+    assert res.returncode == 0 and not res.stdout, res.stderr
+    with open(ls) as f:
+        (tr,) = json.load(f)["traces"]
+    assert tr["trace_id"] == cf["base_id"] == sf["base_id"], tr
+    assert sorted(tr["pids"]) == sorted([c.pid, s.pid]), tr
+    assert (tr["spans"], tr["unfinished"], tr["root"]) == (3, 0, "client-call"), tr
+    ours = str(tmp_path / "trace.json")
+    res = run_tool("trace", "show", cf["base_id"], "--json", "--out", ours, out)
+    assert res.returncode == 0 and not res.stdout, res.stderr
+    show = check_osprofiler(ours, tmp_path)
+    assert tree_of(show) == ("total", [("client-call", [("wsgi", [("db-query", [])])])])
+    call = show["children"][0]
+    srv = call["children"][0]
+    db = srv["children"][0]
+    where = json.dumps(show, indent=1)[:6000]
+    assert (call["trace_id"], call["parent_id"]) == (cf["call_id"], cf["base_id"]), where
+    assert (srv["trace_id"], srv["parent_id"]) == (sf["wsgi_id"], cf["call_id"]), where
+    assert (db["trace_id"], db["parent_id"]) == (sf["query_id"], sf["wsgi_id"]), where
+    host = socket.gethostname()
+    for node, pid, service in ((call, c.pid, "client"), (srv, s.pid, "api"),
+                               (db, s.pid, "api")):
+        info = node["info"]
+        assert info["pyprof"]["pid"] == pid and info["pyprof"]["unfinished"] is False
+        assert (info["service"], info["project"], info["host"]) == (service, "proj", host)
+        name = info["name"]
+        start = info["meta.raw_payload.%s-start" % name]
+        assert (start["service"], start["project"], start["host"]) == (service, "proj", host)
+        assert start["info"]["host"] == host and start["info"]["service"] == service
+        assert info["exception"] == "None"
+    assert srv["info"]["meta.raw_payload.wsgi-start"]["info"]["request"]["path"] == "/items"
+    assert db["info"]["meta.raw_payload.db-query-start"]["info"]["table"] == "users"
+    # The CPU each process's dropped samples stood for (ms), those of the interpreter's
+    # start and end (not_ready) and of threads not running Python aside.
+    lost_ms = {}
+    for pr in t.report(out)["processes"]:
+        n = sum(v for k, v in pr["dropped"].items() if k not in ("not_ready", "no_python"))
+        lost_ms[pr["pid"]] = n * pr["period_ns"] / 1e6
+    # CPU: (span, function burning, its measured CPU, the measured CPU of the program's
+    # code inside the span).
+    for node, func, burnt, inside in ((call, "client_burn", cf["client_burn_ms"],
+                                       cf["call_cpu_ms"]),
+                                      (srv, "server_burn", sf["server_burn_ms"],
+                                       sf["app_cpu_ms"]),
+                                      (db, "burn", sf["burn_ms"], sf["burn_ms"])):
+        q = node["info"]["pyprof"]
+        top = q["top_functions"]
+        lost = lost_ms[q["pid"]]
+        msg = "%s: %.1f ms of CPU inside, %.1f ms of it in %s; %.0f ms dropped\n%s" % (
+            node["info"]["name"], inside, burnt, func, lost, json.dumps(q, indent=1))
+        assert burnt > 20 and inside >= burnt, msg
+        assert top and top[0]["function"] == func, msg
+        assert abs(q["cpu_ms"] - inside) <= 0.05 * inside + lost, msg
+        assert abs(top[0]["self_ms"] / q["cpu_ms"] - burnt / inside) <= 0.05 + lost / inside, msg
+        assert q["samples"] >= top[0]["samples"], msg

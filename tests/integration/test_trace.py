@@ -16,9 +16,9 @@ spans and samples and the functions each sample was given.
   span that names itself or a cycle as its parent, and a span across the files of a
   rotated series load without harm.
 
-The span logs are the tests' own; `PYPROF_SPAN_LOGS=DIR` (a directory of real logs with
-spans) is also checked for the invariants that hold of any log (every trace joins, JSON
-parses, OSProfiler reads it).
+The span logs are the tests' own, but for test_real_span_logs: logs the library writes
+in the test, checked for the invariants that hold of any log (every trace joins, JSON
+parses, OSProfiler reads it), as are the directories PYPROF_SPAN_LOGS names.
 """
 import json
 import os
@@ -29,10 +29,8 @@ import subprocess
 import pytest
 
 import pyprof_testlib as t
+from osprofiler_cli import DEBIAN_PYTHON, check_osprofiler, count, nodes, tree_of
 from spanlogs import Log, START_NS
-
-OSPROFILER = "/usr/bin/osprofiler"
-DEBIAN_PYTHON = "/usr/bin/python3"
 
 
 def run(*args):
@@ -174,11 +172,6 @@ def two_process_trace(d):
     return a, b, a.write(d / "a.lz4"), b.write(d / "b.lz4")
 
 
-def tree_of(node):
-    """(name, [children]) of an OSProfiler JSON node, for comparing structures."""
-    return (node["info"]["name"], [tree_of(c) for c in node["children"]])
-
-
 def test_trace_list(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     lst = run_json("trace", "list", "--json", str(tmp_path / "logs"))["traces"]
@@ -287,37 +280,11 @@ def test_trace_show_text_dot_html(tmp_path):
 
 
 def test_osprofiler_reads_our_json(tmp_path):
-    if not os.path.exists(OSPROFILER):
-        pytest.fail("Debian's python3-osprofiler is not installed (%s)" % OSPROFILER)
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     ours = str(tmp_path / "trace.json")
     res = run("trace", "show", "B1", "--json", "-o", ours, pa, pb)
     assert res.returncode == 0, res.stderr
     check_osprofiler(ours, tmp_path)
-
-
-def check_osprofiler(ours, tmp_path):
-    """OSProfiler's CLI on our JSON: --json gives the same tree back, --dot draws one
-    node per span plus the root, edges as our tree's."""
-    mine = json.load(open(ours))
-    base = [DEBIAN_PYTHON, OSPROFILER, "trace", "show", ours, "--connection-string",
-            "x://"]
-    res = subprocess.run(base + ["--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         timeout=t.TIMEOUT)
-    assert res.returncode == 0, res.stderr.decode(errors="replace")
-    assert json.loads(res.stdout) == mine
-    dot = str(tmp_path / "os.dot")
-    res = subprocess.run(base + ["--dot", "--out", dot], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, timeout=t.TIMEOUT)
-    assert res.returncode == 0, res.stderr.decode(errors="replace")
-    text = open(dot).read()
-    nodes = re.findall(r"^\t(\d+) \[label=", text, re.M)
-    edges = re.findall(r"^\t(\d+) -> (\d+)$", text, re.M)
-
-    def count(n):
-        return 1 + sum(count(c) for c in n["children"])
-    assert len(nodes) == count(mine)
-    assert len(edges) == len(nodes) - 1
 
 
 # ---- bad input ------------------------------------------------------------------------
@@ -448,15 +415,13 @@ def test_odd_spans(tmp_path):
     rep = run_json("report", "--json", path)
     pr = rep["processes"][0]
     assert (pr["spans"], pr["spans_unfinished"], pr["span_stops_unmatched"]) == (4, 0, 1)
+    assert pr["spans_lost"] is None  # a footer without the span section
     res = run("info", path)
     assert res.returncode == 0
     assert b"4 started, 5 stopped; 1 stops of spans not in the logs" in res.stdout
     lst = run_json("trace", "list", "--json", path)["traces"]
     assert sorted((x["trace_id"], x["spans"]) for x in lst) == [("4000.4", 1), ("O", 3)]
     tr = run_json("trace", "show", "O", "--json", path)
-
-    def count(n):
-        return 1 + sum(count(c) for c in n["children"])
     assert sum(count(c) for c in tr["children"]) == 3
     back = run_json("trace", "show", "4000.4", "--json", path)["children"][0]
     assert back["info"]["pyprof"]["finished_us"] == back["info"]["pyprof"]["started_us"]
@@ -465,7 +430,7 @@ def test_odd_spans(tmp_path):
 
 def test_span_across_rotated_files(tmp_path):
     """A span started in seq 0 and stopped in seq 1 of a series is one span, whatever
-    the order the files are given in."""
+    the order the files are given in; the files' spans_lost add up."""
     import make_fixtures as mf
     d = tmp_path / "logs"
     d.mkdir()
@@ -482,7 +447,11 @@ def test_span_across_rotated_files(tmp_path):
             log.sample(t_us, 3 - seq, ["main", "f%d" % seq])
         if seq == 1:
             log.stop(7, 20_000, 2)  # 20 ms into the second file: 70 ms into the series
-        paths.append(log.write(d / ("pyprof.app.5000.%04d.lz4" % seq)))
+        paths.append(log.write(d / ("pyprof.app.5000.%04d.lz4" % seq), spans_lost=3 + seq))
+    # The footers' spans_lost (3, 4) add up, as the series' other counters do.
+    pr = run_json("report", "--json", *paths)["processes"]
+    assert [p["spans_lost"] for p in pr] == [7]
+    assert b"; 7 starts and stops lost" in run("info", *paths).stdout
     for order in (paths, paths[::-1]):
         tr = run_json("trace", "show", "R", "--json", *order)
         q = tr["children"][0]["info"]["pyprof"]
@@ -514,22 +483,68 @@ def test_chrome_export_spans(tmp_path):
 
 # ---- real logs --------------------------------------------------------------------------
 
-@pytest.mark.skipif(not os.environ.get("PYPROF_SPAN_LOGS"),
-                    reason="PYPROF_SPAN_LOGS names no directory of real logs with spans")
-def test_real_span_logs(tmp_path):
-    d = os.environ["PYPROF_SPAN_LOGS"]
+def check_span_logs(d, tmp_path):
+    """What holds of any logs with spans: each trace `trace list` names shows as one tree
+    of as many spans (unfinished ones and processes too) as the list says, OSProfiler's
+    CLI reads its JSON back (for the traces that cross processes and the largest one:
+    OSProfiler's CLI takes seconds to start), no span holds more samples than its
+    process, a span nested in another of its process starts no earlier, and the page and
+    the graph are made.  Returns {trace_id: its JSON}."""
     lst = run_json("trace", "list", "--json", d)["traces"]
     assert lst
-    for tr in lst:
-        show = run_json("trace", "show", tr["trace_id"], "--json", d)
+    largest = max(tr["spans"] for tr in lst)
+    procs = run_json("report", "--json", d)["processes"]
+    samples = {}
+    for pr in procs:
+        samples[pr["pid"]] = samples.get(pr["pid"], 0) + pr["samples"]
+    shown = {}
+    for i, tr in enumerate(lst):
+        ours = str(tmp_path / ("t%d.json" % i))
+        res = run("trace", "show", tr["trace_id"], "--json", "-o", ours, d)
+        assert res.returncode == 0 and not res.stdout, res.stderr
+        if len(tr["pids"]) > 1 or tr["spans"] == largest:
+            show = check_osprofiler(ours, tmp_path)
+        else:
+            with open(ours) as f:
+                show = json.load(f)
+        spans = nodes(show)
+        assert len(spans) == tr["spans"] == show["pyprof"]["spans"], tr
+        assert sum(n["info"]["pyprof"]["unfinished"] for n in spans) == tr["unfinished"]
+        assert sorted(set(n["info"]["pyprof"]["pid"] for n in spans)) == sorted(tr["pids"])
+        for n in spans:
+            q = n["info"]["pyprof"]
+            assert 0 <= q["samples"] <= samples[q["pid"]], n["info"]
+            assert q["started_us"] <= q["finished_us"], n["info"]
+            for c in n["children"]:
+                if c["info"]["pyprof"]["pid"] == q["pid"]:
+                    assert c["info"]["pyprof"]["started_us"] >= q["started_us"]
+        for fmt in ("--html", "--dot"):
+            res = run("trace", "show", tr["trace_id"], fmt, d)
+            assert res.returncode == 0 and res.stdout, res.stderr
+        shown[tr["trace_id"]] = show
+    return shown
 
-        def count(n):
-            return 1 + sum(count(c) for c in n["children"])
-        assert sum(count(c) for c in show["children"]) == tr["spans"]
-        ours = str(tmp_path / "t.json")
-        with open(ours, "w") as f:
-            json.dump(show, f)
-        check_osprofiler(ours, tmp_path)
+
+def test_real_span_logs(tmp_path):
+    """Logs the library wrote: workloads/spans_api.py (nested spans, decorators,
+    exceptions, spans by hand, a fork inside a span, threads) on Debian's python3 under
+    the library, checked for the invariants above; the fork child's span is in its
+    parent's trace, under the span it was forked in.  PYPROF_SPAN_LOGS=DIR[:DIR...]
+    adds directories of real logs of one's own to check the same way."""
+    out = str(tmp_path / "logs")
+    run_ = t.run([DEBIAN_PYTHON, t.workload("spans_api.py")], out, env={
+        "PYTHONPATH": os.path.join(t.REPO, "utils", "python"), "PYPROF_PERIOD": "1ms",
+        "SPANS_CHILD_OUT": str(tmp_path / "child.json")})
+    assert run_.rc == 0, run_.describe()
+    facts = json.loads(run_.stdout.decode())
+    shown = check_span_logs(out, tmp_path)
+    forked = [tr for tr in shown.values() if tr["children"][0]["info"]["name"] == "fork-parent"]
+    assert len(forked) == 1, sorted(shown)
+    assert tree_of(forked[0]["children"][0]) == ("fork-parent", [("fork-child", [])])
+    assert sorted(p["pid"] for p in forked[0]["pyprof"]["processes"]) == sorted(
+        [run_.pid, facts["child_pid"]])
+    for d in filter(None, os.environ.get("PYPROF_SPAN_LOGS", "").split(":")):
+        check_span_logs(d, tmp_path)
 
 
 def page_data(path):

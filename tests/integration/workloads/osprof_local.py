@@ -42,7 +42,7 @@ def burn(n):
     return s
 
 
-@profiler.trace("compute", info={"what": "squares"})
+@profiler.trace("compute", info={"what": "squares", "service": "not-the-driver's"})
 def compute(n):
     facts["compute_id"] = profiler.get().get_id()
     with pyprof.span("inside-compute"):

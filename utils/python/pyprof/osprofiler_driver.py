@@ -6,7 +6,9 @@ becomes a span in its pyprof log: a "NAME-start" notification starts span NAME o
 calling thread with OSProfiler's trace_id, parent_id and base_id, and the "NAME-stop" of
 the same trace_id ends it (with any span still open inside it).  The span's info is the
 notification's info (the host, the traced function's name and arguments, the request, the
-SQL statement...) with the driver's project and service added.  Spans started with
+SQL statement...) with the driver's project and service set over it: the keys `project`,
+`service` and `host` (OSProfiler's own, from its profiler) are what `pyprof trace show`
+reports for the span, as OSProfiler's report does.  Spans started with
 pyprof.span() nest with them on the same thread.  Traces that cross processes (the
 WsgiMiddleware's X-Trace-Info header carries base_id and the caller's trace_id) join by
 those ids in the logs of the processes involved.
@@ -51,8 +53,10 @@ class PyprofDriver(base.Driver):
         try:
             name = info.get("name") or ""
             if name.endswith("-start"):
-                extra = dict(self._extra)
-                extra.update(info.get("info") or {})
+                # The driver's project and service win, as in OSProfiler's own drivers
+                # (which set them on the notification over whatever it carries).
+                extra = dict(info.get("info") or {})
+                extra.update(self._extra)
                 pyprof._start_traced(name[:-len("-start")], extra, info.get("trace_id"),
                                      info.get("parent_id"), info.get("base_id"))
             elif name.endswith("-stop"):
