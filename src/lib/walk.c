@@ -103,6 +103,7 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
 {
     const pyabi *a = o->a;
     int strict = o->strict;
+    unsigned room = o->room && o->room < max_depth ? o->room : max_depth;
     unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
     uint64_t total = 0;      /* Python frames seen (hidden ones not counted) */
     uintptr_t resume = 0;    /* the frame at index keep_inner */
@@ -120,7 +121,8 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
         if (++steps > WALK_LIMIT)
             return WALK_BAD;
         if (steps > 1 && (steps & 1)) {
-            tortoise = safe_ptr(tortoise + (uintptr_t)a->fr_back);
+            /* A frame read already (its span checked): one guarded load. */
+            tortoise = safe_at_ptr(tortoise + (uintptr_t)a->fr_back);
             if (tortoise == frame)
                 return WALK_BAD;
         }
@@ -153,6 +155,8 @@ int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
                 resume = frame;
             last_rec = -1;
             if (total < max_depth) {
+                if (total >= room)
+                    return WALK_ROOM;
                 record_frame(o, frame, &f, code, offset, r, (unsigned)total);
                 last_rec = (int)total;
             }
