@@ -25,6 +25,8 @@
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
  *   pyread_frame_view(a, &raw, &code, &off)  shown, hidden, or not a code object
+ *   pyread_frame_as, pyread_frame_view_as    the same two for a frame kind known at
+ *                                            compile time (a walk's specialized loops)
  */
 #ifndef PYPROF_PYREAD_H
 #define PYPROF_PYREAD_H
@@ -100,10 +102,13 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
 
 /* Reads one frame.  Returns 0, or -1 when a heap frame (<= 3.10) is not a live frame
  * object: a freed frame keeps its memory on CPython's free lists, with reference count 0
- * and, on the free list, a `f_back` that chains the free list, not a stack. */
-static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
+ * and, on the free list, a `f_back` that chains the free list, not a stack.
+ * pyread_frame_as is the same for a frame kind known at compile time (kind is
+ * a->frame_kind), so that a walk's loop carries no test of it. */
+#define PYREAD_INLINE static inline __attribute__((always_inline))
+PYREAD_INLINE int pyread_frame_as(const pyabi *a, int kind, uintptr_t frame, frame_raw *f)
 {
-    if (a->frame_kind == PYABI_FRAME_OBJECT) {
+    if (kind == PYABI_FRAME_OBJECT) {
         if (!pyread_is_live_span(frame, a->frame_type))
             return -1;
         f->instr = (uint64_t)(int64_t)safe_at_i32(frame + (uintptr_t)a->fr_lasti);
@@ -118,6 +123,10 @@ static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
     f->code = safe_at_ptr(frame + (uintptr_t)a->fr_code);
     return 0;
 }
+static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
+{
+    return pyread_frame_as(a, a->frame_kind, frame, f);
+}
 
 /* Does `frame`, read as `was`, still hold the same code object and caller? */
 static inline int pyread_frame_unchanged(const pyabi *a, uintptr_t frame, const frame_raw *was)
@@ -131,11 +140,11 @@ static inline int pyread_frame_unchanged(const pyabi *a, uintptr_t frame, const 
  * itself shows, 0 for one it hides (3.12+ shims; 3.11+ frames not yet complete, such as
  * a frame whose prologue has not run or 3.13's __init__ clean-up frame, as CPython's
  * _PyFrame_IsIncomplete says), -1 when its code is not a code object. */
-static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_t *code,
-                                    int32_t *offset)
+PYREAD_INLINE int pyread_frame_view_as(const pyabi *a, int kind, const frame_raw *f,
+                                       uintptr_t *code, int32_t *offset)
 {
     *code = f->code;
-    if (a->frame_kind == PYABI_FRAME_OBJECT) {
+    if (kind == PYABI_FRAME_OBJECT) {
         int32_t lasti = (int32_t)f->instr;
         *offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * PYABI_CODEUNIT
                                                                   : lasti;
@@ -148,9 +157,15 @@ static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_
     intptr_t off = (intptr_t)f->instr - (intptr_t)(f->code + (uintptr_t)a->co_code_adaptive);
     *offset = off < -2 || off > (1 << 28) ? -1 : (int32_t)off;
     if (f->owner != PYREAD_OWNER_GENERATOR &&
-        off < PYABI_CODEUNIT * (intptr_t)safe_at_i32(f->code + (uintptr_t)a->co_firsttraceable))
+        off < PYABI_CODEUNIT *
+                  (intptr_t)safe_at_i32(f->code + (uintptr_t)a->co_firsttraceable))
         return 0;
     return 1;
+}
+static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_t *code,
+                                    int32_t *offset)
+{
+    return pyread_frame_view_as(a, a->frame_kind, f, code, offset);
 }
 
 #endif
