@@ -19,7 +19,8 @@
  *
  * Interface (all static inline, [sigsafe], inside a guarded region):
  *   pyread_is_live(o, type)           a live object of that type
- *   pyread_is_code(a, code)           a live code object
+ *   pyread_is_live_span(o, type)      the same, its first PYREAD_SPAN bytes checked
+ *   pyread_is_code(a, code)           a live code object (span checked)
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are

@@ -11,8 +11,9 @@
  *                                     guarded reads
  *   mix64                             pure
  * Every frame's code is checked to be a live code object (pyread_frame_view) before its
- * id is looked up.  The set of frames seen (seen_set) is static and used by strict walks
- * only, which only the wall-clock sampler thread makes: no two walks share it at once.
+ * id is looked up or taken from the walk's memo (walk_memo, on the walk's own stack).
+ * The set of frames seen (seen_set) is static and used by strict walks only, which
+ * only the wall-clock sampler thread makes: no two walks share it at once.
  */
 #include "walk.h"
 
