@@ -22,7 +22,6 @@
 
 #include <stdatomic.h>
 
-#include "common/mix64.h"
 #include "common/utf8.h"
 #include "codetable.h"
 #include "safe_read.h"
@@ -127,16 +126,33 @@ static rrec_code *emit_code(const pyabi *a, uintptr_t code, uint32_t id, int32_t
     return r;
 }
 
+/* A code object's identity, as the table keys it beside the address: its name, file
+ * name and line-table objects and its first line.  This runs for every frame of every
+ * sample, so it is one multiply-add per field, the products independent of each other
+ * (no chain of mixers).  Two different identities share a digest only when
+ * K1 dn + K2 df + K3 dl + dline = 0 modulo 2^64 for their differences: odd 64-bit
+ * multipliers make that as unlikely as any 64-bit digest's collision.  Never 0 (the
+ * table's empty digest). */
+static inline uint64_t identity_digest(uintptr_t name, uintptr_t filename, uintptr_t linetable,
+                                       int32_t first_line)
+{
+    uint64_t d = (uint64_t)name * 0x9e3779b97f4a7c15ull +
+                 (uint64_t)filename * 0xc2b2ae3d27d4eb4full +
+                 (uint64_t)linetable * 0xff51afd7ed558ccdull + (uint32_t)first_line;
+    return d ? d : 1;
+}
+
 uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
                    const frame_raw *held, int *changed)
 {
-    uintptr_t name = safe_ptr(code + (uintptr_t)a->co_name);
-    uintptr_t filename = safe_ptr(code + (uintptr_t)a->co_filename);
-    uintptr_t linetable = safe_ptr(code + (uintptr_t)a->co_linetable);
-    int32_t first_line = safe_i32(code + (uintptr_t)a->co_firstlineno);
-    uint64_t digest = mix64(name ^ mix64(filename ^ mix64(linetable ^ (uint64_t)(uint32_t)first_line)));
-    if (!digest)
-        digest = 1;
+    /* The caller checked `code` live (pyread_is_code, which checks its span too): the
+     * check here costs one compare and keeps this function safe alone. */
+    safe_span(code, PYREAD_SPAN);
+    uintptr_t name = safe_at_ptr(code + (uintptr_t)a->co_name);
+    uintptr_t filename = safe_at_ptr(code + (uintptr_t)a->co_filename);
+    uintptr_t linetable = safe_at_ptr(code + (uintptr_t)a->co_linetable);
+    int32_t first_line = safe_at_i32(code + (uintptr_t)a->co_firstlineno);
+    uint64_t digest = identity_digest(name, filename, linetable, first_line);
     uint32_t id = 0;
     code_slot *s = NULL;
     switch (codetable_lookup(t, code, digest, &id, &s)) {

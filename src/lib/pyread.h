@@ -7,8 +7,10 @@
  *
  * SIGNAL-HANDLER CODE: every function here runs inside the sampling signal handler (and
  * on the wall-clock sampler thread).  They must be called inside a guarded region
- * (safe_read.h): every read of interpreter memory goes through safe_u8/u32/u64/ptr,
- * which leave the region on a fault or an implausible address.  Calls:
+ * (safe_read.h): every read of interpreter memory goes through safe_read.h, which
+ * leaves the region on a fault or an implausible address.  A frame or a code object is
+ * checked once (safe_span over its first PYREAD_SPAN bytes, where every field read
+ * lies), then its fields are plain guarded loads (safe_at_*).  Calls:
  *   safe_* (safe_read.h)        guarded loads, no libc
  *   a->is_initialized()         2.7/3.6 only: Py_IsInitialized, a plain load of a global
  *                               (checked by disassembly), called through the pointer
@@ -17,12 +19,15 @@
  *
  * Interface (all static inline, [sigsafe], inside a guarded region):
  *   pyread_is_live(o, type)           a live object of that type
- *   pyread_is_code(a, code)           a live code object
+ *   pyread_is_live_span(o, type)      the same, its first PYREAD_SPAN bytes checked
+ *   pyread_is_code(a, code)           a live code object (span checked)
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
  *   pyread_frame_view(a, &raw, &code, &off)  shown, hidden, or not a code object
+ *   pyread_frame_as, pyread_frame_view_as    the same two for a frame kind known at
+ *                                            compile time (a walk's specialized loops)
  */
 #ifndef PYPROF_PYREAD_H
 #define PYPROF_PYREAD_H
@@ -36,6 +41,12 @@
  * pushes when it calls into Python. */
 enum { PYREAD_OWNER_GENERATOR = 1, PYREAD_OWNER_CSTACK = 3 };
 
+/* Every field the sample path reads of a frame or a code object, in every version,
+ * lies in its first PYREAD_SPAN bytes (the farthest: 3.13's _co_firsttraceable at 184;
+ * docs/CPYTHON.md).  A field past it would still be a guarded load: the span check only
+ * keeps the object's address plausible. */
+#define PYREAD_SPAN 256u
+
 /* What one frame holds, read as it is. */
 typedef struct frame_raw {
     uintptr_t back, code;
@@ -48,14 +59,23 @@ typedef struct frame_raw {
  * with reference count 0, on CPython's free lists.) */
 static inline int pyread_is_live(uintptr_t o, uintptr_t type)
 {
-    return safe_ptr_ok(o, 8) && safe_ptr(o + PYABI_OB_TYPE) == type &&
-           safe_u64(o + PYABI_OB_REFCNT) != 0;
+    return safe_span_ok(o, 16) && safe_at_ptr(o + PYABI_OB_TYPE) == type &&
+           safe_at_u64(o + PYABI_OB_REFCNT) != 0;
 }
 
-/* Is `code` a live code object? */
+/* The same, for an object whose first PYREAD_SPAN bytes are read next (a frame, a code
+ * object): the one check of its span. */
+static inline int pyread_is_live_span(uintptr_t o, uintptr_t type)
+{
+    return safe_span_ok(o, PYREAD_SPAN) && safe_at_ptr(o + PYABI_OB_TYPE) == type &&
+           safe_at_u64(o + PYABI_OB_REFCNT) != 0;
+}
+
+/* Is `code` a live code object?  Its first PYREAD_SPAN bytes may then be read with
+ * safe_at_*. */
 static inline int pyread_is_code(const pyabi *a, uintptr_t code)
 {
-    return pyread_is_live(code, a->code_type);
+    return pyread_is_live_span(code, a->code_type);
 }
 
 /* Is the interpreter between initialization and finalization? */
@@ -83,22 +103,30 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
 
 /* Reads one frame.  Returns 0, or -1 when a heap frame (<= 3.10) is not a live frame
  * object: a freed frame keeps its memory on CPython's free lists, with reference count 0
- * and, on the free list, a `f_back` that chains the free list, not a stack. */
-static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
+ * and, on the free list, a `f_back` that chains the free list, not a stack.
+ * pyread_frame_as is the same for a frame kind known at compile time (kind is
+ * a->frame_kind), so that a walk's loop carries no test of it. */
+#define PYREAD_INLINE static inline __attribute__((always_inline))
+PYREAD_INLINE int pyread_frame_as(const pyabi *a, int kind, uintptr_t frame, frame_raw *f)
 {
-    if (a->frame_kind == PYABI_FRAME_OBJECT) {
-        if (!pyread_is_live(frame, a->frame_type))
+    if (kind == PYABI_FRAME_OBJECT) {
+        if (!pyread_is_live_span(frame, a->frame_type))
             return -1;
-        f->instr = (uint64_t)(int64_t)safe_i32(frame + (uintptr_t)a->fr_lasti);
+        f->instr = (uint64_t)(int64_t)safe_at_i32(frame + (uintptr_t)a->fr_lasti);
         f->owner = 0;
     } else {
-        f->instr = safe_ptr(frame + (uintptr_t)a->fr_lasti);
-        f->owner = safe_u8(frame + (uintptr_t)a->fr_owner);
+        safe_span(frame, PYREAD_SPAN);
+        f->instr = safe_at_ptr(frame + (uintptr_t)a->fr_lasti);
+        f->owner = safe_at_u8(frame + (uintptr_t)a->fr_owner);
     }
-    f->is_entry = a->fr_is_entry >= 0 ? safe_u8(frame + (uintptr_t)a->fr_is_entry) : 0;
-    f->back = safe_ptr(frame + (uintptr_t)a->fr_back);
-    f->code = safe_ptr(frame + (uintptr_t)a->fr_code);
+    f->is_entry = a->fr_is_entry >= 0 ? safe_at_u8(frame + (uintptr_t)a->fr_is_entry) : 0;
+    f->back = safe_at_ptr(frame + (uintptr_t)a->fr_back);
+    f->code = safe_at_ptr(frame + (uintptr_t)a->fr_code);
     return 0;
+}
+static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
+{
+    return pyread_frame_as(a, a->frame_kind, frame, f);
 }
 
 /* Does `frame`, read as `was`, still hold the same code object and caller? */
@@ -113,11 +141,11 @@ static inline int pyread_frame_unchanged(const pyabi *a, uintptr_t frame, const 
  * itself shows, 0 for one it hides (3.12+ shims; 3.11+ frames not yet complete, such as
  * a frame whose prologue has not run or 3.13's __init__ clean-up frame, as CPython's
  * _PyFrame_IsIncomplete says), -1 when its code is not a code object. */
-static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_t *code,
-                                    int32_t *offset)
+PYREAD_INLINE int pyread_frame_view_as(const pyabi *a, int kind, const frame_raw *f,
+                                       uintptr_t *code, int32_t *offset)
 {
     *code = f->code;
-    if (a->frame_kind == PYABI_FRAME_OBJECT) {
+    if (kind == PYABI_FRAME_OBJECT) {
         int32_t lasti = (int32_t)f->instr;
         *offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * PYABI_CODEUNIT
                                                                   : lasti;
@@ -130,9 +158,15 @@ static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_
     intptr_t off = (intptr_t)f->instr - (intptr_t)(f->code + (uintptr_t)a->co_code_adaptive);
     *offset = off < -2 || off > (1 << 28) ? -1 : (int32_t)off;
     if (f->owner != PYREAD_OWNER_GENERATOR &&
-        off < PYABI_CODEUNIT * (intptr_t)safe_i32(f->code + (uintptr_t)a->co_firsttraceable))
+        off < PYABI_CODEUNIT *
+                  (intptr_t)safe_at_i32(f->code + (uintptr_t)a->co_firsttraceable))
         return 0;
     return 1;
+}
+static inline int pyread_frame_view(const pyabi *a, const frame_raw *f, uintptr_t *code,
+                                    int32_t *offset)
+{
+    return pyread_frame_view_as(a, a->frame_kind, f, code, offset);
 }
 
 #endif

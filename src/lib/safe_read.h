@@ -16,7 +16,11 @@
  * the signal mask alone, which is right here: we jump from the fault handler back into
  * the sampling handler, whose mask must stay in force until it returns.
  *
- * Cost on the fast path: one __builtin_setjmp per sample and a range check per read.
+ * Cost on the fast path: one __builtin_setjmp per sample and one range check per object:
+ * safe_span checks the few hundred bytes of a frame or code object that are read at
+ * once, and the safe_at_* loads that follow inside that span carry no check of their
+ * own (a fault is still caught; the span only has to keep the address plausible).  The
+ * safe_u64/u32/u8 reads check their own address, for lone reads.
  */
 #ifndef PYPROF_SAFE_READ_H
 #define PYPROF_SAFE_READ_H
@@ -47,9 +51,43 @@ extern __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")))
 SAFE_NO_SANITIZE __attribute__((noreturn)) void safe_fail(void);
 
 
+/* The end of user space on x86_64 (47-bit addresses). */
+#define SAFE_USER_END 0x800000000000ull
+
 static inline int safe_ptr_ok(uintptr_t p, uintptr_t align)
 {
-    return p >= 4096 && p < 0x800000000000ull && !(p & (align - 1));
+    return p >= 4096 && p < SAFE_USER_END && !(p & (align - 1));
+}
+
+/* [sigsafe] Is `p` 8-aligned with [p, p + n) in user space above the first page?
+ * safe_span leaves the guarded region when not.  One check for all the fields of one
+ * object, which safe_at_* then read; n is the size of a struct (at most a page). */
+static inline int safe_span_ok(uintptr_t p, uintptr_t n)
+{
+    return p >= 4096 && p <= SAFE_USER_END - n && !(p & 7);
+}
+static inline void safe_span(uintptr_t p, uintptr_t n)
+{
+    if (!safe_span_ok(p, n))
+        safe_fail();
+}
+
+/* [sigsafe] Loads inside a span checked by safe_span (their only check); a fault still
+ * leaves the guarded region.  Naturally aligned fields of an object whose start is
+ * 8-aligned. */
+SAFE_NO_SANITIZE static inline uint64_t safe_at_u64(uintptr_t p)
+{
+    return *(volatile const uint64_t *)p;
+}
+static inline uintptr_t safe_at_ptr(uintptr_t p) { return (uintptr_t)safe_at_u64(p); }
+SAFE_NO_SANITIZE static inline uint32_t safe_at_u32(uintptr_t p)
+{
+    return *(volatile const uint32_t *)p;
+}
+static inline int32_t safe_at_i32(uintptr_t p) { return (int32_t)safe_at_u32(p); }
+SAFE_NO_SANITIZE static inline uint8_t safe_at_u8(uintptr_t p)
+{
+    return *(volatile const uint8_t *)p;
 }
 
 /* [sigsafe] Reads inside a guarded region; an unusable address leaves it. */

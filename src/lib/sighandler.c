@@ -85,6 +85,9 @@ static __thread int tls_busy __attribute__((tls_model("initial-exec")));
 static __thread int tls_inside __attribute__((tls_model("initial-exec")));
 /* Signals this thread still skips because its last sample cost too much (see below). */
 static __thread uint32_t tls_skip __attribute__((tls_model("initial-exec")));
+/* Frames this thread's last sample recorded (0: none yet): the room its next record
+ * asks of the ring (see sample_self). */
+static __thread uint32_t tls_last_frames __attribute__((tls_model("initial-exec")));
 
 uint32_t sighandler_tid(void)
 {
@@ -162,21 +165,41 @@ static uint32_t sample_self(int t, uintptr_t pc)
     /* Native mode: room for the native chain after the frames, with the handler's own
      * frames and the signal trampoline that the walk starts with. */
     size_t native_room = g->native ? (g->native_max + NATIVE_SLACK) * sizeof(uint64_t) : 0;
-    r = ring_reserve(&g->samples,
-                     sizeof(rrec_sample) + g->max_depth * sizeof(rframe) + native_room);
-    if (!r) {
-        SAFE_GUARD_END();
-        sampleout_drop(PYPROF_DROP_RING_FULL);
-        return 0;
-    }
+    /* The record asks for room for the frames this thread's last sample had, and a
+     * quarter more, not for max_depth: a record of max_depth frames (2 KB at the
+     * default) on every sample walks the ring onto a fresh page every other sample,
+     * and each first touch of a page is a page fault inside the handler (measured:
+     * most of a shallow sample's time until the ring has gone round once).  A stack
+     * that outgrew the guess is walked again into a record of max_depth. */
+    unsigned room = tls_last_frames ? tls_last_frames + tls_last_frames / 4 + 8 : 0;
+    if (room >= g->max_depth)
+        room = 0;
     walk_out o = { .a = a, .t = t, .runs = g->native };
-    if (walk(&o, frame, (rrec_sample *)r, g->max_depth) != WALK_OK) {
+    int rc;
+    for (;;) {
+        unsigned n = room ? room : g->max_depth;
+        r = ring_reserve(&g->samples, sizeof(rrec_sample) + n * sizeof(rframe) + native_room);
+        if (!r) {
+            SAFE_GUARD_END();
+            sampleout_drop(PYPROF_DROP_RING_FULL);
+            return 0;
+        }
+        o.room = room;
+        rc = walk(&o, frame, (rrec_sample *)r, g->max_depth);
+        if (rc != WALK_ROOM || !room)
+            break;
+        ring_cancel(&g->samples, (void *)r);
+        r = NULL;
+        room = 0;
+    }
+    if (rc != WALK_OK) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
         sampleout_drop(PYPROF_DROP_UNREADABLE);
         return 0;
     }
     SAFE_GUARD_END();
+    tls_last_frames = r->nframes;
     if (r->nframes == 0 && !r->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python, no Python frame yet. */
         ring_cancel(&g->samples, (void *)r);

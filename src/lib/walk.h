@@ -8,7 +8,7 @@
  * code ids looked up after the walk).
  *
  * Interface ([sigsafe], inside a guarded region; see walk.c for what it calls):
- *   WALK_OK, WALK_BAD, WALK_CHANGED     what a walk came to
+ *   WALK_OK, WALK_BAD, WALK_CHANGED, WALK_ROOM   what a walk came to
  *   walk_out                            where a walk puts what it finds
  *   walk(o, frame, r, max_depth)        walks from `frame` into r
  */
@@ -22,7 +22,7 @@
 #include "sighandler.h"
 
 /* Why a walk gave up. */
-enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2 };
+enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2, WALK_ROOM = -3 };
 
 /* Where a walk puts what it finds: code ids looked up at once (the signal handler, whose
  * thread is stopped), or, for a thread that keeps running (the wall clock), each
@@ -37,6 +37,8 @@ typedef struct walk_out {
     int strict;         /* read hand over hand (see walk); one thread only may walk so */
     int runs;           /* native mode, code ids looked up: mark each eval-loop C
                          * activation's outermost recorded frame with RFRAME_RUN_START */
+    unsigned room;      /* frames r has room for, when fewer than max_depth (0: max_depth);
+                         * a stack that needs more ends the walk with WALK_ROOM */
 } walk_out;
 
 /* [sigsafe] Walks the thread's frames from `frame` into r->frames (room for max_depth),
@@ -44,7 +46,9 @@ typedef struct walk_out {
  * recorded frame's code id too, and with o->runs the RFRAME_RUN_START marks.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
  * when the top of the stack is not a valid frame or the chain is cyclic or absurdly long
  * (the sample is rejected), WALK_CHANGED when a strict walk found the stack changing
- * under it.  The rules are at the definition. */
+ * under it, WALK_ROOM when the stack needs more frames than o->room (r is then to be
+ * cancelled, and the walk made again into a record with room for max_depth).  The rules
+ * are at the definition. */
 int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth);
 
 #endif

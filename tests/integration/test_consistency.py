@@ -8,6 +8,9 @@
 * Names are copied only from code objects alive at the time: code objects made and freed
   continuously, sampled at 100 us in wall mode, every name valid UTF-8 and the file of
   its own code.
+* A code object made where a freed one was gets its own name: recursions of K frames of
+  f_d<K>, each new function's code object at the address of one with another K, sampled
+  in both modes: every stack spinning in f_d<K> holds exactly K frames of it.
 * Python as the first process of a pid namespace (a container's entrypoint), both modes.
 * fork() from C, which bypasses Python's after-fork hook, both modes: the child's thread
   under the child's own tid and its Python name.
@@ -27,21 +30,25 @@ import pyprof_testlib as t
 ALL = t.params(t.INTERPRETERS)
 RECURSIVE = t.workload("recursive.py")
 CHURN = t.workload("code_churn.py")
+REUSE = t.workload("code_reuse.py")
 RAW_FORK = t.workload("raw_fork.py")
 INIT_LOOP = t.workload("init_loop.py")
 PID_ONE = t.workload("pid_one.py")
 
 FRAME = re.compile(r"^(.*) \((.*):(-?\d+)\)$")
+# With the line running in the frame, which may be unknown.
+FRAME_LINE = re.compile(r"^(.*) \((.*):(-?\d+|\?)\)$")
 # Where a stack's callers could not be read (a wall-clock stack that changed under the
 # read keeps its innermost frame only, under this marker).
 UNREADABLE = "[unreadable]"
 
 
-def folded(log, tmp_path):
+def folded(log, tmp_path, lines=False):
     """[(frames root first as (name, file), count)] of `log`, read through the tool, the
-    bytes decoded strictly (a name that is not UTF-8 fails the test)."""
+    bytes decoded strictly (a name that is not UTF-8 fails the test).  With `lines`,
+    frames are (name, file, line running)."""
     out = str(tmp_path / ("stacks-%s.folded" % os.path.basename(log)))
-    res = t.tool("export", "-f", "folded", log, "-o", out)
+    res = t.tool("export", "-f", "folded", log, "-o", out, *(["--lines"] if lines else []))
     assert res.returncode == 0, res.stderr
     with open(out, "rb") as f:
         raw = f.read()
@@ -58,9 +65,9 @@ def folded(log, tmp_path):
             if fr == UNREADABLE:
                 frames.append((fr, None))
                 continue
-            m = FRAME.match(fr)
+            m = (FRAME_LINE if lines else FRAME).match(fr)
             assert m, "bad frame %r in %r" % (fr, line)
-            frames.append((m.group(1), m.group(2)))
+            frames.append(m.groups() if lines else (m.group(1), m.group(2)))
         stacks.append((frames, int(n)))
     return stacks
 
@@ -143,6 +150,44 @@ def test_wall_code_churn_names(interp, tmp_path):
             seen += n
     assert not bad, "names that do not belong to their code: %r" % bad[:10]
     assert seen > 0, "no sample of the churned functions"
+
+
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+@pytest.mark.parametrize("interp", ALL)
+def test_code_address_reuse(interp, clock, tmp_path):
+    """Code ids are keyed by a code object's address and what it holds, and the signal
+    handler's walk looks an address up once per walk: none of it may give a new code
+    object the name of a freed one whose memory it took."""
+    interp.require()
+    prof = t.run([interp.path, REUSE], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": clock,
+                      "PYPROF_PERIOD": "200us" if clock == "cpu" else "100us"})
+    assert prof.rc == 0, prof.describe()
+    m = re.match(r"^rounds (\d+) other (\d+)$", prof.stdout.decode().strip())
+    assert m, prof.describe()
+    rounds, other = int(m.group(1)), int(m.group(2))
+    # What the test is about has to happen: pymalloc hands a freed code object's memory
+    # to the next one of its size (every round, as measured on every version).
+    assert other >= rounds // 2 and other >= 100, prof.describe()
+    t.one_log(prof, ended="exit")
+    checked, bad = 0, []
+    for frames, n in folded(prof.logs[0], tmp_path, lines=True):
+        name, line = frames[-1][0], frames[-1][-1]
+        k = re.match(r"^f_d(\d)$", name)
+        # Only whole stacks spinning at the bottom of the recursion, where it is K deep
+        # (line K + 4); a stack on its way down or up holds fewer, and one that changed
+        # under a wall-clock read keeps only its innermost frame (UNREADABLE).
+        if not k or line != str(int(k.group(1)) + 4) or frames[0][0] == UNREADABLE:
+            continue
+        run = 0
+        while run < len(frames) and frames[-1 - run][0] == name:
+            run += 1
+        if run != int(k.group(1)):
+            bad.append((run, name, n))
+        checked += n
+    assert not bad, ("stacks of N frames named after a recursion of another depth "
+                     "(N, name, samples): %r" % bad[:10])
+    assert checked >= 100, "only %d samples of the recursions' bottom" % checked
 
 
 # ---- Python as pid 1 ---------------------------------------------------------------------

@@ -16,12 +16,14 @@ INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13"))
 
 THREADS = 2000
 MARKS = (200, 1100)
-# The library's sample ring (4 MB) is reserved sample by sample, each reservation sized
-# for PYPROF_MAX_DEPTH frames, so its pages become resident over the first ~1000 samples
-# whatever the threads do.  1.5 s of CPU at 1 kHz in the main thread first makes the
-# ring resident before the first measurement, so what is measured afterwards is what the
-# threads cost.
-WARMUP = "1.5"
+# The library's sample ring (4 MB) becomes resident page by page as samples are reserved
+# in it, each sized for the frames its thread had last time, until it has gone round
+# once.  2.5 s of CPU at 1 kHz in the main thread, 300 frames deep (records of
+# PYPROF_MAX_DEPTH = 256 frames, 2 KB: about 2000 of them fill the ring), first makes the
+# ring resident before the first measurement, so what is measured afterwards is what
+# the threads cost.
+WARMUP = "2.5"
+WARMUP_DEPTH = "300"
 # Allowed growth of the RSS, beyond what the same program grew without the library:
 # over the last 900 threads, and over the last 1800.  A leak of one page per thread
 # (a stack, a per-thread buffer) is 3.6 MB over 900 threads; the library's own bounded
@@ -43,7 +45,8 @@ def measurements(path):
 def test_thread_churn(interp, tmp_path):
     interp.require()
     env = {"CHURN_MODE": "threads", "THREADS": str(THREADS), "WARMUP": WARMUP,
-           "MARKS": ",".join(map(str, MARKS)), "PYPROF_PERIOD": "1ms"}
+           "WARMUP_DEPTH": WARMUP_DEPTH, "MARKS": ",".join(map(str, MARKS)),
+           "PYPROF_PERIOD": "1ms"}
     lib_out, base_out = str(tmp_path / "lib.txt"), str(tmp_path / "base.txt")
     prof, base = t.run_pair([interp.path, CHURN], tmp_path,
                             env=dict(env, CHURN_OUT=lib_out),

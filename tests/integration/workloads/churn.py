@@ -10,7 +10,8 @@
 #                       the last one (keys fds_<n>, rss_<n>; threads_cpu_us is the CPU
 #                       time the process used from the first thread to the last join);
 #                       before the first thread, the main thread burns $WARMUP seconds
-#                       (default 0) of CPU in warmup()
+#                       (default 0) of CPU in warmup(), $WARMUP_DEPTH (default 1) frames
+#                       of it deep
 #   CHURN_MODE=forks    $CHILDREN (default 50) children made with os.fork(), $BATCH
 #                       (default 5) at a time, each burning CPU in child_burn() then
 #                       leaving with os._exit(0); the parent's open file descriptors are
@@ -74,7 +75,9 @@ def short_task(seconds):
     return spin(seconds)
 
 
-def warmup(seconds):
+def warmup(seconds, depth=1):
+    if depth > 1:
+        return warmup(seconds, depth - 1)
     return spin(seconds)
 
 
@@ -89,7 +92,7 @@ def threads(out):
     work = int(os.environ.get("WORK", "20000"))
     task_cpu = float(os.environ.get("TASK_CPU", "0"))
     target, args = (short_task, (task_cpu,)) if task_cpu else (thread_work, (work,))
-    warmup(float(os.environ.get("WARMUP", "0")))
+    warmup(float(os.environ.get("WARMUP", "0")), int(os.environ.get("WARMUP_DEPTH", "1")))
     started = 0
     cpu0 = cpu_clock()
     while started < total:
