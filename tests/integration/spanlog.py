@@ -3,7 +3,7 @@
 The library's span tests read the span records (SPAN_START, SPAN_STOP) here, with a
 second decoder of the format independent of the tool's reader
 (make_fixtures' varints, as test_rotation.py does): the header, THREAD, CODE, STACK,
-SAMPLE and RSS records (for the samples' times), the span records and the footer's
+SAMPLE and RSS records and BATCH ones (for the samples' times), the span records and the footer's
 spans_lost.  Not a reader for anything but these tests.
 """
 
@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import make_fixtures as mf  # noqa: E402  (the log format's varint readers)
 
 REC_HEADER, REC_THREAD, REC_CODE, REC_STACK, REC_SAMPLE, REC_RSS = 1, 2, 3, 4, 5, 6
-REC_SPAN_START, REC_SPAN_STOP, REC_FOOTER = 12, 13, 15
+REC_SPAN_START, REC_SPAN_STOP, REC_BATCH, REC_FOOTER = 12, 13, 14, 15
 HDR_NATIVE = 2
 
 
@@ -122,6 +122,14 @@ class Log(object):
                 self.samples.append((t_acc, r.uv(), r.uv()))
             elif typ == REC_RSS:
                 t_acc += r.sv()
+            elif typ == REC_BATCH:
+                # Samples and RSS points coded together (make_fixtures reads them).
+                events = mf.batch_events(p, t_acc, bool(self.header["flags"] & HDR_NATIVE))
+                for e in events:
+                    if e[0] == "S":
+                        self.samples.append((e[1], e[2], e[3]))
+                if events:
+                    t_acc = events[-1][1]
             elif typ == REC_SPAN_START:
                 d = {"span_id": r.uv(), "t_us": r.uv(), "thread_idx": r.uv(),
                      "parent_span": r.uv(), "name": _text(r.s()),
