@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1051,6 +1052,12 @@ static void *writer_main(void *arg)
     (void)arg;
     ownthreads_name_self("writer");
     safe_read_unblock_faults(); /* pynames reads interpreter memory under the guard */
+    /* The handler's first pass over the sample ring would take each page's first-touch
+     * fault itself, inside the sample (on a virtual machine, an exit to the hypervisor):
+     * they are taken here instead, once, without changing a byte.  A kernel without
+     * MADV_POPULATE_WRITE (before 5.14) refuses, and the handler faults them in as before. */
+    const ring *sr = sampler_sample_ring();
+    madvise(sr->buf, sr->size, MADV_POPULATE_WRITE);
     uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
     while (!atomic_load(&W.stop)) {
         struct timespec dl = clock_mono_deadline(wake_ns);
