@@ -850,13 +850,35 @@ static int span_parents(profile *p, const uint32_t *by_key)
             p->spans[by_key[k]].id == s->parent_span_id && by_key[k] != i)
             s->parent = by_key[k];
     }
-    /* Depths, walking up to a span whose depth is known; a walk that comes back to a span
-     * on its own path is a cycle, cut above the span it started from. */
+    uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
+    uint32_t *depth = malloc((n ? n : 1) * sizeof *depth);
+    int rc = parent && depth ? 0 : -1;
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            parent[i] = p->spans[i].parent;
+        rc = profile_break_cycles(parent, n, depth);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        p->spans[i].parent = parent[i];
+        p->spans[i].depth = depth[i];
+    }
+    free(parent);
+    free(depth);
+    return rc;
+}
+
+int profile_break_cycles(uint32_t *parent, size_t n, uint32_t *depth)
+{
+    /* Walking up to an entry whose depth is known; a walk that comes back to an entry on
+     * its own path is a cycle, cut above the entry it started from. */
     uint8_t *state = calloc(n ? n : 1, 1); /* 0 unknown, 1 on the path, 2 known */
     uint32_t *path = malloc((n ? n : 1) * sizeof *path);
-    if (!state || !path) {
+    uint32_t *d_at = depth ? depth : malloc((n ? n : 1) * sizeof *d_at);
+    if (!state || !path || !d_at) {
         free(state);
         free(path);
+        if (d_at != depth)
+            free(d_at);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
@@ -865,23 +887,25 @@ static int span_parents(profile *p, const uint32_t *by_key)
         while (at != PROFILE_NO_SPAN && state[at] == 0) {
             state[at] = 1;
             path[len++] = at;
-            at = p->spans[at].parent;
+            at = parent[at];
         }
         if (at != PROFILE_NO_SPAN && state[at] == 1) {
-            /* A cycle: the last span of the path links back into it. */
-            p->spans[path[len - 1]].parent = PROFILE_NO_SPAN;
+            /* A cycle: the last entry of the path links back into it. */
+            parent[path[len - 1]] = PROFILE_NO_SPAN;
             at = PROFILE_NO_SPAN;
         }
-        uint32_t d = at == PROFILE_NO_SPAN ? 0 : p->spans[at].depth + 1;
+        uint32_t d = at == PROFILE_NO_SPAN ? 0 : d_at[at] + 1;
         while (len > 0) {
-            uint32_t s = path[--len];
-            p->spans[s].depth = p->spans[s].parent == PROFILE_NO_SPAN ? 0 : d;
-            d = p->spans[s].depth + 1;
-            state[s] = 2;
+            uint32_t e = path[--len];
+            d_at[e] = parent[e] == PROFILE_NO_SPAN ? 0 : d;
+            d = d_at[e] + 1;
+            state[e] = 2;
         }
     }
     free(state);
     free(path);
+    if (d_at != depth)
+        free(d_at);
     return 0;
 }
 

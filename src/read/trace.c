@@ -118,34 +118,6 @@ static uint32_t find_trace_id(const profile *p, const trace_set *ts, const uint3
     return PROFILE_NO_SPAN;
 }
 
-/* Drops the parent links that close a cycle. */
-static int break_cycles(uint32_t *parent, size_t n)
-{
-    uint8_t *state = calloc(n ? n : 1, 1); /* 0 unknown, 1 on the path, 2 done */
-    uint32_t *path = malloc((n ? n : 1) * sizeof *path);
-    if (!state || !path) {
-        free(state);
-        free(path);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t len = 0;
-        uint32_t at = (uint32_t)i;
-        while (at != PROFILE_NO_SPAN && state[at] == 0) {
-            state[at] = 1;
-            path[len++] = at;
-            at = parent[at];
-        }
-        if (at != PROFILE_NO_SPAN && state[at] == 1)
-            parent[path[len - 1]] = PROFILE_NO_SPAN;
-        while (len > 0)
-            state[path[--len]] = 2;
-    }
-    free(state);
-    free(path);
-    return 0;
-}
-
 int trace_build(const profile *p, trace_set *ts)
 {
     memset(ts, 0, sizeof *ts);
@@ -253,7 +225,7 @@ int trace_build(const profile *p, trace_set *ts)
                                 (uint32_t)i);
         ts->tparent[i] = par;
     }
-    if (break_cycles(ts->tparent, n) < 0)
+    if (profile_break_cycles(ts->tparent, n, NULL) < 0)
         goto done;
     /* Children in start order: prepend while going through the spans latest first. */
     qsort_r(order, n, sizeof *order, cmp_start, &c);

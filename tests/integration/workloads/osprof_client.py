@@ -11,21 +11,9 @@ import sys
 import time
 from urllib.request import Request, urlopen
 
-from osprofiler import initializer, profiler, web
+from osprofiler import profiler, web
 
-
-class _Section(object):
-    connection_string = "pyprof://"
-    hmac_keys = "secret-key"
-    enabled = True
-
-
-class _Conf(dict):
-    """What a service's oslo.config object offers: attributes and a mapping."""
-
-    def __init__(self):
-        dict.__init__(self, profiler=_Section())
-        self.profiler = self["profiler"]
+import osprof_conf
 
 
 def client_burn(ms):
@@ -38,7 +26,7 @@ def client_burn(ms):
     return (time.thread_time() - t0) * 1000.0
 
 
-initializer.init_from_conf(_Conf(), {}, "proj", "client", "host-c")
+osprof_conf.init("proj", "client", "host-c")
 port = int(sys.argv[1])
 profiler.init("secret-key")
 facts = {"base_id": profiler.get().get_base_id()}

@@ -9,24 +9,12 @@ OSProfiler gave, whether the driver module was imported, and whether pyprof is a
 import json
 import sys
 
-from osprofiler import initializer, profiler
+from osprofiler import profiler
+
+import osprof_conf
 
 
-class _Section(object):
-    connection_string = "pyprof://"
-    hmac_keys = "secret-key"
-    enabled = True
-
-
-class _Conf(dict):
-    """What a service's oslo.config object offers: attributes and a mapping."""
-
-    def __init__(self):
-        dict.__init__(self, profiler=_Section())
-        self.profiler = self["profiler"]
-
-
-initializer.init_from_conf(_Conf(), {}, "proj", "svc", "host-a")
+osprof_conf.init("proj", "svc", "host-a")
 facts = {"driver_imported": "pyprof.osprofiler_driver" in sys.modules}
 import pyprof  # noqa: E402  (after the driver's registration, which must not need it)
 

@@ -12,24 +12,12 @@ import sys
 import time
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from osprofiler import initializer, profiler, web
+from osprofiler import profiler, web
+
+import osprof_conf
 
 
-class _Section(object):
-    connection_string = "pyprof://"
-    hmac_keys = "secret-key"
-    enabled = True
-
-
-class _Conf(dict):
-    """What a service's oslo.config object offers: attributes and a mapping."""
-
-    def __init__(self):
-        dict.__init__(self, profiler=_Section())
-        self.profiler = self["profiler"]
-
-
-initializer.init_from_conf(_Conf(), {}, "proj", "api", "host-s")
+osprof_conf.init("proj", "api", "host-s")
 facts = {}
 
 
