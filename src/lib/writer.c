@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,6 +84,7 @@
 
 #define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
+#define WRITER_SLACK_NS 4000000ul /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
 #define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
 #define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
@@ -1058,6 +1060,11 @@ static void *writer_main(void *arg)
      * MADV_POPULATE_WRITE (before 5.14) refuses, and the handler faults them in as before. */
     const ring *sr = sampler_sample_ring();
     madvise(sr->buf, sr->size, MADV_POPULATE_WRITE);
+    /* Nothing here needs to wake on the dot: a wide timer slack lets the kernel serve
+     * this thread's timeouts with an interrupt that happens anyway (the tick, another
+     * timer) instead of one of their own, which on a virtual machine costs exits to the
+     * hypervisor. */
+    prctl(PR_SET_TIMERSLACK, WRITER_SLACK_NS, 0, 0, 0);
     uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
     while (!atomic_load(&W.stop)) {
         struct timespec dl = clock_mono_deadline(wake_ns);
