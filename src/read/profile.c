@@ -944,7 +944,8 @@ static int spans_resolve(profile *p)
         s->stop_info = st->info;
     }
     /* The stops of spans the --thread filter left out go with them. */
-    qsort(ix->dropped, ix->ndropped, sizeof *ix->dropped, cmp_dropped);
+    if (ix->ndropped)
+        qsort(ix->dropped, ix->ndropped, sizeof *ix->dropped, cmp_dropped);
     size_t stray = 0;
     for (size_t i = 0; i < kept; i++) {
         dropped_span key = {ix->stops[i].process, ix->stops[i].id};
