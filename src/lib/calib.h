@@ -31,6 +31,8 @@ typedef struct calib_result {
     uint64_t signal_ns; /* cost per signal outside the sample; 0 when not measured */
     uint64_t signals;   /* signals it was measured over */
     uint64_t cpu_ns;    /* CPU time the measurement took */
+    uint64_t spent_ns;  /* CPU time every measurement of this process took (a new
+                         * period is measured anew: see calib_begin) */
 } calib_result;
 
 /* [not sigsafe] On the writer thread (it unblocks SIGTRAP for the slice and blocks it
@@ -39,6 +41,11 @@ typedef struct calib_result {
  * the measuring is over (enough signals, the whole budget spent, or no timer to measure
  * with), else 0. */
 int calib_step(uint64_t budget_ns);
+
+/* [not sigsafe] At the start of a window, before its writer runs: a measurement made at
+ * another period (`pyprof ctl period` starts a window with a new one) does not stand
+ * for this one, and is forgotten; the same period keeps it. */
+void calib_begin(uint64_t period_ns);
 
 /* [not sigsafe] Releases the timer calib_step keeps between slices, if any: by the
  * writer thread before it ends (the timer is that thread's).  calib_step makes a new one

@@ -1042,7 +1042,8 @@ static int calib_slice(uint64_t now)
         return 0;
     calib_result c;
     calib_get(&c);
-    double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) - (double)c.cpu_ns;
+    double allowed =
+        CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) - (double)c.spent_ns;
     if (allowed < (double)CALIB_SLICE_NS)
         return 0;
     calib_step(CALIB_SLICE_NS);
@@ -1133,6 +1134,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     forget_all();
     sem_init(&W.wake, 0, 0);
     W.cfg = *cfg;
+    calib_begin(cfg->period_ns); /* a new period (ctl period) is measured anew */
     W.abi = *abi;
     snprintf(W.run_id, sizeof W.run_id, "%s", meta->run_id ? meta->run_id : "");
     W.window = meta->window;

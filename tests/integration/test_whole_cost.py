@@ -89,3 +89,37 @@ def test_fork_child_keeps_the_figure(tmp_path):
     assert pc["calib_signals"] >= 4, t.dump(rep)
     assert cc["signal_cost_ns"] == pc["signal_cost_ns"], t.dump(rep)
     assert cc["calib_signals"] == pc["calib_signals"], t.dump(rep)
+
+
+def test_new_period_measured_anew(tmp_path):
+    """A figure measured at 1 ms does not stand for a window at 10 ms (`ctl period`): the
+    new window reports nothing until it has measured its own, and all the measuring of
+    the process stays within its share of the CPU."""
+    import subprocess
+    interp = t.by_id("py3.11")[0]
+    # The program asks for the new period itself once the 1 ms figure is in its log
+    # (pyprof ctl status has the log's path; the footer is read after the switch).
+    pending = t.start([interp.path, "-c", """
+import os, subprocess, sys, time
+sys.path.insert(0, os.path.dirname(%r))
+from cost_burn import burn
+burn(9.0)
+out = subprocess.check_output([%r, "ctl", str(os.getpid()), "period", "10ms"])
+assert out.startswith(b"ok period"), out
+burn(1.5)
+""" % (BURN, t.TOOL)], str(tmp_path / "logs"), env={"PYPROF_PERIOD": "1ms"})
+    prof = pending.wait()
+    assert prof.rc == 0, prof.describe()
+    rep = t.report(*prof.logs)
+    procs = sorted(rep["processes"], key=lambda p: p["window"])
+    assert [p["period_ns"] for p in procs] == [1000000, 10000000], t.dump(rep)
+    first, second = procs[0]["cost"], procs[1]["cost"]
+    assert first["signal_cost_ns"] and first["calib_signals"] >= 4, t.dump(rep)
+    if second["signal_cost_ns"]:
+        # Measured anew: its own signals, and CPU spent on it in this window.
+        assert second["calib_ns"] > 0, t.dump(rep)
+    else:
+        assert second["calib_signals"] < 4, t.dump(rep)
+    total_cpu = first["process_cpu_ns"] + second["process_cpu_ns"]
+    spent = first["calib_ns"] + second["calib_ns"]
+    assert spent <= SHARE * total_cpu + 2 * SLICE_NS * 1.5, t.dump(rep)

@@ -33,4 +33,5 @@ def main():
     print("%.6f" % cpu())
 
 
-main()
+if __name__ == "__main__":
+    main()
