@@ -277,7 +277,7 @@ int symbols_add_module(symbols *s, const pyprof_module_rec *r, uint64_t pos)
     m->pub.build_id_hex[2 * r->build_id.len] = 0;
     /* A recorded build-id too long to be one matches no file. */
     m->build_id_len = r->build_id.len;
-    if (r->build_id.len <= MAX_BUILD_ID)
+    if (r->build_id.len && r->build_id.len <= MAX_BUILD_ID)
         memcpy(m->build_id, r->build_id.s, r->build_id.len);
     const char *slash = strrchr(m->pub.path, '/');
     m->basename = slash ? slash + 1 : m->pub.path;
