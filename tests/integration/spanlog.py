@@ -2,14 +2,13 @@
 
 The library's span tests read the span records (SPAN_START, SPAN_STOP) here, with a
 second decoder of the format independent of the tool's reader
-(make_fixtures' varints, as test_rotation.py does): the header, THREAD, CODE, STACK,
+(make_fixtures' record reader, as test_rotation.py uses): the header, THREAD, CODE, STACK,
 SAMPLE and RSS records and BATCH ones (for the samples' times), the span records and the footer's
 spans_lost.  Not a reader for anything but these tests.
 """
 
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
@@ -18,51 +17,6 @@ import make_fixtures as mf  # noqa: E402  (the log format's varint readers)
 REC_HEADER, REC_THREAD, REC_CODE, REC_STACK, REC_SAMPLE, REC_RSS = 1, 2, 3, 4, 5, 6
 REC_SPAN_START, REC_SPAN_STOP, REC_BATCH, REC_FOOTER = 12, 13, 14, 15
 HDR_NATIVE = 2
-
-
-class _In(object):
-    def __init__(self, payload):
-        self.p, self.i = payload, 0
-
-    def uv(self):
-        v, self.i = mf.read_uvarint(self.p, self.i)
-        return v
-
-    def sv(self):
-        v, self.i = mf.read_svarint(self.p, self.i)
-        return v
-
-    def s(self):
-        n = self.uv()
-        v = self.p[self.i:self.i + n]
-        self.i += n
-        return v
-
-    def u8(self):
-        self.i += 1
-        return self.p[self.i - 1]
-
-    def more(self):
-        return self.i < len(self.p)
-
-
-def records(path):
-    """(type, payload) of every whole record of a log, in order."""
-    raw = subprocess.run(["lz4", "-dc", path], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL).stdout
-    assert raw[:8] == b"\x89PYPROF\n", path
-    out, i = [], 8
-    while i < len(raw):
-        typ = raw[i]
-        try:
-            n, j = mf.read_uvarint(raw, i + 1)
-        except IndexError:
-            break
-        if j + n > len(raw):
-            break
-        out.append((typ, raw[j:j + n]))
-        i = j + n
-    return out
 
 
 def _text(b):
@@ -90,16 +44,10 @@ class Log(object):
         self.footer = None
         self.spans_lost = None
         t_acc = 0
-        for order, (typ, p) in enumerate(records(path)):
-            r = _In(p)
+        for order, (typ, p) in enumerate(mf.log_records(path)):
+            r = mf.Cursor(p)
             if typ == REC_HEADER:
-                h = {"version": r.uv(), "pid": r.uv(), "ppid": r.uv(), "run_id": r.s(),
-                     "start_unix_ns": r.uv(), "host": r.s(), "exe": r.s()}
-                for _ in range(r.uv()):
-                    r.s()
-                h.update(python=r.s(), hex=r.uv(), period_ns=r.uv(), clock=r.u8(),
-                         timer=r.s(), max_depth=r.uv(), flags=r.uv(), window=r.uv(),
-                         seq=r.uv(), series_start_unix_ns=r.uv(), offset_us=r.uv())
+                h = mf.read_header(p)
                 self.header = h
                 self.pid = h["pid"]
                 self.seq = h["seq"]

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -28,63 +27,8 @@ REC_MODULE, REC_NSTACK, REC_BATCH, REC_FOOTER = 8, 9, 14, 15
 END_ROTATED = 8
 
 
-def records(path):
-    """(type, payload) of every whole record of a log, in order; a log cut short gives
-    what precedes the cut."""
-    raw = subprocess.run(["lz4", "-dc", path], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL).stdout
-    assert raw[:8] == b"\x89PYPROF\n", path
-    out, i = [], 8
-    while i < len(raw):
-        typ = raw[i]
-        try:
-            n, j = mf.read_uvarint(raw, i + 1)
-        except IndexError:
-            break
-        if j + n > len(raw):
-            break
-        out.append((typ, raw[j:j + n]))
-        i = j + n
-    return out
-
-
-class Reader(object):
-    def __init__(self, payload):
-        self.p, self.i = payload, 0
-
-    def uv(self):
-        v, self.i = mf.read_uvarint(self.p, self.i)
-        return v
-
-    def sv(self):
-        v, self.i = mf.read_svarint(self.p, self.i)
-        return v
-
-    def s(self):
-        n = self.uv()
-        v = self.p[self.i:self.i + n]
-        self.i += n
-        return v
-
-    def u8(self):
-        self.i += 1
-        return self.p[self.i - 1]
-
-
-def header(payload):
-    r = Reader(payload)
-    h = {"version": r.uv(), "pid": r.uv(), "ppid": r.uv(), "run_id": r.s(),
-         "start_unix_ns": r.uv(), "host": r.s(), "exe": r.s()}
-    for _ in range(r.uv()):
-        r.s()
-    h.update(python=r.s(), hex=r.uv(), period_ns=r.uv(), clock=r.u8(), timer=r.s(),
-             max_depth=r.uv(), flags=r.uv(), window=r.uv(), seq=r.uv(),
-             series_start_unix_ns=r.uv(), offset_us=r.uv())
-    return h
-
-
 def footer(payload):
-    r = Reader(payload)
+    r = mf.Cursor(payload)
     f = {"end_unix_ns": r.uv(), "duration_ns": r.uv(), "samples": r.uv(),
          "signals": r.uv()}
     for _ in range(r.uv()):
@@ -98,13 +42,13 @@ def check_self_contained(path):
     """Every id a record uses is announced earlier in the same file; returns the
     header, the footer (None when cut short) and the sample count (SAMPLE records and
     the samples of BATCH records)."""
-    recs = records(path)
+    recs = mf.log_records(path)
     assert recs and recs[0][0] == REC_HEADER, path
-    h = header(recs[0][1])
+    h = mf.read_header(recs[0][1])
     threads, codes, stacks, nstacks = set(), set(), set(), set()
     nsamples, foot = 0, None
     for typ, p in recs[1:]:
-        r = Reader(p)
+        r = mf.Cursor(p)
         if typ == REC_THREAD:
             threads.add(r.uv())
         elif typ == REC_CODE:
@@ -152,10 +96,10 @@ def series_files(d, pid=None):
     out = {}
     for f in os.listdir(d):
         path = os.path.join(d, f)
-        recs = records(path)
+        recs = mf.log_records(path)
         if not recs:
             continue
-        h = header(recs[0][1])
+        h = mf.read_header(recs[0][1])
         out.setdefault(h["pid"], []).append((h["seq"], path))
     for v in out.values():
         v.sort()
@@ -213,7 +157,7 @@ def test_keep_three_and_kill9(interp, tmp_path):
                             for n in os.listdir(out)) if m)
             newest = os.path.join(out, [n for n in os.listdir(out)
                                         if n.endswith(named[-1][1])][0])
-            return bool(records(newest))
+            return bool(mf.log_records(newest))
         wait_for(newest_has_header, 60, "the newest file's first flush")
     finally:
         os.kill(pid, signal.SIGKILL)
@@ -242,7 +186,7 @@ def test_keep_three_and_kill9(interp, tmp_path):
     # One file's end is the next one's start, on the series' clock.
     for (_, a), (_, b) in zip(files, files[1:]):
         ha, fa, _ = check_self_contained(a)
-        hb = header(records(b)[0][1])
+        hb = mf.read_header(mf.log_records(b)[0][1])
         if fa:
             assert hb["offset_us"] * 1000 + 1000 >= ha["offset_us"] * 1000 + fa["duration_ns"]
             assert hb["offset_us"] - ha["offset_us"] < (fa["duration_ns"] // 1000) + 500000
@@ -308,7 +252,7 @@ def test_rotated_names(template, expect, tmp_path):
     for seq, name in enumerate(names):
         assert re.match("^" + expect.format(pid=prof.pid, seq="%04d" % seq) + "$", name), (
             names, template)
-        assert header(records(str(out / name))[0][1])["seq"] == seq
+        assert mf.read_header(mf.log_records(str(out / name))[0][1])["seq"] == seq
 
 
 def test_native_series_files_stand_alone(tmp_path):
@@ -322,7 +266,7 @@ def test_native_series_files_stand_alone(tmp_path):
     assert len(files) >= 3, files
     for _, path in files:
         check_self_contained(path)
-        types = [typ for typ, _ in records(path)]
+        types = [typ for typ, _ in mf.log_records(path)]
         assert REC_NSTACK in types, path
         assert REC_MODULE in types and types.index(REC_MODULE) < types.index(REC_NSTACK)
         rep = t.report(path)
