@@ -110,19 +110,18 @@ uint64_t spans_start(const char *name, const char *trace_id, const char *parent_
 {
     if (!enter())
         return 0;
+    /* The record's five strings, in its order, with the format's limit of each. */
+    const char *str[5] = { name, trace_id, parent_id, base_id, info_json };
+    static const size_t max[5] = { PYPROF_SPAN_NAME_MAX, PYPROF_SPAN_ID_MAX,
+                                   PYPROF_SPAN_ID_MAX, PYPROF_SPAN_ID_MAX,
+                                   PYPROF_SPAN_INFO_MAX };
     char buf[SPAN_STR_MAX];
     uint16_t lens[5];
     size_t n = 0;
-    lens[0] = (uint16_t)clean(buf + n, name, PYPROF_SPAN_NAME_MAX);
-    n += lens[0];
-    lens[1] = (uint16_t)clean(buf + n, trace_id, PYPROF_SPAN_ID_MAX);
-    n += lens[1];
-    lens[2] = (uint16_t)clean(buf + n, parent_id, PYPROF_SPAN_ID_MAX);
-    n += lens[2];
-    lens[3] = (uint16_t)clean(buf + n, base_id, PYPROF_SPAN_ID_MAX);
-    n += lens[3];
-    lens[4] = (uint16_t)clean(buf + n, info_json, PYPROF_SPAN_INFO_MAX);
-    n += lens[4];
+    for (int i = 0; i < 5; i++) {
+        lens[i] = (uint16_t)clean(buf + n, str[i], max[i]);
+        n += lens[i];
+    }
     uint64_t id = put(RREC_SPAN_START, 0, parent_span, buf, lens, n);
     leave();
     return id;

@@ -771,7 +771,6 @@ static void take_sample(const rrec_sample *s, size_t len)
         if (W.native)
             logenc_put_sample_native(&o, nsid, nflags);
         emit(PYPROF_REC_SAMPLE, &o);
-        W.last_t_us = t_us;
         batch_start(t_us); /* the next batch counts from this record */
     }
     W.last_t_us = t_us;
@@ -896,7 +895,6 @@ static void record_rss(int force)
         rec_out_init(&o, out, sizeof out);
         logenc_put_rss(&o, t_us - W.last_t_us, rss);
         emit(PYPROF_REC_RSS, &o);
-        W.last_t_us = t_us;
         batch_start(t_us); /* the next batch counts from this record */
     }
     W.last_t_us = t_us;
