@@ -5,16 +5,9 @@ refused (pyprof_span_start returned 0) and the stops refused (pyprof_span_stop r
 0).  Debian's python3.
 """
 
-import ctypes
 import json
 
-g = ctypes.PyDLL(None)
-start = g.pyprof_span_start
-start.restype = ctypes.c_ulonglong
-start.argtypes = [ctypes.c_char_p] * 5 + [ctypes.c_ulonglong]
-stop = g.pyprof_span_stop
-stop.restype = ctypes.c_int
-stop.argtypes = [ctypes.c_ulonglong, ctypes.c_char_p]
+from span_capi import start, stop
 info = json.dumps({"pad": "x" * 4000}).encode()
 n = refused_starts = refused_stops = 0
 while refused_starts + refused_stops < 100 and n < 1000000:

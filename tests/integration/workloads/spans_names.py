@@ -10,23 +10,15 @@ little CPU.  Prints one JSON object: the ids the C function returned and the Pyt
 span's trace.
 """
 
-import ctypes
 import json
 
 import pyprof
+from span_capi import start, stop
 
 NAMES = [b'q"uote\\back', b"<script>alert(1)</script>", b"bad\xff\xfeutf8", b"new\nline",
          b"tab\tand\x1b[2Jesc"]
 INFOS = [b'{"k": "</script><b>bold</b>"}', b'{"broken": ', b'{"bytes": "\xff\xfe"}', None,
          b'{"n": 1}']
-
-g = ctypes.PyDLL(None)
-start = g.pyprof_span_start
-start.restype = ctypes.c_ulonglong
-start.argtypes = [ctypes.c_char_p] * 5 + [ctypes.c_ulonglong]
-stop = g.pyprof_span_stop
-stop.restype = ctypes.c_int
-stop.argtypes = [ctypes.c_ulonglong, ctypes.c_char_p]
 
 
 def burn(n):
