@@ -236,9 +236,13 @@ def run_sigprof_app(interp, tmp_path, wrapper=(), env=None):
     t.assert_transparent(prof, base)
     assert prof.stdout == b"sigprof_app: handler ran enough: True\n", prof.describe()
     lt, bt = ticks_of(lib_ticks), ticks_of(base_ticks)
-    # The program's handler runs as often as without the library: not starved, and not
-    # fed the library's own timer signals either.
-    assert 0.75 * bt <= lt <= 1.5 * bt, ("the program's SIGPROF handler ran %d times, %d "
+    # The program's handler runs about as often as without the library: not starved
+    # (that would be none or a few), and not fed the library's own timer signals either
+    # (the SIGPROF-timer case below runs at 2 ms: 500 more a second, over twice the
+    # program's own).  Under heavy load both runs' counts move, signals that arrive
+    # before the handler ran merging into one: 250 against 344 was seen with a load of 5
+    # on 2 CPUs, hence half.
+    assert 0.5 * bt <= lt <= 1.5 * bt, ("the program's SIGPROF handler ran %d times, %d "
                                          "without the library\n%s" % (lt, bt,
                                                                       prof.describe()))
     return t.one_log(prof, ended="exit")
