@@ -47,7 +47,7 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
         fuzz-build asan ubsan \
-        bench install clean check-exports test-core consumers test-transparency test-repeat
+        bench install install-python clean check-exports test-core consumers test-transparency test-repeat
 
 all: $(LIB) $(TOOL)
 
@@ -65,6 +65,7 @@ help:
 	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
 	@echo "make check-layout fail on an include or a link against the layer direction"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
+	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -249,11 +250,15 @@ bench: deps all
 DEB_PYTHON ?= /usr/bin/python3
 PY_SITE ?= $(PREFIX)/lib/python$(shell $(DEB_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
 
-install: all
+install: all install-python
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpyprof.so
 	install -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/pyprof
 	install -m 0644 docs/pyprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pyprof.1
+
+# The Python package and its OSProfiler hook alone (nothing to build; the OSProfiler tests
+# install them with this rule into a site directory of their own).
+install-python:
 	install -d $(DESTDIR)$(PY_SITE)/pyprof
 	install -m 0644 utils/python/pyprof/*.py $(DESTDIR)$(PY_SITE)/pyprof/
 	install -m 0644 utils/python/pyprof-osprofiler.pth $(DESTDIR)$(PY_SITE)/

@@ -3,14 +3,13 @@
 
 The `pyprof://` driver is registered the way an installed service gets it: the package and
 its .pth hook are put in a site directory Python processes at start-up (here the user
-site of a PYTHONUSERBASE of the test's own, laid out as `make install` lays out
-dist-packages), and the programs only set their connection string.  The logs are read
+site of a PYTHONUSERBASE of the test's own, where `make install-python` puts them as
+`make install` puts them in dist-packages), and the programs only set their connection string.  The logs are read
 with the test-only decoder spanlog.py.
 """
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import uuid
@@ -22,7 +21,6 @@ import spanlog
 from osprofiler_cli import check_osprofiler, tree_of
 
 PY = "/usr/bin/python3"
-PYPKG = os.path.join(t.REPO, "utils", "python")
 LOCAL = t.workload("osprof_local.py")
 SERVER = t.workload("osprof_server.py")
 CLIENT = t.workload("osprof_client.py")
@@ -30,7 +28,8 @@ CLIENT = t.workload("osprof_client.py")
 
 def make_userbase(d):
     """A PYTHONUSERBASE under `d` whose site-packages holds the pyprof package and its
-    .pth hook, as `make install` installs them."""
+    .pth hook, installed there by the Makefile's own rule (`make install-python`, which
+    `make install` runs with Debian python3's dist-packages)."""
     if not os.access(PY, os.X_OK):
         pytest.fail("%s is missing (every test machine has Debian's python3)" % PY)
     res = subprocess.run([PY, "-c", "import osprofiler, webob"], stderr=subprocess.PIPE)
@@ -41,9 +40,11 @@ def make_userbase(d):
                           env=dict(t.base_env(), PYTHONUSERBASE=base),
                           stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
     assert site.startswith(base), site
-    os.makedirs(site)
-    shutil.copytree(os.path.join(PYPKG, "pyprof"), os.path.join(site, "pyprof"))
-    shutil.copy(os.path.join(PYPKG, "pyprof-osprofiler.pth"), site)
+    res = subprocess.run(["make", "-s", "-C", t.REPO, "install-python", "PY_SITE=" + site],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True)
+    assert res.returncode == 0, res.stdout
+    assert os.path.isfile(os.path.join(site, "pyprof-osprofiler.pth")), os.listdir(site)
     return base
 
 
