@@ -37,8 +37,8 @@ What it measures, in one run (stdlib only, nothing installed):
 * accuracy: a workload that measures the CPU time of its own functions, and the error of
   each share the profile gives;
 * spans (spans.py): the cost of one span start+stop of the pyprof package (with, start/stop,
-  a decorated call, the C functions alone) with the library recording and without it
-  (the no-op), on the main interpreter and Debian's python3.11;
+  a decorated call, the C functions alone) with the library recording, with it loaded
+  but paused, and without it (the no-op), on the main interpreter and Debian's python3.11;
 * side by side: `python -m cProfile` on the same interpreter, and Debian's python3-yappi
   (CPU clock) with /usr/bin/python3.11, where present.
 
@@ -922,23 +922,27 @@ def accuracy(runner, py, rounds):
 
 
 def span_cost(runner, pythons, n, reps):
-    """One span's start+stop (spans.py, the pyprof package) with and without the library,
-    per interpreter: the median over `reps` runs of each run's best loop, in ns."""
+    """One span's start+stop (spans.py, the pyprof package) without the library, with it,
+    and with it loaded but paused (PYPROF_SIGNAL: the process starts paused), per
+    interpreter: the median over `reps` runs of each run's best loop, in ns."""
     out = {}
     keys = ("with_span_ns", "start_stop_ns", "decorated_extra_ns", "c_functions_ns",
             "empty_ns")
     for py in pythons:
-        per = {"without": [], "with": []}
+        kinds = ["without", "with", "paused"]
+        per = dict((k, []) for k in kinds)
         for rep in range(reps):
-            for name in (("without", "with") if rep % 2 == 0 else ("with", "without")):
+            for name in kinds[rep % 3:] + kinds[:rep % 3]:
                 runner.count += 1
                 res_path = os.path.join(runner.work, "spans.json")
                 env = dict(runner.base_env, PYTHONPATH=os.path.join(REPO, "utils", "python"))
                 logdir = None
-                if name == "with":
+                if name != "without":
                     logdir = os.path.join(runner.work, "logs", "spans%05d" % runner.count)
                     os.makedirs(logdir)
                     env.update(LD_PRELOAD=runner.lib, PYPROF_OUTPUT=logdir)
+                if name == "paused":
+                    env.update(PYPROF_SIGNAL="SIGUSR2")
                 r = runner.spawn([py, "spans.py", str(n), res_path], env)
                 if logdir and not runner.keep:
                     shutil.rmtree(logdir, ignore_errors=True)
@@ -1350,7 +1354,8 @@ def main():
                                   % (HANDLER_CPU_S * 1e3),
             "spans": "spans.py: N span start+stop pairs of the pyprof package per loop, "
                      "best of 5 loops per run; median over runs, with the library "
-                     "(recording into a log) and without (the package's no-op); "
+                     "(recording into a log), with it paused (PYPROF_SIGNAL set: it "
+                     "starts paused) and without (the package's no-op); "
                      "c_functions_ns: pyprof_span_start + pyprof_span_stop through ctypes",
             "thread_create": "thread_create.py: N threads created and joined one at a time, "
                              "each doing nothing; us_per_thread: perf_counter around the "
@@ -1518,8 +1523,10 @@ def main():
     else:
         srows = []
         for spy, v in sp.items():
-            for name in ("without", "with"):
-                x = v[name]
+            for name in ("without", "with", "paused"):
+                x = v.get(name)
+                if x is None:
+                    continue
                 srows.append({
                     "span start+stop, ns (spans.py)": "%s %s" % (v["version"], name),
                     "recording": "yes" if x["recording"] else "no",

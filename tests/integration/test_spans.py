@@ -271,7 +271,8 @@ def test_noop_without_library(interp, tmp_path):
 def test_rotation_and_pause(interp, tmp_path):
     """A span open across a rotation: its start in the first file, its stop in the next,
     after the THREAD record of its thread there; the series' files count no loss.
-    Paused, nothing is recorded; resumed, ids go on growing."""
+    Paused, nothing is recorded; resumed, ids go on growing, and a span started inside
+    one that was not recorded hangs under the recorded one around both."""
     interp.require()
     out = str(tmp_path / "logs")
     run = t.run([interp.path, ROTATE], out, env={
@@ -311,6 +312,13 @@ def test_rotation_and_pause(interp, tmp_path):
     found = [s for log in later for s in log.named("resumed")]
     assert [s["span_id"] for s in found] == [resumed_id], where
     assert not any(log.named("while-paused") for log in logs), where
+    outer = [s for log in logs if log.header["window"] == 0 for s in log.named("outer")]
+    assert len(outer) == 1 and outer[0]["span_id"] == facts["outer"], where
+    outer = outer[0]
+    assert found[0]["parent_span"] == outer["span_id"], where
+    assert found[0]["parent_id"] == outer["trace_id"], where
+    assert found[0]["base_id"] == outer["base_id"], where
+    assert facts["outer_stop"] is True, facts
     for log in logs:
         if log.footer is not None:
             assert log.spans_lost == 0, where

@@ -4,8 +4,9 @@ Run under the library with PYPROF_ROTATE=1s, utils/python on PYTHONPATH, SPANS_T
 pyprof tool and SPANS_DIR the output directory.  Starts span "across", waits until the
 writer has begun the series' second file (a second file in SPANS_DIR: the first one is
 finished then), starts and stops "second" inside it and stops "across", both in the new
-file.  Then pauses profiling over the control socket, tries a span while paused, resumes
-and makes span "resumed".  Prints one JSON object of what the calls returned.
+file.  Then starts span "outer", pauses profiling over the control socket, starts span
+"while-paused", resumes, makes span "resumed" inside "while-paused" and stops
+"while-paused" and "outer".  Prints one JSON object of what the calls returned.
 """
 
 import json
@@ -35,8 +36,11 @@ while len(files()) < 2:
     time.sleep(0.01)
 facts["second"] = pyprof.start("second")
 facts["stops"] = [pyprof.stop(), pyprof.stop(done=True)]
+facts["outer"] = pyprof.start("outer")
 facts["pause"] = ctl("pause")
-facts["paused"] = [pyprof.active(), pyprof.start("while-paused"), pyprof.stop()]
+facts["paused"] = [pyprof.active(), pyprof.start("while-paused")]
 facts["resume"] = ctl("resume")
 facts["resumed"] = [pyprof.active(), pyprof.start("resumed"), pyprof.stop()]
+facts["paused"].append(pyprof.stop())
+facts["outer_stop"] = pyprof.stop()
 print(json.dumps(facts))

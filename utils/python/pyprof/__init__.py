@@ -234,17 +234,27 @@ class _Local(threading.local):
 _local = _Local()
 
 
-def _push(name, info_json, trace_id=None, parent_id=None, base_id=None):
+def _push(name, info, trace_id=None, parent_id=None, base_id=None):
     """Starts a span on this thread (the library is loaded): records it and pushes its
-    frame, which it returns.  OSProfiler's ids (bytes) are the enclosing span's when not
-    given."""
+    frame, which it returns.  `info` is a dict, or its JSON already made.  OSProfiler's
+    ids (bytes) are the enclosing span's when not given.  While nothing is recorded
+    (sampling paused, or this process not profiled) a span without ids of its own gets
+    none and writes nothing: a frame for stop() to pair with, which spans started inside
+    it look through to the span around it."""
     lib = _lib
     stack = _local.stack
     gen = _gen()
-    top = stack[-1] if stack else None
-    while top is not None and top.done:  # stopped from another thread
+    while stack and stack[-1].done:  # stopped from another thread
         stack.pop()
-        top = stack[-1] if stack else None
+    if trace_id is None and not lib[2]():
+        frame = _Frame(0, None, None, gen)
+        stack.append(frame)
+        return frame
+    top = None
+    for f in reversed(stack):
+        if f.trace_id is not None and not f.done:
+            top = f
+            break
     if base_id is None:
         if top is not None:
             base_id = top.base_id
@@ -257,8 +267,10 @@ def _push(name, info_json, trace_id=None, parent_id=None, base_id=None):
     if trace_id is None:
         trace_id = _new_id()
     parent_span = top.sid if top is not None and top.gen == gen else 0
+    if info is not None and not isinstance(info, bytes):
+        info = _json(info)
     try:
-        sid = lib[0](_bytes(name), trace_id, parent_id, base_id, info_json, parent_span)
+        sid = lib[0](_bytes(name), trace_id, parent_id, base_id, info, parent_span)
     except Exception:
         sid = 0
     frame = _Frame(sid, trace_id, base_id, gen)
@@ -266,21 +278,23 @@ def _push(name, info_json, trace_id=None, parent_id=None, base_id=None):
     return frame
 
 
-def _end(frame, info_json):
-    """Records the end of `frame` (once; never one of the parent's after a fork).
-    Returns True when a stop was recorded."""
+def _end(frame, info):
+    """Records the end of `frame` (once; never one of the parent's after a fork) with
+    `info` (a dict, or its JSON already made).  Returns True when a stop was recorded."""
     if frame.done:
         return False
     frame.done = True
     if not frame.sid or frame.gen != _gen():
         return False
+    if info is not None and not isinstance(info, bytes):
+        info = _json(info)
     try:
-        return bool(_lib[1](frame.sid, info_json))
+        return bool(_lib[1](frame.sid, info))
     except Exception:
         return False
 
 
-def _pop(frame, info_json):
+def _pop(frame, info):
     """Ends `frame` and takes it off this thread's stack, with any span still open inside
     it (ended first, without info).  A frame of another thread is ended where it is."""
     stack = _local.stack
@@ -290,7 +304,7 @@ def _pop(frame, info_json):
             if top is frame:
                 break
             _end(top, None)
-    return _end(frame, info_json)
+    return _end(frame, info)
 
 
 def _start_traced(name, info, trace_id, parent_id, base_id):
@@ -299,7 +313,7 @@ def _start_traced(name, info, trace_id, parent_id, base_id):
     lib = _lib if _lib is not None else _find()
     if not lib:
         return 0
-    return _push(name, _json(info), _bytes(trace_id) or None, _bytes(parent_id) or None,
+    return _push(name, info, _bytes(trace_id) or None, _bytes(parent_id) or None,
                  _bytes(base_id) or None).sid
 
 
@@ -311,7 +325,7 @@ def _stop_traced(trace_id, info):
     tid = _bytes(trace_id)
     for frame in reversed(_local.stack):
         if frame.trace_id == tid and not frame.done:
-            return _pop(frame, _json(info))
+            return _pop(frame, info)
     return False
 
 
@@ -325,7 +339,7 @@ def start(name, **info):
     lib = _lib if _lib is not None else _find()
     if not lib:
         return 0
-    return _push(name, _json(info)).sid
+    return _push(name, info).sid
 
 
 def stop(**info):
@@ -338,7 +352,7 @@ def stop(**info):
     while stack:
         frame = stack.pop()
         if not frame.done:
-            return _end(frame, _json(info))
+            return _end(frame, info)
     return False
 
 
@@ -366,7 +380,7 @@ class span(object):
     def __enter__(self):
         lib = _lib if _lib is not None else _find()
         if lib:
-            self._frames.append((_get_ident(), _push(self.name, _json(self.info))))
+            self._frames.append((_get_ident(), _push(self.name, self.info)))
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -375,12 +389,16 @@ class span(object):
             # One span object may be entered by several threads at once: this thread's
             # last entry is the one it leaves.
             me = _get_ident()
-            for i in range(len(frames) - 1, -1, -1):
-                if frames[i][0] == me:
-                    frame = frames.pop(i)[1]
-                    _pop(frame, _json(_error_info(exc_type, exc))
-                         if exc_type is not None else None)
-                    break
+            if frames[-1][0] == me:
+                frame = frames.pop()[1]
+            else:
+                frame = None
+                for i in range(len(frames) - 2, -1, -1):
+                    if frames[i][0] == me:
+                        frame = frames.pop(i)[1]
+                        break
+            if frame is not None:
+                _pop(frame, _error_info(exc_type, exc) if exc_type is not None else None)
         return False
 
     def __call__(self, func):
@@ -398,7 +416,7 @@ class span(object):
                 result = func(*args, **kwargs)
             except BaseException:
                 e_type, e = sys.exc_info()[:2]
-                _pop(frame, _json(_error_info(e_type, e)))
+                _pop(frame, _error_info(e_type, e))
                 raise
             _pop(frame, None)
             return result
