@@ -389,16 +389,11 @@ class span(object):
             # One span object may be entered by several threads at once: this thread's
             # last entry is the one it leaves.
             me = _get_ident()
-            if frames[-1][0] == me:
-                frame = frames.pop()[1]
-            else:
-                frame = None
-                for i in range(len(frames) - 2, -1, -1):
-                    if frames[i][0] == me:
-                        frame = frames.pop(i)[1]
-                        break
-            if frame is not None:
-                _pop(frame, _error_info(exc_type, exc) if exc_type is not None else None)
+            for i in range(len(frames) - 1, -1, -1):
+                if frames[i][0] == me:
+                    frame = frames.pop(i)[1]
+                    _pop(frame, _error_info(exc_type, exc) if exc_type is not None else None)
+                    break
         return False
 
     def __call__(self, func):
