@@ -391,27 +391,39 @@ def assert_transparent(prof, base, stderr_too=True):
 
 
 def tool(*args, **kw):
-    """Runs the pyprof tool; returns the CompletedProcess (text)."""
+    """Runs the pyprof tool; returns the CompletedProcess (text; `text=False`: bytes)."""
     env = base_env()
     if SAN == "address":
         env["ASAN_OPTIONS"] = "detect_leaks=1"
     env.update(kw.pop("env", {}))
     return subprocess.run([TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                          timeout=kw.pop("timeout", TIMEOUT), **kw)
+                          stderr=subprocess.PIPE, universal_newlines=kw.pop("text", True),
+                          env=env, timeout=kw.pop("timeout", TIMEOUT), **kw)
+
+
+def tool_bytes(*args, **kw):
+    """tool() with its output as bytes (names in the output may be any bytes)."""
+    return tool(*args, text=False, **kw)
+
+
+def tool_json(*args):
+    """What `pyprof ARGS` (a command that prints JSON) printed, parsed; fails the test on
+    any error."""
+    res = tool_bytes(*args)
+    out = res.stdout.decode("utf-8", "replace")
+    assert res.returncode == 0, ("pyprof %s failed (exit %s)\nstderr:\n%s\nstdout:\n%s"
+                                 % (" ".join(map(str, args)), res.returncode,
+                                    res.stderr.decode("utf-8", "replace"), out[-3000:]))
+    try:
+        return json.loads(res.stdout.decode("utf-8"))
+    except ValueError as e:
+        raise AssertionError("pyprof %s printed invalid JSON (%s):\n%s"
+                             % (" ".join(map(str, args)), e, out[:3000]))
 
 
 def report(*paths):
     """`pyprof report --json PATHS` parsed; fails the test on any error."""
-    res = tool("report", "--json", *paths)
-    assert res.returncode == 0, ("pyprof report --json %s failed (exit %s)\nstderr:\n%s\n"
-                                 "stdout:\n%s" % (" ".join(map(str, paths)), res.returncode,
-                                                  res.stderr, res.stdout[-3000:]))
-    try:
-        return json.loads(res.stdout)
-    except ValueError as e:
-        raise AssertionError("pyprof report --json printed invalid JSON (%s):\n%s"
-                             % (e, res.stdout[:3000]))
+    return tool_json("report", "--json", *paths)
 
 
 def dump(rep, functions=25):

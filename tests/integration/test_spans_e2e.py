@@ -33,18 +33,6 @@ from osprofiler_cli import DEBIAN_PYTHON, check_osprofiler, nodes, tree_of
 PYPKG = os.path.join(t.REPO, "utils", "python")
 
 
-def run_tool(*args):
-    """The tool, its output as bytes."""
-    return subprocess.run([t.TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=t.TIMEOUT)
-
-
-def tool_json(*args):
-    res = run_tool(*args)
-    assert res.returncode == 0, res.stderr.decode(errors="replace")
-    return json.loads(res.stdout.decode())
-
-
 def debian(workload, out, **env):
     e = {"PYTHONPATH": PYPKG, "PYPROF_PERIOD": "1ms"}
     e.update(env)
@@ -83,13 +71,13 @@ def test_span_filter_real(interp, tmp_path):
     full = t.report(path)
     reps = {}
     for name, burner in (("alpha", "burn_alpha"), ("beta", "burn_beta")):
-        rep = tool_json("report", "--json", "--span", name, path)
+        rep = t.tool_json("report", "--json", "--span", name, path)
         reps[name] = rep
         msg = "--span %s\n%s\n%s" % (name, where, t.dump(rep))
         assert notable(rep) == [burner], msg
         assert rep["samples"] == inside[name] > 0, msg
         assert not [f for f in rep["functions"] if f["name"] == "burn_outside"], msg
-    both = tool_json("report", "--json", "--span", "alpha", "--span", "beta", path)
+    both = t.tool_json("report", "--json", "--span", "alpha", "--span", "beta", path)
     assert both["samples"] == reps["alpha"]["samples"] + reps["beta"]["samples"]
     assert notable(both) == ["burn_alpha", "burn_beta"], t.dump(both)
     # Outside the spans: burn_outside's samples, which no --span report has.
@@ -130,7 +118,7 @@ def test_cut_inside_spans(tmp_path):
     run = proc.wait()
     assert run.rc == -signal.SIGKILL, run.describe()
     (path,) = run.logs
-    info = run_tool("info", path)
+    info = t.tool_bytes("info", path)
     assert info.returncode == 0, info.stderr
     assert b"truncated" in info.stderr + info.stdout, info
     assert b"2 started, 0 stopped; 2 unfinished (no stop in the logs)" in info.stdout, info
@@ -138,10 +126,10 @@ def test_cut_inside_spans(tmp_path):
     pr = rep["processes"][0]
     assert pr["truncated"] is True and pr["spans_lost"] is None, t.dump(rep)
     assert (pr["spans"], pr["spans_unfinished"]) == (2, 2), t.dump(rep)
-    (tr,) = tool_json("trace", "list", "--json", path)["traces"]
+    (tr,) = t.tool_json("trace", "list", "--json", path)["traces"]
     assert (tr["spans"], tr["unfinished"], tr["pids"], tr["root"]) == (
         2, 2, [run.pid], "cut-outer"), tr
-    show = tool_json("trace", "show", tr["trace_id"], "--json", path)
+    show = t.tool_json("trace", "show", tr["trace_id"], "--json", path)
     assert tree_of(show) == ("total", [("cut-outer", [("cut-inner", [])])])
     outer = show["children"][0]
     inner = outer["children"][0]
@@ -158,7 +146,7 @@ def test_cut_inside_spans(tmp_path):
         assert q["top_functions"][0]["function"] == "burn_forever", msg
     assert outer["info"]["meta.raw_payload.cut-outer-start"]["info"] == {
         "request": "GET /slow"}
-    text = run_tool("trace", "show", tr["trace_id"], path)
+    text = t.tool_bytes("trace", "show", tr["trace_id"], path)
     assert text.returncode == 0
     assert text.stdout.decode().count("(unfinished)") == 2, text.stdout
     check_osprofiler_file(tr["trace_id"], path, tmp_path)
@@ -166,7 +154,7 @@ def test_cut_inside_spans(tmp_path):
 
 def check_osprofiler_file(trace_id, path, tmp_path):
     ours = str(tmp_path / "trace.json")
-    res = run_tool("trace", "show", trace_id, "--json", "-o", ours, path)
+    res = t.tool_bytes("trace", "show", trace_id, "--json", "-o", ours, path)
     assert res.returncode == 0, res.stderr
     return check_osprofiler(ours, tmp_path)
 
@@ -197,11 +185,11 @@ def names_logs(tmp_path_factory):
 
 def test_hostile_names_json(names_logs, tmp_path):
     run, path = names_logs
-    lst = tool_json("trace", "list", "--json", path)["traces"]
+    lst = t.tool_json("trace", "list", "--json", path)["traces"]
     assert sorted(tr["spans"] for tr in lst) == [2, 5], lst
     (c,) = [tr for tr in lst if tr["trace_id"] == "E<1>"]
     assert c["root"] == C_NAMES[0].decode() and c["unfinished"] == 0
-    show = tool_json("trace", "show", "E<1>", "--json", path)
+    show = t.tool_json("trace", "show", "E<1>", "--json", path)
     spans = nodes(show)
     # Nested in one another, named as given; invalid UTF-8 shows as U+FFFD.
     assert [n["info"]["name"] for n in spans] == [
@@ -221,7 +209,7 @@ def test_hostile_names_json(names_logs, tmp_path):
     check_osprofiler_file("E<1>", path, tmp_path)
     (py,) = [tr for tr in lst if tr["trace_id"] != "E<1>"]
     assert py["root"] == PY_NAME
-    pys = tool_json("trace", "show", py["trace_id"], "--json", path)
+    pys = t.tool_json("trace", "show", py["trace_id"], "--json", path)
     assert tree_of(pys) == ("total", [(PY_NAME, [(u"inner&<i>", [])])])
     start = pys["children"][0]["info"]["meta.raw_payload.%s-start" % PY_NAME]
     assert start["info"] == {"note": "</script><!--", "amp": "&amp;"}
@@ -230,10 +218,10 @@ def test_hostile_names_json(names_logs, tmp_path):
 
 def test_hostile_names_html_dot_text(names_logs, tmp_path):
     run, path = names_logs
-    lst = tool_json("trace", "list", "--json", path)["traces"]
+    lst = t.tool_json("trace", "list", "--json", path)["traces"]
     for tr in lst:
         page = str(tmp_path / "t.html")
-        res = run_tool("trace", "show", tr["trace_id"], "--html", "-o", page, path)
+        res = t.tool_bytes("trace", "show", tr["trace_id"], "--html", "-o", page, path)
         assert res.returncode == 0, res.stderr
         html = open(page, encoding="utf-8").read()
         # The program's strings are only in the data element, where no '<', '>' or '&'
@@ -245,8 +233,8 @@ def test_hostile_names_html_dot_text(names_logs, tmp_path):
             assert bad not in html.replace(raw, ""), bad
         data = page_data(html)
         assert data["pyprof"]["trace_id"] == tr["trace_id"]
-        assert data == tool_json("trace", "show", tr["trace_id"], "--json", path)
-        dot = run_tool("trace", "show", tr["trace_id"], "--dot", path)
+        assert data == t.tool_json("trace", "show", tr["trace_id"], "--json", path)
+        dot = t.tool_bytes("trace", "show", tr["trace_id"], "--dot", path)
         assert dot.returncode == 0, dot.stderr
         text = dot.stdout.decode()
         lines = text.splitlines()
@@ -256,18 +244,18 @@ def test_hostile_names_html_dot_text(names_logs, tmp_path):
         drawn = subprocess.run(["dot", "-Tsvg"], input=dot.stdout, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         assert drawn.returncode == 0, drawn.stderr
-        plain = run_tool("trace", "show", tr["trace_id"], path)
+        plain = t.tool_bytes("trace", "show", tr["trace_id"], path)
         assert plain.returncode == 0
         for ch in (b"\x1b", b"\t"):
             assert ch not in plain.stdout
         # One line per span, the header first.
         assert len(plain.stdout.splitlines()) == tr["spans"] + 1, plain.stdout
-    text = run_tool("trace", "show", "E<1>", "--dot", path).stdout.decode()
+    text = t.tool_bytes("trace", "show", "E<1>", "--dot", path).stdout.decode()
     assert 'q\\"uote\\\\back' in text and "new?line" in text and "\ufffd" in text
     assert "tab?and?[2Jesc" in text
     # The viewer carries them as escaped JSON too.
     page = str(tmp_path / "v.html")
-    res = run_tool("html", path, "-o", page)
+    res = t.tool_bytes("html", path, "-o", page)
     assert res.returncode == 0, res.stderr
     html = open(page, encoding="utf-8").read()
     assert "<script>alert(1)" not in html and "py<script>" not in html
@@ -278,7 +266,7 @@ def test_hostile_names_html_dot_text(names_logs, tmp_path):
 def test_unknown_trace_id_real(names_logs):
     run, path = names_logs
     for tid in ("nope", "E<2>", "E<1>\n", ""):
-        res = run_tool("trace", "show", tid, "--json", path)
+        res = t.tool_bytes("trace", "show", tid, "--json", path)
         err = res.stderr.decode()
         assert res.returncode == 1 and not res.stdout, (tid, res)
         assert err.count("\n") == 1 and "not in the logs given" in err, err
@@ -301,7 +289,7 @@ def test_spans_lost(tmp_path):
     assert pr["spans_lost"] == lost, pr
     assert pr["spans"] == facts["starts"] - facts["refused_starts"], (facts, pr)
     assert pr["spans_unfinished"] == facts["refused_stops"], (facts, pr)
-    info = run_tool("info", path)
+    info = t.tool_bytes("info", path)
     assert info.returncode == 0
     assert ("; %d starts and stops lost (the library's buffer was full)" % lost
             ).encode() in info.stdout, info.stdout
@@ -309,6 +297,6 @@ def test_spans_lost(tmp_path):
     run = debian("spans_two.py", str(tmp_path / "two"))
     (path,) = run.logs
     assert t.report(path)["processes"][0]["spans_lost"] == 0
-    spans_line = [ln for ln in run_tool("info", path).stdout.decode().splitlines()
+    spans_line = [ln for ln in t.tool_bytes("info", path).stdout.decode().splitlines()
                   if ln.split()[:1] == ["spans"]]
     assert spans_line == ["  spans           6 started, 6 stopped"], spans_line

@@ -53,11 +53,6 @@ def userbase(tmp_path):
     return make_userbase(tmp_path)
 
 
-def run_tool(*args):
-    return subprocess.run([t.TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=t.TIMEOUT)
-
-
 def check_uuid4(s):
     assert uuid.UUID(s).version == 4 and str(uuid.UUID(s)) == s, s
 
@@ -205,7 +200,7 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     function."""
     out, c, s, cf, sf = wsgi.out, wsgi.c, wsgi.s, wsgi.cf, wsgi.sf
     ls = str(tmp_path / "list.json")
-    res = run_tool("trace", "list", "--json", "--out", ls, out)
+    res = t.tool_bytes("trace", "list", "--json", "--out", ls, out)
     assert res.returncode == 0 and not res.stdout, res.stderr
     with open(ls) as f:
         (tr,) = json.load(f)["traces"]
@@ -213,7 +208,7 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     assert sorted(tr["pids"]) == sorted([c.pid, s.pid]), tr
     assert (tr["spans"], tr["unfinished"], tr["root"]) == (3, 0, "client-call"), tr
     ours = str(tmp_path / "trace.json")
-    res = run_tool("trace", "show", cf["base_id"], "--json", "--out", ours, out)
+    res = t.tool_bytes("trace", "show", cf["base_id"], "--json", "--out", ours, out)
     assert res.returncode == 0 and not res.stdout, res.stderr
     show = check_osprofiler(ours, tmp_path)
     assert tree_of(show) == ("total", [("client-call", [("wsgi", [("db-query", [])])])])

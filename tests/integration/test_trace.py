@@ -33,18 +33,6 @@ from osprofiler_cli import DEBIAN_PYTHON, check_osprofiler, count, nodes, tree_o
 from spanlogs import Log, START_NS
 
 
-def run(*args):
-    """The tool, its output as bytes (names may be any bytes in text output)."""
-    return subprocess.run([t.TOOL] + [str(a) for a in args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=t.TIMEOUT)
-
-
-def run_json(*args):
-    res = run(*args)
-    assert res.returncode == 0, res.stderr.decode(errors="replace")
-    return json.loads(res.stdout)
-
-
 # ---- --span ---------------------------------------------------------------------------
 
 def burn_log(path, pid=1000):
@@ -83,25 +71,25 @@ def self_funcs(rep):
 def test_span_filter_report(tmp_path):
     path = str(tmp_path / "burn.lz4")
     log = burn_log(path)
-    full = run_json("report", "--json", path)
+    full = t.tool_json("report", "--json", path)
     assert full["samples"] == len(log.samples)
     for name, (t0, t1), leaf in (("alpha", (10_000, 40_000), "fa"),
                                  ("beta", (50_000, 90_000), "fb"),
                                  ("inner", (20_000, 30_000), "fa")):
         want = log.in_span(0, t0, t1)
         assert want and all(s[2][-1] == leaf for s in want)
-        rep = run_json("report", "--json", "--span", name, path)
+        rep = t.tool_json("report", "--json", "--span", name, path)
         assert rep["samples"] == len(want), name
         assert self_funcs(rep) == {leaf: len(want)}, name
         assert [th["samples"] for th in rep["threads"] if th["tid"] == 1001] in ([], [0])
         assert rep["processes"][0]["samples"] == len(want)
     # Repeated: inside any of the names.
-    rep = run_json("report", "--json", "--span", "alpha", "--span", "beta", path)
+    rep = t.tool_json("report", "--json", "--span", "alpha", "--span", "beta", path)
     assert self_funcs(rep) == {"fa": len(log.in_span(0, 10_000, 40_000)),
                                "fb": len(log.in_span(0, 50_000, 90_000))}
     # A name no span has keeps nothing; the other filters still combine.
-    assert run_json("report", "--json", "--span", "nope", path)["samples"] == 0
-    rep = run_json("report", "--json", "--span", "beta", "--to", "0.07", path)
+    assert t.tool_json("report", "--json", "--span", "nope", path)["samples"] == 0
+    rep = t.tool_json("report", "--json", "--span", "beta", "--to", "0.07", path)
     assert rep["samples"] == len(log.in_span(0, 50_000, 70_001))
 
 
@@ -109,7 +97,7 @@ def test_span_filter_tree_export_html(tmp_path):
     path = str(tmp_path / "burn.lz4")
     log = burn_log(path)
     n_alpha = len(log.in_span(0, 10_000, 40_000))
-    tree = run_json("tree", "--json", "--min", "0", "--span", "alpha", path)
+    tree = t.tool_json("tree", "--json", "--min", "0", "--span", "alpha", path)
     assert tree["samples"] == n_alpha
     names = []
     node = tree["roots"]
@@ -118,13 +106,13 @@ def test_span_filter_tree_export_html(tmp_path):
         names.append(node[0]["name"])
         node = node[0]["children"]
     assert names == ["main", "handle", "fa"]
-    res = run("export", "-f", "folded", "--span", "beta", path)
+    res = t.tool_bytes("export", "-f", "folded", "--span", "beta", path)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.decode().splitlines()
     assert len(lines) == 1 and lines[0].endswith(" %d" % len(log.in_span(0, 50_000, 90_000)))
     assert "fb (" in lines[0] and "fa (" not in lines[0]
     page = str(tmp_path / "alpha.html")
-    res = run("html", "--span", "alpha", path, "-o", page)
+    res = t.tool_bytes("html", "--span", "alpha", path, "-o", page)
     assert res.returncode == 0, res.stderr
     data = page_data(page)
     assert data["samples"] == n_alpha
@@ -174,7 +162,7 @@ def two_process_trace(d):
 
 def test_trace_list(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
-    lst = run_json("trace", "list", "--json", str(tmp_path / "logs"))["traces"]
+    lst = t.tool_json("trace", "list", "--json", str(tmp_path / "logs"))["traces"]
     assert [x["trace_id"] for x in lst] == ["B1", "1000.10"]
     b1, cron = lst
     assert b1["spans"] == 4 and b1["pids"] == [1000, 2000] and b1["root"] == "wsgi"
@@ -183,7 +171,7 @@ def test_trace_list(tmp_path):
     assert b1["unfinished"] == 0
     assert cron["spans"] == 1 and cron["pids"] == [1000] and cron["root"] == "cron"
     assert cron["duration_ms"] == pytest.approx(5.0)
-    res = run("trace", "list", pa, pb)
+    res = t.tool_bytes("trace", "list", pa, pb)
     assert res.returncode == 0
     lines = res.stdout.decode().splitlines()
     assert lines[0].split()[:2] == ["TRACE", "STARTED"]
@@ -196,15 +184,15 @@ def test_thread_filter_drops_spans(tmp_path):
     """--thread leaves out the spans the excluded threads started, and their stops are
     not taken for stray ones."""
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
-    pr = run_json("report", "--json", "--thread", "1001", pa)["processes"][0]
+    pr = t.tool_json("report", "--json", "--thread", "1001", pa)["processes"][0]
     assert (pr["spans"], pr["spans_unfinished"], pr["span_stops_unmatched"]) == (1, 0, 0)
-    lst = run_json("trace", "list", "--json", "--thread", "1001", pa)["traces"]
+    lst = t.tool_json("trace", "list", "--json", "--thread", "1001", pa)["traces"]
     assert [x["trace_id"] for x in lst] == ["1000.10"]
 
 
 def test_trace_show_json(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
-    tr = run_json("trace", "show", "B1", "--json", pb, pa)  # any order of logs
+    tr = t.tool_json("trace", "show", "B1", "--json", pb, pa)  # any order of logs
     assert tr["info"]["name"] == "total" and tr["info"]["started"] == 0
     assert tr["info"]["finished"] == 100
     assert tr["info"]["last_trace_started"] == 65  # pid 2000's wsgi: 65 + 1 - 1 ms
@@ -246,7 +234,7 @@ def test_trace_show_json(tmp_path):
     assert tr["pyprof"]["trace_id"] == "B1" and tr["pyprof"]["spans"] == 4
     assert [p["pid"] for p in tr["pyprof"]["processes"]] == [1000, 2000]
     # A span without ids: a trace of its own, named by pid and span id.
-    cron = run_json("trace", "show", "1000.10", "--json", pa)
+    cron = t.tool_json("trace", "show", "1000.10", "--json", pa)
     assert tree_of(cron["children"][0]) == ("cron", [])
     assert cron["children"][0]["info"]["pyprof"]["samples"] == len(a.in_span(1, 110_000,
                                                                             115_000))
@@ -254,14 +242,14 @@ def test_trace_show_json(tmp_path):
 
 def test_trace_show_text_dot_html(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
-    res = run("trace", "show", "B1", pa, pb)
+    res = t.tool_bytes("trace", "show", "B1", pa, pb)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.decode().splitlines()
     assert lines[0].startswith("trace B1: 4 spans")
     assert [ln.split()[0] for ln in lines[1:]] == ["wsgi", "db", "render", "wsgi"]
     assert [len(ln) - len(ln.lstrip()) for ln in lines[1:]] == [0, 2, 2, 4]
     dot = str(tmp_path / "t.dot")
-    res = run("trace", "show", "B1", "--dot", "--out", dot, pa, pb)
+    res = t.tool_bytes("trace", "show", "B1", "--dot", "--out", dot, pa, pb)
     assert res.returncode == 0 and not res.stdout
     text = open(dot).read()
     edges = re.findall(r"^  (\w+) -> (\w+);$", text, re.M)
@@ -272,7 +260,7 @@ def test_trace_show_text_dot_html(tmp_path):
     if shutil.which("dot"):
         assert subprocess.run(["dot", "-Tsvg", dot], stdout=subprocess.DEVNULL).returncode == 0
     page = str(tmp_path / "t.html")
-    res = run("trace", "show", "B1", "--html", "-o", page, pa, pb)
+    res = t.tool_bytes("trace", "show", "B1", "--html", "-o", page, pa, pb)
     assert res.returncode == 0, res.stderr
     data = page_data(page)
     assert tree_of({"info": {"name": "total"}, "children": data["children"]}) == (
@@ -282,7 +270,7 @@ def test_trace_show_text_dot_html(tmp_path):
 def test_osprofiler_reads_our_json(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     ours = str(tmp_path / "trace.json")
-    res = run("trace", "show", "B1", "--json", "-o", ours, pa, pb)
+    res = t.tool_bytes("trace", "show", "B1", "--json", "-o", ours, pa, pb)
     assert res.returncode == 0, res.stderr
     check_osprofiler(ours, tmp_path)
 
@@ -315,7 +303,7 @@ def decoded(name):
 
 def test_unfinished_and_names(tmp_path):
     c, path = evil_logs(tmp_path / "logs")
-    res = run("trace", "list", "--json", path)
+    res = t.tool_bytes("trace", "list", "--json", path)
     assert res.returncode == 0
     assert b"truncated" in res.stderr  # the cut log, with a warning
     (tr,) = json.loads(res.stdout)["traces"]
@@ -323,7 +311,7 @@ def test_unfinished_and_names(tmp_path):
     assert tr["root"] == EVIL[0]
     # Unfinished spans last to the end of the log's data: its last sample.
     assert tr["duration_ms"] == pytest.approx((c.last - 1000) / 1000)
-    show = run_json("trace", "show", "E<1>", "--json", path)
+    show = t.tool_json("trace", "show", "E<1>", "--json", path)
     node, names = show["children"][0], []
     while True:
         names.append(node["info"]["name"])
@@ -345,10 +333,10 @@ def test_unfinished_and_names(tmp_path):
                                           "duration": (c.last - 1000) // 1000 - i}
                              for i, n in enumerate(EVIL)}
     # The text views show control characters as '?'.
-    res = run("trace", "show", "E<1>", path)
+    res = t.tool_bytes("trace", "show", "E<1>", path)
     assert res.returncode == 0 and b"new?line" in res.stdout and b"new\nline" not in res.stdout
     # dot: one statement a line, quotes and backslashes escaped.
-    res = run("trace", "show", "E<1>", "--dot", path)
+    res = t.tool_bytes("trace", "show", "E<1>", "--dot", path)
     assert res.returncode == 0
     text = res.stdout.decode()
     assert 'q\\"uote\\\\back' in text and "new?line" in text and "\ufffd" in text
@@ -360,7 +348,7 @@ def test_unfinished_and_names(tmp_path):
     # HTML: the trace page and the viewer carry the names as escaped JSON only.
     for args in (["trace", "show", "E<1>", "--html"], ["html"]):
         page = str(tmp_path / "p.html")
-        res = run(*(args + [path, "-o", page]))
+        res = t.tool_bytes(*(args + [path, "-o", page]))
         assert res.returncode == 0, res.stderr
         html = open(page, encoding="utf-8").read()
         assert "<script>alert(1)" not in html and "<img src=x" not in html
@@ -371,26 +359,26 @@ def test_unfinished_and_names(tmp_path):
         assert got == ("E<1>" if "pyprof" in data else [decoded(n) for n in EVIL])
     # OSProfiler reads it too.
     ours = str(tmp_path / "evil.json")
-    assert run("trace", "show", "E<1>", "--json", "-o", ours, path).returncode == 0
+    assert t.tool_bytes("trace", "show", "E<1>", "--json", "-o", ours, path).returncode == 0
     check_osprofiler(ours, tmp_path)
 
 
 def test_unknown_trace_id(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     for tid in ("nope", "B1\x1b[2J", "x" * 500):
-        res = run("trace", "show", tid, "--json", pa, pb)
+        res = t.tool_bytes("trace", "show", tid, "--json", pa, pb)
         assert res.returncode == 1 and not res.stdout
         err = res.stderr.decode()
         assert err.count("\n") == 1 and err.startswith("pyprof: trace '"), err
         assert "\x1b" not in err and "not in the logs given" in err
-    res = run("trace", "show", pa)  # no log after the id
+    res = t.tool_bytes("trace", "show", pa)  # no log after the id
     assert res.returncode == 2
-    res = run("trace", "frob", pa)
+    res = t.tool_bytes("trace", "frob", pa)
     assert res.returncode == 2
-    res = run("trace", "show", "B1", "--json", "--dot", pa)
+    res = t.tool_bytes("trace", "show", "B1", "--json", "--dot", pa)
     assert res.returncode == 2
     out = str(tmp_path / "none.json")
-    res = run("trace", "show", "nope", "--json", "-o", out, pa)
+    res = t.tool_bytes("trace", "show", "nope", "--json", "-o", out, pa)
     assert res.returncode == 1 and not os.path.exists(out)
 
 
@@ -412,18 +400,18 @@ def test_odd_spans(tmp_path):
     log.stop(4, 4000, 0)  # before its start: it lasts nothing
     log.stop(1, 7000, 0)
     path = log.write(tmp_path / "odd.lz4")
-    rep = run_json("report", "--json", path)
+    rep = t.tool_json("report", "--json", path)
     pr = rep["processes"][0]
     assert (pr["spans"], pr["spans_unfinished"], pr["span_stops_unmatched"]) == (4, 0, 1)
     assert pr["spans_lost"] is None  # a footer without the span section
-    res = run("info", path)
+    res = t.tool_bytes("info", path)
     assert res.returncode == 0
     assert b"4 started, 5 stopped; 1 stops of spans not in the logs" in res.stdout
-    lst = run_json("trace", "list", "--json", path)["traces"]
+    lst = t.tool_json("trace", "list", "--json", path)["traces"]
     assert sorted((x["trace_id"], x["spans"]) for x in lst) == [("4000.4", 1), ("O", 3)]
-    tr = run_json("trace", "show", "O", "--json", path)
+    tr = t.tool_json("trace", "show", "O", "--json", path)
     assert sum(count(c) for c in tr["children"]) == 3
-    back = run_json("trace", "show", "4000.4", "--json", path)["children"][0]
+    back = t.tool_json("trace", "show", "4000.4", "--json", path)["children"][0]
     assert back["info"]["pyprof"]["finished_us"] == back["info"]["pyprof"]["started_us"]
     assert back["info"]["pyprof"]["samples"] == 0
 
@@ -449,11 +437,11 @@ def test_span_across_rotated_files(tmp_path):
             log.stop(7, 20_000, 2)  # 20 ms into the second file: 70 ms into the series
         paths.append(log.write(d / ("pyprof.app.5000.%04d.lz4" % seq), spans_lost=3 + seq))
     # The footers' spans_lost (3, 4) add up, as the series' other counters do.
-    pr = run_json("report", "--json", *paths)["processes"]
+    pr = t.tool_json("report", "--json", *paths)["processes"]
     assert [p["spans_lost"] for p in pr] == [7]
-    assert b"; 7 starts and stops lost" in run("info", *paths).stdout
+    assert b"; 7 starts and stops lost" in t.tool_bytes("info", *paths).stdout
     for order in (paths, paths[::-1]):
-        tr = run_json("trace", "show", "R", "--json", *order)
+        tr = t.tool_json("trace", "show", "R", "--json", *order)
         q = tr["children"][0]["info"]["pyprof"]
         assert q["unfinished"] is False
         assert (tr["children"][0]["info"]["finished"], q["finished_us"]) == (60, 60_000)
@@ -467,7 +455,7 @@ def test_span_across_rotated_files(tmp_path):
 def test_chrome_export_spans(tmp_path):
     a, b, pa, pb = two_process_trace(tmp_path / "logs")
     out = str(tmp_path / "c.json")
-    res = run("export", "-f", "chrome", "-o", out, pa, pb)
+    res = t.tool_bytes("export", "-f", "chrome", "-o", out, pa, pb)
     assert res.returncode == 0, res.stderr
     events = [e for e in json.load(open(out))["traceEvents"] if e.get("cat") == "span"]
     got = sorted((e["pid"], e["tid"], e["name"], e["ts"], e["dur"], e["ph"]) for e in events)
@@ -490,17 +478,17 @@ def check_span_logs(d, tmp_path):
     OSProfiler's CLI takes seconds to start), no span holds more samples than its
     process, a span nested in another of its process starts no earlier, and the page and
     the graph are made.  Returns {trace_id: its JSON}."""
-    lst = run_json("trace", "list", "--json", d)["traces"]
+    lst = t.tool_json("trace", "list", "--json", d)["traces"]
     assert lst
     largest = max(tr["spans"] for tr in lst)
-    procs = run_json("report", "--json", d)["processes"]
+    procs = t.tool_json("report", "--json", d)["processes"]
     samples = {}
     for pr in procs:
         samples[pr["pid"]] = samples.get(pr["pid"], 0) + pr["samples"]
     shown = {}
     for i, tr in enumerate(lst):
         ours = str(tmp_path / ("t%d.json" % i))
-        res = run("trace", "show", tr["trace_id"], "--json", "-o", ours, d)
+        res = t.tool_bytes("trace", "show", tr["trace_id"], "--json", "-o", ours, d)
         assert res.returncode == 0 and not res.stdout, res.stderr
         if len(tr["pids"]) > 1 or tr["spans"] == largest:
             show = check_osprofiler(ours, tmp_path)
@@ -519,7 +507,7 @@ def check_span_logs(d, tmp_path):
                 if c["info"]["pyprof"]["pid"] == q["pid"]:
                     assert c["info"]["pyprof"]["started_us"] >= q["started_us"]
         for fmt in ("--html", "--dot"):
-            res = run("trace", "show", tr["trace_id"], fmt, d)
+            res = t.tool_bytes("trace", "show", tr["trace_id"], fmt, d)
             assert res.returncode == 0 and res.stdout, res.stderr
         shown[tr["trace_id"]] = show
     return shown
