@@ -84,6 +84,16 @@ static int append_u64(uint64_t **list, size_t *n, uint64_t v)
     return 0;
 }
 
+static int append_str(const char ***list, size_t *n, const char *s)
+{
+    const char **l = realloc(*list, (*n + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    l[(*n)++] = s;
+    *list = l;
+    return 0;
+}
+
 int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
 {
     uint64_t v;
@@ -101,17 +111,16 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
         cf->f.pids = cf->pids;
         cf->f.tids = cf->tids;
         return 1;
-    case CLI_OPT_RUN: {
-        const char **r = realloc(cf->runs, (cf->f.nruns + 1) * sizeof *r);
-        if (!r) {
+    case CLI_OPT_RUN:
+    case CLI_OPT_SPAN:
+        if (opt == CLI_OPT_RUN ? append_str(&cf->runs, &cf->f.nruns, arg)
+                               : append_str(&cf->spans, &cf->f.nspan_names, arg)) {
             cli_error("out of memory");
             return CLI_EXIT_BAD_INPUT;
         }
-        r[cf->f.nruns++] = arg;
-        cf->runs = r;
-        cf->f.runs = r;
+        cf->f.runs = cf->runs;
+        cf->f.span_names = cf->spans;
         return 1;
-    }
     case CLI_OPT_FROM:
     case CLI_OPT_TO: {
         double s;
@@ -128,17 +137,6 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
         if (cf->f.has_from && cf->f.has_to && cf->f.to_s < cf->f.from_s)
             return cli_usage_error(cmd, "--to %g is before --from %g", cf->f.to_s,
                                    cf->f.from_s);
-        return 1;
-    }
-    case CLI_OPT_SPAN: {
-        const char **r = realloc(cf->spans, (cf->f.nspan_names + 1) * sizeof *r);
-        if (!r) {
-            cli_error("out of memory");
-            return CLI_EXIT_BAD_INPUT;
-        }
-        r[cf->f.nspan_names++] = arg;
-        cf->spans = r;
-        cf->f.span_names = r;
         return 1;
     }
     default:
