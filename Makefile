@@ -96,7 +96,9 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 # Test programs written in C (the embedding host and its plugin) are built per Python
 # version by the integration tests themselves, which know the interpreters.
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# Only the compiler's dependency files: the sid root (tests/sid) under build/ holds
+# directories named *.d.
+-include $(shell find $(BUILD)/obj $(BUILD)/unit -name '*.d' -type f 2>/dev/null)
 
 # ---- dependencies -------------------------------------------------------------------
 # Debian packages the build and the tests need.  Installed with apt-get when missing and

@@ -3,19 +3,22 @@
  *
  * Where the numbers come from.  Every offset below was measured with offsetof() against
  * each version's own headers (Py_BUILD_CORE and the internal/ headers for 3.7+) on the
- * pyenv builds 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0;
- * docs/CPYTHON.md explains the tables and how they were measured ("Where the offsets
- * come from") and lists every field by version.  The 3.11 table also holds for
- * Debian's 3.11.2.  Offsets are per minor version, so at start pyabi_find checks what it
- * can cheaply before trusting a table:
+ * pyenv builds 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0,
+ * and on Debian's 3.14.10 and 3.15.2; docs/CPYTHON.md explains the tables and how they
+ * were measured ("Where the offsets come from") and lists every field by version.  The
+ * 3.11 table also holds for Debian's 3.11.2.  Offsets are per minor version, so at start
+ * pyabi_find checks what it can cheaply before trusting a table:
+ *   - on 3.13+, every offset the interpreter publishes in its _Py_DebugOffsets is taken
+ *     from the running process (offsets have moved inside a minor: 3.14.5), what pyprof
+ *     keeps of its own is checked against the published ones around it, and a
+ *     free-threaded build is refused;
  *   - PyCode_Type's tp_name is "code" and its tp_basicsize is the measured size of the
  *     fixed part of PyCodeObject (sizeof on <= 3.10; on 3.11+ the offset of the
- *     variable-size co_code_adaptive, measured on the live PyCode_Type): this rejects
- *     debug (Py_TRACE_REFS) builds, whose object header is larger, and vendor builds
- *     whose code object differs;
- *   - on 3.13+, the tables are compared with the interpreter's own _Py_DebugOffsets and
- *     a free-threaded build is refused.
- * A version without a table (3.14 and later, 3.5 and earlier) is refused, never guessed.
+ *     variable-size co_code_adaptive): this rejects debug builds with Py_TRACE_REFS,
+ *     whose object header is larger, and vendor builds whose code object differs.
+ *     (Debug builds without it, Debian's python3.X-dbg, have the release layout and are
+ *     profiled like it.)
+ * A version without a table (3.16 and later, 3.5 and earlier) is refused, never guessed.
  */
 #include "pyabi.h"
 
@@ -26,6 +29,8 @@
 #include <string.h>
 
 #include <pyprof/format.h>
+
+#include "pyread.h"
 
 /* One row per minor version: every offset and layout kind that differs between minors,
  * for the sample path and for pynames alike (pyabi.h names each field). */
@@ -183,6 +188,42 @@ static const pyabi TABLES[] = {
       .dict_layout = PYABI_DICT_311, .attrs_layout = PYABI_ATTRS_INLINE_313,
       .int_layout = PYABI_LONG_TAG, .ht_cached_keys = 880, .dictvalues_values = 8,
       .thread_name_attr = "_name", .thread_native_id = 1 },
+    { .major = 3, .minor = 14,
+      .rt_initialized = 776, .rt_finalizing = 784, .rt_tss = -1, .rt_interp_head = 808,
+      .rt_interp_main = 816, .gil_holder = 7792, .gil_in_interp = 1,
+      .is_tstate_head = 7344, .ts_next = 8, .ts_interp = 16, .ts_thread_id = 152,
+      .ts_native_tid = 160, .is_modules = 7688, .ts_frame = 72, .cframe_current = -1,
+      .frame_kind = PYABI_FRAME_INTERP, .lasti_kind = PYABI_LASTI_INSTR_PTR,
+      .fr_back = 8, .fr_code = 0, .fr_lasti = 56, .fr_owner = 74, .fr_is_entry = -1,
+      .ts_prev = 0, .fr_code_tag = 3,
+      .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
+      .co_linetable = 136, .co_code_adaptive = 208, .co_basicsize = 208,
+      .co_firsttraceable = 192,
+      .linetable_kind = PYPROF_LT_LOCATIONS_311,
+      .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 40, .uni_compact_size = 56,
+      .uni_data = 56, .str_length = 16, .str_state = 32, .str27_data = -1,
+      .bytes_size = 16, .bytes_data = 32,
+      .dict_layout = PYABI_DICT_311, .attrs_layout = PYABI_ATTRS_INLINE_313,
+      .int_layout = PYABI_LONG_TAG, .ht_cached_keys = 880, .dictvalues_values = 8,
+      .thread_name_attr = "_name", .thread_native_id = 1 },
+    { .major = 3, .minor = 15,
+      .rt_initialized = 904, .rt_finalizing = 912, .rt_tss = -1, .rt_interp_head = 936,
+      .rt_interp_main = 944, .gil_holder = 7744, .gil_in_interp = 1,
+      .is_tstate_head = 7336, .ts_next = 8, .ts_interp = 16, .ts_thread_id = 176,
+      .ts_native_tid = 184, .is_modules = 7592, .ts_frame = 72, .cframe_current = -1,
+      .frame_kind = PYABI_FRAME_INTERP, .lasti_kind = PYABI_LASTI_INSTR_PTR,
+      .fr_back = 8, .fr_code = 0, .fr_lasti = 56, .fr_owner = 74, .fr_is_entry = -1,
+      .ts_prev = 0, .fr_code_tag = 3,
+      .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
+      .co_linetable = 136, .co_code_adaptive = 208, .co_basicsize = 208,
+      .co_firsttraceable = 192,
+      .linetable_kind = PYPROF_LT_LOCATIONS_311,
+      .str_kind = PYABI_STR_PEP393, .uni_ascii_size = 40, .uni_compact_size = 56,
+      .uni_data = 56, .str_length = 16, .str_state = 32, .str27_data = -1,
+      .bytes_size = 16, .bytes_data = 32,
+      .dict_layout = PYABI_DICT_311, .attrs_layout = PYABI_ATTRS_INLINE_313,
+      .int_layout = PYABI_LONG_TAG, .ht_cached_keys = 888, .dictvalues_values = 8,
+      .thread_name_attr = "_name", .thread_native_id = 1 },
 };
 
 /* Remembered by pyabi_find(late=1) for pyabi_dlsym_python. */
@@ -260,10 +301,118 @@ static int parse_version(const char *v, int *major, int *minor, int *micro)
     return 0;
 }
 
-/* 3.13+: compare our table with the interpreter's own _Py_DebugOffsets (at offset 0 of
- * _PyRuntime, filled statically so valid before initialization).  The layout of the
- * 3.13 struct is: cookie[8], version, free_threaded, then sections of uint64 fields. */
-static int check_debug_offsets(const pyabi *a, char *err, size_t errlen)
+/* _Py_DebugOffsets (3.13+): CPython publishes the offsets a debugger needs in a table at
+ * the start of _PyRuntime, filled statically (valid before initialization): the cookie
+ * "xdebugpy", the version, free_threaded, then sections of 8-byte words whose layout
+ * depends on the minor.  DEBUG_WORDS lists, per minor, the word of each field pyprof
+ * reads; those offsets are taken from the running interpreter (they have moved inside a
+ * minor before: 3.14.5 moved interp->imports.modules and the GIL).  What the table does
+ * not publish stays in TABLES, used only while the published offsets around it are the
+ * ones pyprof measured (pyabi_take_debug_offsets says which). */
+/* The structure an offset lies in, which bounds it. */
+enum { SEC_RT, SEC_IS, SEC_TS, SEC_FR, SEC_CO, SEC_OBJ, SECTIONS };
+
+typedef struct debug_word {
+    uint8_t minor, word, section;
+    uint16_t field; /* offsetof(pyabi, ...), an int */
+    const char *what;
+} debug_word;
+
+#define DW(minor, word, section, field, what) \
+    { minor, word, section, offsetof(pyabi, field), what }
+static const debug_word DEBUG_WORDS[] = {
+    DW(13, 4, SEC_RT, rt_finalizing, "runtime.finalizing"),
+    DW(13, 5, SEC_RT, rt_interp_head, "runtime.interpreters_head"),
+    DW(13, 9, SEC_IS, is_tstate_head, "interp.threads_head"),
+    DW(13, 11, SEC_IS, is_modules, "interp.imports_modules"),
+    DW(13, 18, SEC_IS, gil_holder, "interp.gil_runtime_state_holder"),
+    DW(13, 21, SEC_TS, ts_next, "tstate.next"),
+    DW(13, 22, SEC_TS, ts_interp, "tstate.interp"),
+    DW(13, 23, SEC_TS, ts_frame, "tstate.current_frame"),
+    DW(13, 24, SEC_TS, ts_thread_id, "tstate.thread_id"),
+    DW(13, 25, SEC_TS, ts_native_tid, "tstate.native_thread_id"),
+    DW(13, 29, SEC_FR, fr_back, "frame.previous"),
+    DW(13, 30, SEC_FR, fr_code, "frame.executable"),
+    DW(13, 31, SEC_FR, fr_lasti, "frame.instr_ptr"),
+    DW(13, 33, SEC_FR, fr_owner, "frame.owner"),
+    DW(13, 35, SEC_CO, co_filename, "code.filename"),
+    DW(13, 36, SEC_CO, co_name, "code.name"),
+    DW(13, 37, SEC_CO, co_qualname, "code.qualname"),
+    DW(13, 38, SEC_CO, co_linetable, "code.linetable"),
+    DW(13, 39, SEC_CO, co_firstlineno, "code.firstlineno"),
+    DW(13, 43, SEC_CO, co_code_adaptive, "code.co_code_adaptive"),
+    DW(13, 68, SEC_OBJ, str_state, "unicode.state"),
+    DW(13, 69, SEC_OBJ, str_length, "unicode.length"),
+    DW(13, 70, SEC_OBJ, uni_ascii_size, "unicode.asciiobject_size"),
+    /* 3.14 added threads_main (interp), stackpointer and tlbc_index (frame), co_tlbc. */
+    DW(14, 4, SEC_RT, rt_finalizing, "runtime.finalizing"),
+    DW(14, 5, SEC_RT, rt_interp_head, "runtime.interpreters_head"),
+    DW(14, 9, SEC_IS, is_tstate_head, "interp.threads_head"),
+    DW(14, 12, SEC_IS, is_modules, "interp.imports_modules"),
+    DW(14, 19, SEC_IS, gil_holder, "interp.gil_runtime_state_holder"),
+    DW(14, 23, SEC_TS, ts_prev, "tstate.prev"),
+    DW(14, 24, SEC_TS, ts_next, "tstate.next"),
+    DW(14, 25, SEC_TS, ts_interp, "tstate.interp"),
+    DW(14, 26, SEC_TS, ts_frame, "tstate.current_frame"),
+    DW(14, 27, SEC_TS, ts_thread_id, "tstate.thread_id"),
+    DW(14, 28, SEC_TS, ts_native_tid, "tstate.native_thread_id"),
+    DW(14, 32, SEC_FR, fr_back, "frame.previous"),
+    DW(14, 33, SEC_FR, fr_code, "frame.executable"),
+    DW(14, 34, SEC_FR, fr_lasti, "frame.instr_ptr"),
+    DW(14, 36, SEC_FR, fr_owner, "frame.owner"),
+    DW(14, 40, SEC_CO, co_filename, "code.filename"),
+    DW(14, 41, SEC_CO, co_name, "code.name"),
+    DW(14, 42, SEC_CO, co_qualname, "code.qualname"),
+    DW(14, 43, SEC_CO, co_linetable, "code.linetable"),
+    DW(14, 44, SEC_CO, co_firstlineno, "code.firstlineno"),
+    DW(14, 48, SEC_CO, co_code_adaptive, "code.co_code_adaptive"),
+    DW(14, 78, SEC_OBJ, str_state, "unicode.state"),
+    DW(14, 79, SEC_OBJ, str_length, "unicode.length"),
+    DW(14, 80, SEC_OBJ, uni_ascii_size, "unicode.asciiobject_size"),
+    /* 3.15 added base_frame, last_profiled_frame and the GIL flags to the thread state,
+     * err_stackitem, the type and heap type sections, compactunicodeobject_size. */
+    DW(15, 4, SEC_RT, rt_finalizing, "runtime.finalizing"),
+    DW(15, 5, SEC_RT, rt_interp_head, "runtime.interpreters_head"),
+    DW(15, 9, SEC_IS, is_tstate_head, "interp.threads_head"),
+    DW(15, 12, SEC_IS, is_modules, "interp.imports_modules"),
+    DW(15, 19, SEC_IS, gil_holder, "interp.gil_runtime_state_holder"),
+    DW(15, 23, SEC_TS, ts_prev, "tstate.prev"),
+    DW(15, 24, SEC_TS, ts_next, "tstate.next"),
+    DW(15, 25, SEC_TS, ts_interp, "tstate.interp"),
+    DW(15, 26, SEC_TS, ts_frame, "tstate.current_frame"),
+    DW(15, 30, SEC_TS, ts_thread_id, "tstate.thread_id"),
+    DW(15, 31, SEC_TS, ts_native_tid, "tstate.native_thread_id"),
+    DW(15, 40, SEC_FR, fr_back, "frame.previous"),
+    DW(15, 41, SEC_FR, fr_code, "frame.executable"),
+    DW(15, 42, SEC_FR, fr_lasti, "frame.instr_ptr"),
+    DW(15, 44, SEC_FR, fr_owner, "frame.owner"),
+    DW(15, 48, SEC_CO, co_filename, "code.filename"),
+    DW(15, 49, SEC_CO, co_name, "code.name"),
+    DW(15, 50, SEC_CO, co_qualname, "code.qualname"),
+    DW(15, 51, SEC_CO, co_linetable, "code.linetable"),
+    DW(15, 52, SEC_CO, co_firstlineno, "code.firstlineno"),
+    DW(15, 56, SEC_CO, co_code_adaptive, "code.co_code_adaptive"),
+    DW(15, 67, SEC_OBJ, ht_cached_keys, "heap_type.ht_cached_keys"),
+    DW(15, 90, SEC_OBJ, str_state, "unicode.state"),
+    DW(15, 91, SEC_OBJ, str_length, "unicode.length"),
+    DW(15, 92, SEC_OBJ, uni_ascii_size, "unicode.asciiobject_size"),
+    DW(15, 93, SEC_OBJ, uni_compact_size, "unicode.compactunicodeobject_size"),
+};
+#undef DW
+
+/* Per minor: the word of the GIL's `locked` (published beside its holder), and the
+ * "size" word of each structure's section (runtime, interpreter, thread, frame, code). */
+static const struct {
+    uint8_t gil_locked, size[SEC_OBJ];
+} DEBUG_LAYOUT[] = { { 17, { 3, 6, 19, 28, 34 } },   /* 3.13 */
+                     { 18, { 3, 6, 22, 31, 39 } },   /* 3.14 */
+                     { 18, { 3, 6, 22, 39, 47 } } }; /* 3.15 */
+
+static int *field_at(pyabi *a, uint16_t off) { return (int *)((char *)a + off); }
+
+/* Takes the offsets the running interpreter publishes (3.13+) into `a`, then checks what
+ * pyprof keeps of its own around them.  0, or -1 with a line in err. */
+static int take_debug_offsets(pyabi *a, char *err, size_t errlen)
 {
     const uint64_t *d = (const uint64_t *)a->runtime;
     if (memcmp(d, "xdebugpy", 8) != 0) {
@@ -273,47 +422,65 @@ static int check_debug_offsets(const pyabi *a, char *err, size_t errlen)
     }
     if (d[2]) {
         snprintf(err, errlen,
-                 "pyprof: Python %s is a free-threaded build, which pyprof does not support; "
+                 "pyprof: Python %s is a free-threaded build, which pyprof does not support "
+                 "(its objects and frames have another layout and it has no GIL); not "
+                 "profiling", a->version);
+        return -1;
+    }
+    if ((d[1] >> 16) != (((uint64_t)a->major << 8) | (uint64_t)a->minor)) {
+        snprintf(err, errlen,
+                 "pyprof: Python %s: its _Py_DebugOffsets say version %llx; not profiling",
+                 a->version, (unsigned long long)d[1]);
+        return -1;
+    }
+    const pyabi measured = *a;
+    /* Each offset must lie inside its structure; a frame's or a code object's fields
+     * inside what the sample path checks of it (PYREAD_SPAN); an object's in its first
+     * page. */
+    uint64_t bound[SECTIONS];
+    for (int s = 0; s < SEC_OBJ; s++)
+        bound[s] = d[DEBUG_LAYOUT[a->minor - 13].size[s]];
+    bound[SEC_OBJ] = 4096;
+    for (int s = SEC_FR; s <= SEC_CO; s++)
+        if (bound[s] > PYREAD_SPAN)
+            bound[s] = PYREAD_SPAN;
+    for (size_t i = 0; i < sizeof DEBUG_WORDS / sizeof DEBUG_WORDS[0]; i++) {
+        const debug_word *w = &DEBUG_WORDS[i];
+        if (w->minor != a->minor)
+            continue;
+        uint64_t v = d[w->word];
+        if (v + 8 > bound[w->section]) {
+            snprintf(err, errlen,
+                     "pyprof: Python %s: %s is at %llu in this build, past its structure; "
+                     "not profiling", a->version, w->what, (unsigned long long)v);
+            return -1;
+        }
+        *field_at(a, w->field) = (int)v;
+    }
+    if (d[DEBUG_LAYOUT[a->minor - 13].gil_locked] != (uint64_t)a->gil_holder + 8) {
+        snprintf(err, errlen,
+                 "pyprof: Python %s: the GIL's fields are not laid out as pyprof expects; "
                  "not profiling", a->version);
         return -1;
     }
-    /* Indexes of the 3.13 sections: runtime_state{size, finalizing, interpreters_head}
-     * starts at d[3]; interpreter_state{size, id, next, threads_head, ...13 fields} at
-     * d[6]; thread_state{size, prev, next, interp, current_frame, thread_id,
-     * native_thread_id, datastack_chunk, status} at d[19]; interpreter_frame{size,
-     * previous, executable, instr_ptr, localsplus, owner} at d[28]; code_object{size,
-     * filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-     * localspluskinds, co_code_adaptive} at d[34]. */
-    if (a->minor != 13)
-        return 0; /* only the 3.13 layout of the struct is known */
-    struct { uint64_t want; int have; const char *what; } checks[] = {
-        { d[4], a->rt_finalizing, "runtime.finalizing" },
-        { d[5], a->rt_interp_head, "runtime.interpreters_head" },
-        { d[9], a->is_tstate_head, "interp.threads_head" },
-        { d[21], a->ts_next, "tstate.next" },
-        { d[22], a->ts_interp, "tstate.interp" },
-        { d[23], a->ts_frame, "tstate.current_frame" },
-        { d[24], a->ts_thread_id, "tstate.thread_id" },
-        { d[25], a->ts_native_tid, "tstate.native_thread_id" },
-        { d[29], a->fr_back, "frame.previous" },
-        { d[30], a->fr_code, "frame.executable" },
-        { d[31], a->fr_lasti, "frame.instr_ptr" },
-        { d[33], a->fr_owner, "frame.owner" },
-        { d[35], a->co_filename, "code.filename" },
-        { d[36], a->co_name, "code.name" },
-        { d[37], a->co_qualname, "code.qualname" },
-        { d[38], a->co_linetable, "code.linetable" },
-        { d[39], a->co_firstlineno, "code.firstlineno" },
-        { d[43], a->co_code_adaptive, "code.co_code_adaptive" },
-    };
-    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-        if (checks[i].want != (uint64_t)checks[i].have) {
-            snprintf(err, errlen,
-                     "pyprof: Python %s: %s is at %llu in this build, pyprof expects %d; "
-                     "not profiling", a->version, checks[i].what,
-                     (unsigned long long)checks[i].want, checks[i].have);
-            return -1;
-        }
+    /* Derived from published neighbours, as every version from 3.12 lays them out:
+     * `initialized` just before `_finalizing`, interpreters.main just after .head,
+     * _co_firsttraceable 16 bytes before co_code_adaptive (whose offset is also
+     * PyCode_Type's basic size), a compact string's characters right after its header. */
+    a->rt_initialized = a->rt_finalizing - 8;
+    a->rt_interp_main = a->rt_interp_head + 8;
+    a->co_firsttraceable = a->co_code_adaptive - 16;
+    a->co_basicsize = a->co_code_adaptive;
+    a->uni_data = a->uni_compact_size;
+    /* What the table does not publish is used only while the published offsets of the
+     * same structure are the ones it was measured with: 3.13's thread-state key (runtime
+     * state) and, before 3.15, the compact string header (the ASCII one). */
+    if ((a->rt_tss >= 0 && a->rt_finalizing != measured.rt_finalizing) ||
+        (a->minor < 15 && a->uni_ascii_size != measured.uni_ascii_size)) {
+        snprintf(err, errlen,
+                 "pyprof: Python %s lays out its runtime or strings differently from the "
+                 "%d.%d pyprof knows; not profiling", a->version, a->major, a->minor);
+        return -1;
     }
     return 0;
 }
@@ -338,7 +505,7 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
             t = &TABLES[i];
     if (!t) {
         snprintf(err, errlen,
-                 "pyprof: Python %d.%d is not supported (supported: 2.7, 3.6 to 3.13); "
+                 "pyprof: Python %d.%d is not supported (supported: 2.7, 3.6 to 3.15); "
                  "not profiling", major, minor);
         return -1;
     }
@@ -374,6 +541,8 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
                  a->version);
         return -1;
     }
+    if (a->major == 3 && a->minor >= 13 && take_debug_offsets(a, err, errlen) < 0)
+        return -1;
     const char *tp_name = *(const char **)(a->code_type + PYABI_TP_NAME);
     long basicsize = *(const long *)(a->code_type + PYABI_TP_BASICSIZE);
     if (!tp_name || strcmp(tp_name, "code") != 0 || basicsize != a->co_basicsize) {
@@ -382,7 +551,5 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
                  "build?); not profiling", a->version);
         return -1;
     }
-    if (a->major == 3 && a->minor >= 13 && check_debug_offsets(a, err, errlen) < 0)
-        return -1;
     return 1;
 }

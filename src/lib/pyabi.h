@@ -1,7 +1,8 @@
 /*
  * pyabi: everything pyprof knows about one CPython build's memory layout, and how to find
  * the interpreter in this process.  Owns the one per-minor-version table of offsets and
- * layout kinds (one row per minor: 2.7, 3.6 to 3.13), read by the sample path (thread
+ * layout kinds (one row per minor: 2.7, 3.6 to 3.15; from 3.13 on, every offset the
+ * interpreter publishes in its _Py_DebugOffsets is taken from it), read by the sample path (thread
  * states, frames, code objects, strings) and by pynames (dicts, instance attributes,
  * ints, the threading module), the offsets that are the same in every supported version
  * (the PYABI_* constants below), and the addresses resolved from the interpreter's
@@ -88,7 +89,10 @@ typedef struct pyabi {
     void *(*interp_head)(void);           /* PyInterpreterState_Head (2.7/3.6) */
 
     /* _PyRuntime (3.7+) */
-    int rt_initialized, rt_finalizing, rt_tss, rt_interp_head;
+    int rt_initialized, rt_finalizing, rt_interp_head;
+    int rt_tss;             /* _PyRuntime.autoTSSkey (3.7-3.13): this thread's thread state
+                             * by pthread_getspecific; -1 on 3.14+, where the handler finds
+                             * it in the thread list by thread_id (3.15 removed the key) */
     int rt_interp_main;     /* _PyRuntime.interpreters.main (interpreters.head + 8) */
     int gil_holder;         /* the GIL's last_holder (its `locked` int follows 8 bytes on):
                              * in _PyRuntime.ceval.gil (3.7-3.11) or in the main
@@ -97,12 +101,17 @@ typedef struct pyabi {
     int gil_in_interp;
     /* PyInterpreterState / PyThreadState */
     int is_tstate_head, ts_next, ts_interp, ts_thread_id, ts_native_tid;
+    int ts_prev;            /* PyThreadState.prev (3.14+: checks a cached thread state is
+                             * still listed) */
     int is_modules;         /* PyInterpreterState.modules (.imports.modules on 3.12+) */
     int ts_frame;           /* tstate->frame (<=3.10), ->cframe (3.11/3.12), ->current_frame */
     int cframe_current;     /* _PyCFrame.current_frame (3.11/3.12), else -1 */
     /* Frames */
     int frame_kind, lasti_kind;
     int fr_back, fr_code, fr_lasti, fr_owner;
+    int fr_code_tag;        /* the tag bits masked off the executable: 3 on 3.14+, where
+                             * f_executable is a _PyStackRef (a popped frame's is cleared
+                             * to NULL, 1), else 0 */
     int fr_is_entry;        /* _PyInterpreterFrame.is_entry (bool, 3.11 only): the first
                              * frame an eval-loop C activation runs; -1 elsewhere */
     /* Code objects */

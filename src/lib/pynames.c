@@ -153,13 +153,7 @@ static int init_layout(const pyabi *a)
     if (py2 != (a->str_kind == PYABI_STR_BYTES27))
         return 0;
     S.str27 = py2;
-    /* 3.13 publishes where interp->imports.modules is (_Py_DebugOffsets, at the start of
-     * _PyRuntime; interpreter_state.imports_modules is its 12th word). */
-    if (a->major == 3 && a->minor == 13) {
-        const uint64_t *d = (const uint64_t *)a->runtime;
-        if (!d || memcmp(d, "xdebugpy", 8) != 0 || d[11] != (uint64_t)a->is_modules)
-            return 0;
-    }
+    /* On 3.13+ is_modules is the interpreter's own published offset (pyabi). */
     S.tid_off = pthread_tid_offset();
     S.abi = *a;
     S.L = &S.abi;

@@ -24,6 +24,7 @@
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
+ *   pyread_frame_popped(a, &raw)             a frame being popped (3.14+)
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
  *   pyread_frame_view(a, &raw, &code, &off)  shown, hidden, or not a code object
  *   pyread_frame_as, pyread_frame_view_as    the same two for a frame kind known at
@@ -37,12 +38,14 @@
 #include "pyabi.h"
 #include "safe_read.h"
 
-/* CPython's frame owners (3.11+): a generator's frame, and (3.12+) the shim frames C code
- * pushes when it calls into Python. */
+/* CPython's frame owners (3.11+): a generator's frame, and from 3.12 on the frames that
+ * are no Python function's: the shim frames C code pushes when it calls into Python
+ * (owner 3, CSTACK on 3.12/3.13, INTERPRETER on 3.14+) and 3.14's CSTACK (4); 3.15 also
+ * ends every chain with the thread's base frame (owner 3). */
 enum { PYREAD_OWNER_GENERATOR = 1, PYREAD_OWNER_CSTACK = 3 };
 
 /* Every field the sample path reads of a frame or a code object, in every version,
- * lies in its first PYREAD_SPAN bytes (the farthest: 3.13's _co_firsttraceable at 184;
+ * lies in its first PYREAD_SPAN bytes (the farthest: 3.14's _co_firsttraceable at 192;
  * docs/CPYTHON.md).  A field past it would still be a guarded load: the span check only
  * keeps the object's address plausible. */
 #define PYREAD_SPAN 256u
@@ -121,12 +124,19 @@ PYREAD_INLINE int pyread_frame_as(const pyabi *a, int kind, uintptr_t frame, fra
     }
     f->is_entry = a->fr_is_entry >= 0 ? safe_at_u8(frame + (uintptr_t)a->fr_is_entry) : 0;
     f->back = safe_at_ptr(frame + (uintptr_t)a->fr_back);
-    f->code = safe_at_ptr(frame + (uintptr_t)a->fr_code);
+    f->code = safe_at_ptr(frame + (uintptr_t)a->fr_code) & ~(uintptr_t)a->fr_code_tag;
     return 0;
 }
 static inline int pyread_frame(const pyabi *a, uintptr_t frame, frame_raw *f)
 {
     return pyread_frame_as(a, a->frame_kind, frame, f);
+}
+
+/* Is this frame one being popped (3.14+ clear a returning frame's executable)?  Its code
+ * reads 0 once the tag is masked off. */
+static inline int pyread_frame_popped(const pyabi *a, const frame_raw *f)
+{
+    return a->fr_code_tag && !f->code;
 }
 
 /* Does `frame`, read as `was`, still hold the same code object and caller? */

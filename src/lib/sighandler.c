@@ -6,6 +6,7 @@
  *
  *   clock_gettime(CLOCK_MONOTONIC)   on signal-safety(7); served by the vDSO
  *   syscall(SYS_gettid)              a raw system call, once per thread (then cached)
+ *   pthread_self                     in glibc a load of the thread pointer (%fs)
  *   pthread_getspecific              not on the POSIX list; in glibc a lock-free read of
  *                                    the thread descriptor for keys < 32 (CPython's TSS
  *                                    key is created first thing at start, so it is small)
@@ -100,9 +101,54 @@ void sighandler_reset_tid(void) { tls_tid = 0; }
 
 /* ---- the sample --------------------------------------------------------------------- */
 
+/* This thread's thread state as the last sample found it (3.14+), checked before use. */
+static __thread uintptr_t tls_tstate __attribute__((tls_model("initial-exec")));
+
+/* The thread state of this thread in the list starting at `ts` (by pthread_t: a thread
+ * state carries its thread's pthread_self(), which a raw fork's child keeps, unlike
+ * native_thread_id); one that has frames is preferred when there are two. */
+static uintptr_t tstate_in_list(const pyabi *a, uintptr_t ts, uintptr_t self)
+{
+    uintptr_t found = 0;
+    for (unsigned n = 0; ts && n < 10000; n++) {
+        if (safe_u64(ts + (uintptr_t)a->ts_thread_id) == self) {
+            found = ts;
+            if (safe_ptr(ts + (uintptr_t)a->ts_frame))
+                break;
+        }
+        ts = safe_ptr(ts + (uintptr_t)a->ts_next);
+    }
+    return found;
+}
+
+/* 3.14+: 3.15 has no thread-state key, and 3.14's is not published, so the main
+ * interpreter's thread list is searched, once per thread while the state found stays
+ * listed: a state still carrying this thread's id and linked from its predecessor (or
+ * the list's head) is this thread's, since a deleted state is unlinked first. */
+static uintptr_t this_tstate_listed(const pyabi *a)
+{
+    uintptr_t self = (uintptr_t)pthread_self();
+    uintptr_t interp = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
+    if (!interp)
+        return 0;
+    uintptr_t head = interp + (uintptr_t)a->is_tstate_head;
+    uintptr_t ts = tls_tstate;
+    if (ts && safe_u64(ts + (uintptr_t)a->ts_thread_id) == self &&
+        safe_ptr(ts + (uintptr_t)a->ts_interp) == interp) {
+        uintptr_t prev = safe_ptr(ts + (uintptr_t)a->ts_prev);
+        if (prev ? safe_ptr(prev + (uintptr_t)a->ts_next) == ts : safe_ptr(head) == ts)
+            return ts;
+    }
+    ts = tstate_in_list(a, safe_ptr(head), self);
+    tls_tstate = ts;
+    return ts;
+}
+
 /* This thread's PyThreadState, or 0. */
 static uintptr_t this_tstate(const pyabi *a)
 {
+    if (a->runtime && a->rt_tss < 0)
+        return this_tstate_listed(a);
     if (a->runtime) {
         uintptr_t tss = a->runtime + (uintptr_t)a->rt_tss;
         if (!safe_i32(tss + PYABI_TSS_INITIALIZED))
@@ -118,17 +164,7 @@ static uintptr_t this_tstate(const pyabi *a)
     uintptr_t interp = (uintptr_t)a->interp_head();
     if (!interp)
         return 0;
-    uintptr_t found = 0;
-    ts = safe_ptr(interp + (uintptr_t)a->is_tstate_head);
-    for (unsigned n = 0; ts && n < 10000; n++) {
-        if (safe_u64(ts + (uintptr_t)a->ts_thread_id) == self) {
-            found = ts;
-            if (safe_ptr(ts + (uintptr_t)a->ts_frame))
-                break;
-        }
-        ts = safe_ptr(ts + (uintptr_t)a->ts_next);
-    }
-    return found;
+    return tstate_in_list(a, safe_ptr(interp + (uintptr_t)a->is_tstate_head), self);
 }
 
 /* One sample of the calling thread's own Python stack (the signal handler: the thread

@@ -12,6 +12,8 @@
  *   mix64                             pure
  * Every frame's code is checked to be a live code object (pyread_frame_view) before its
  * id is looked up or taken from the walk's memo (walk_memo, on the walk's own stack).
+ * A frame being popped (3.14+: its executable cleared) is skipped at the top of a stack
+ * and ends the walk anywhere below it (pyread_frame_popped).
  * The set of frames seen (seen_set) is static and used by strict walks only, which
  * only the wall-clock sampler thread makes: no two walks share it at once.
  */
@@ -182,6 +184,22 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
                             : !f.back && (pyread_top_frame(a, o->ts) != frame ||
                                           !pyread_frame_unchanged(a, frame, &f))))
             return WALK_CHANGED;
+        if (kind == PYABI_FRAME_INTERP && pyread_frame_popped(a, &f)) {
+            /* 3.14+: a frame being popped.  At the top it is a function returning, and
+             * its caller is where the thread goes on.  Below the top, the thread (the
+             * wall clock's, running on) returned past it while the walk read: what
+             * was read is no stack the thread had. */
+            if (!prev) {
+                frame = f.back;
+                continue;
+            }
+            if (!self)
+                return WALK_CHANGED;
+            if (total == 0)
+                return WALK_BAD;
+            r->unreadable_tail = 1;
+            break;
+        }
         uintptr_t code;
         int32_t offset;
         int shown = pyread_frame_view_as(a, kind, &f, &code, &offset);
@@ -243,6 +261,12 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
             return WALK_CHANGED;
         if (strict && prev && !pyread_frame_unchanged(a, prev, &prev_raw))
             return WALK_CHANGED;
+        if (kind == PYABI_FRAME_INTERP && pyread_frame_popped(a, &f)) {
+            if (!self)
+                return WALK_CHANGED; /* it was not popped in the first pass */
+            r->unreadable_tail = 1;
+            break;
+        }
         uintptr_t code;
         int32_t offset;
         int shown = pyread_frame_view_as(a, kind, &f, &code, &offset);

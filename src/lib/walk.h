@@ -46,7 +46,7 @@ typedef struct walk_out {
  * recorded frame's code id too, and with o->runs the RFRAME_RUN_START marks.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
  * when the top of the stack is not a valid frame or the chain is cyclic or absurdly long
  * (the sample is rejected), WALK_CHANGED when a strict walk found the stack changing
- * under it, WALK_ROOM when the stack needs more frames than o->room (r is then to be
+ * under it, or another thread's walk (3.14+) met a frame popped below the top, WALK_ROOM when the stack needs more frames than o->room (r is then to be
  * cancelled, and the walk made again into a record with room for max_depth).  The rules
  * are at the definition. */
 int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth);

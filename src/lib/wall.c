@@ -62,6 +62,10 @@ static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
         int32_t offset;
         if (pyread_frame(a, frame, &f) < 0)
             return 0;
+        if (pyread_frame_popped(a, &f)) { /* 3.14+: returning; its caller goes on */
+            frame = f.back;
+            continue;
+        }
         int shown = pyread_frame_view(a, &f, &code, &offset);
         if (shown < 0)
             return 0;
