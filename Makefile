@@ -47,7 +47,8 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
         fuzz-build asan ubsan \
-        bench install install-python clean check-exports test-core consumers test-transparency test-repeat
+        bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
+        sid-root
 
 all: $(LIB) $(TOOL)
 
@@ -140,6 +141,13 @@ $(SPEEDSCOPE_SCHEMA):
 	npm install --silent --no-audit --no-fund --prefix $(CONSUMERS) speedscope@$(SPEEDSCOPE_VERSION)
 	@test -f $@ || { echo "speedscope $(SPEEDSCOPE_VERSION) has no $@"; exit 1; }
 
+# CPython 3.14 and 3.15 come from Debian unstable, in a root file system of their own
+# (tests/sid/sid-root.sh: about a minute and 400 MB once, then well under a second).  It
+# stays in build/sid for every build directory (asan, ubsan); `make clean` removes it.
+SID ?= build/sid
+sid-root:
+	@sh tests/sid/sid-root.sh $(SID) >/dev/null
+
 # ---- tests --------------------------------------------------------------------------
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -157,9 +165,9 @@ print-layout:
 # Build, unit tests and the static checks: the quick loop while changing code.
 check: all unit check-layout check-exports fuzz-replay
 
-integration: all consumers
+integration: all consumers sid-root
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
-	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) \
+	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) PYPROF_SID=$(abspath $(SID)) \
 	    $(PYTEST) -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
 # ---- fuzzing ------------------------------------------------------------------------

@@ -51,6 +51,8 @@ typedef struct module {
     int state; /* ELF_* */
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    uint64_t eval_lo, eval_hi; /* the eval loop's body outside its symbol (see find_eval_body),
+                                * runtime [lo, hi); 0, 0 when none */
 } module;
 
 typedef struct seg_entry {
@@ -444,18 +446,157 @@ static int open_recorded(const module *m)
     return fd;
 }
 
-/* 1 when the module's symbol table holds the eval loop. */
-static int holds_eval(Dwfl_Module *mod)
+/* The module's eval-loop symbol (holds_eval: found), its file address and size. */
+static int holds_eval(Dwfl_Module *mod, GElf_Sym *eval)
 {
     int n = dwfl_module_getsymtab(mod);
     for (int i = 0; i < n; i++) {
         GElf_Sym sym;
         GElf_Addr addr;
         const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
-        if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && symbols_is_eval_name(name))
+        if (name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && symbols_is_eval_name(name)) {
+            *eval = sym;
             return 1;
+        }
     }
     return 0;
+}
+
+/* The sorted table of function starts in .eh_frame_hdr (the unwinder's binary search
+ * table: one entry per FDE, the unwind table's entry for a function or a part of one). */
+typedef struct fde_table {
+    const uint8_t *entries; /* pairs of 4-byte (start, FDE) offsets from the header */
+    uint32_t count;
+    uint64_t hdr_addr; /* the header's file address */
+} fde_table;
+
+/* Finds the table; 0, or -1 when the module has none in the layout GCC and binutils
+ * write on x86-64 (version 1, pc-relative 4-byte .eh_frame pointer, 4-byte count,
+ * header-relative 4-byte entries), the only one read here. */
+static int fde_table_of(Elf *elf, fde_table *t)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return -1;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr sh;
+        const char *name;
+        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+            strcmp(name, ".eh_frame_hdr") != 0)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        const uint8_t *h = d ? d->d_buf : NULL;
+        if (!h || d->d_size < 12 || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+            return -1;
+        memcpy(&t->count, h + 8, 4);
+        if ((d->d_size - 12) / 8 < t->count)
+            return -1;
+        t->entries = h + 12;
+        t->hdr_addr = sh.sh_addr;
+        return 0;
+    }
+    return -1;
+}
+
+static uint64_t fde_start(const fde_table *t, uint32_t i)
+{
+    int32_t rel;
+    memcpy(&rel, t->entries + 8 * (size_t)i, 4);
+    return t->hdr_addr + (int64_t)rel;
+}
+
+/* The part holding file address `a`: from the start of its FDE to the next one's, in
+ * [*lo, *hi).  0, or -1 outside the table. */
+static int fde_range(const fde_table *t, uint64_t a, uint64_t *lo, uint64_t *hi)
+{
+    uint32_t l = 0, h = t->count; /* the first entry starting above a is in [l, h] */
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
+        if (fde_start(t, mid) <= a)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    if (l == 0 || l == t->count)
+        return -1;
+    *lo = fde_start(t, l - 1);
+    *hi = fde_start(t, l);
+    return 0;
+}
+
+/* An executable whose full symbol table was stripped may export only the entry part of
+ * the eval loop: the compiler moved the opcode bodies, where every activation's return
+ * address lies, into a part of their own that only the local symbol table named
+ * (Debian's static python3.14 and python3.15: 1,184 and 844 bytes exported, 60-80 KB
+ * unnamed).  The entry part branches into that part; the part is found as the unwind
+ * table entry (FDE, fde_table) that the entry part's direct branches (call, jmp, jcc
+ * with a 32-bit displacement, x86-64) reach most often, taken when at least two of them
+ * reach it and it is large enough to be the loop.  Addresses there are then the eval loop's.  Only
+ * for an exported symbol too small to hold the loop itself; nothing else is guessed. */
+#define EVAL_ENTRY_MAX 4096u     /* bytes: a symbol this small cannot be the whole loop */
+#define EVAL_BODY_MIN (16u << 10) /* bytes: an FDE this large can be */
+static void find_eval_body(module *m, const GElf_Sym *eval)
+{
+    if (eval->st_size == 0 || eval->st_size > EVAL_ENTRY_MAX)
+        return;
+    GElf_Addr bias;
+    Elf *elf = dwfl_module_getelf(m->mod, &bias);
+    fde_table fdes;
+    if (!elf || fde_table_of(elf, &fdes) < 0)
+        return;
+    /* The entry part's bytes, from the section that holds them. */
+    uint8_t code[EVAL_ENTRY_MAX];
+    size_t len = 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL && !len) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(sh.sh_flags & SHF_EXECINSTR) || eval->st_value < sh.sh_addr ||
+            eval->st_value + eval->st_size > sh.sh_addr + sh.sh_size)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        uint64_t at = eval->st_value - sh.sh_addr;
+        if (d && d->d_buf && d->d_size >= at + eval->st_size) {
+            memcpy(code, (const uint8_t *)d->d_buf + at, eval->st_size);
+            len = eval->st_size;
+        }
+    }
+    struct { uint64_t lo, hi; unsigned hits; } cand[16];
+    unsigned ncand = 0;
+    for (size_t i = 0; i + 5 <= len; i++) {
+        size_t disp; /* the displacement's offset; the instruction ends 4 bytes after it */
+        if (code[i] == 0xe8 || code[i] == 0xe9)
+            disp = i + 1;
+        else if (code[i] == 0x0f && i + 6 <= len && (code[i + 1] & 0xf0) == 0x80)
+            disp = i + 2;
+        else
+            continue;
+        int32_t rel;
+        memcpy(&rel, code + disp, 4);
+        uint64_t target = eval->st_value + disp + 4 + (int64_t)rel;
+        if (target >= eval->st_value && target < eval->st_value + eval->st_size)
+            continue;
+        uint64_t lo, hi;
+        if (fde_range(&fdes, target, &lo, &hi) < 0 || hi - lo < EVAL_BODY_MIN)
+            continue;
+        unsigned c = 0;
+        while (c < ncand && cand[c].lo != lo)
+            c++;
+        if (c == ncand) {
+            if (ncand == sizeof cand / sizeof cand[0])
+                continue;
+            cand[ncand++] = (typeof(cand[0])){ lo, hi, 0 };
+        }
+        cand[c].hits++;
+    }
+    unsigned best = ncand;
+    for (unsigned c = 0; c < ncand; c++)
+        if (cand[c].hits >= 2 && (best == ncand || cand[c].hits > cand[best].hits))
+            best = c;
+    if (best == ncand)
+        return;
+    m->eval_lo = cand[best].lo + bias;
+    m->eval_hi = cand[best].hi + bias;
 }
 
 /* Finds and opens the module's ELF file once; sets m->state. */
@@ -500,8 +641,11 @@ static void open_module(symbols *s, module *m)
     m->mod = mod;
     m->pub.elf_path = elf_path;
     m->state = ELF_READY;
-    if (holds_eval(mod))
+    GElf_Sym eval;
+    if (holds_eval(mod, &eval)) {
         m->pub.flags |= SYM_INTERP;
+        find_eval_body(m, &eval);
+    }
 }
 
 /* ---- one address ------------------------------------------------------------------------- */
@@ -566,6 +710,8 @@ static sym_info *symbolize(module *m, uint64_t addr)
     if (name && (!name[0] || (sym.st_size == 0 && off != 0) ||
                  (sym.st_size != 0 && off >= sym.st_size)))
         name = NULL;
+    if (!name && addr >= m->eval_lo && addr < m->eval_hi)
+        name = "_PyEval_EvalFrameDefault"; /* its unnamed body (find_eval_body) */
     if (!name)
         return fallback_info(m, addr);
 

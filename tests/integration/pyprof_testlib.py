@@ -69,12 +69,26 @@ def pyenv_root():
 class Interp(object):
     """One CPython build under test."""
 
-    def __init__(self, ident, version, path, prefix=None):
-        self.id = ident                  # pytest id: py3.11, py3.11-debian
+    def __init__(self, ident, version, path, prefix=None, sysroot=None, exe=None):
+        self.id = ident                  # pytest id: py3.11, py3.11-debian, py3.14
         self.version = version           # full version for pyenv builds, X.Y for others
         self.minor = tuple(int(x) for x in version.split(".")[:2])
-        self.path = path                 # the python executable
+        self.path = path                 # the python executable (or the root's wrapper)
         self.prefix = prefix             # install prefix (for embedding), None if static
+        self.sysroot = sysroot           # the Debian sid root it lives in (tests/sid), or None
+        self.exe = exe or path           # the executable as the process sees it (the log's)
+
+    @property
+    def embeddable(self):
+        """It comes with a shared libpython that a host program can be built against."""
+        return bool(self.prefix or self.sysroot)
+
+    def host_argv(self, argv):
+        """`argv`, a program built for this interpreter, run where the interpreter runs
+        (inside its root for the sid interpreters)."""
+        if self.sysroot:
+            return [os.path.join(os.path.dirname(self.path), "sid-run")] + list(argv)
+        return list(argv)
 
     @property
     def has_qualname(self):
@@ -85,8 +99,9 @@ class Interp(object):
         """Fails (never skips) the test when the interpreter is not installed: every CI
         machine has all of them."""
         if not os.access(self.path, os.X_OK):
-            pytest.fail("interpreter %s not installed: %s is missing (every test machine "
-                        "must have it)" % (self.id, self.path))
+            how = (" (`make sid-root` makes it)" if self.sysroot else "")
+            pytest.fail("interpreter %s not installed: %s is missing%s (every test machine "
+                        "must have it)" % (self.id, self.path, how))
         return self
 
     def qualified(self, qualname):
@@ -102,6 +117,11 @@ PYENV_VERSIONS = ["2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13", "
                   "3.12.1", "3.13.0"]
 
 
+# Debian unstable's interpreters, in the root tests/sid/sid-root.sh makes (make sid-root).
+SID = os.environ.get("PYPROF_SID") or os.path.join(REPO, "build", "sid")
+SID_VERSIONS = ["3.14", "3.15"]
+
+
 def _interpreters():
     root = pyenv_root()
     out = []
@@ -110,11 +130,17 @@ def _interpreters():
         out.append(Interp("py" + ".".join(v.split(".")[:2]), v,
                           os.path.join(prefix, "bin", "python"), prefix))
     out.append(Interp("py3.11-debian", "3.11", "/usr/bin/python3.11"))
+    for v in SID_VERSIONS:
+        out.append(Interp("py" + v, v, os.path.join(SID, "bin", "python" + v),
+                          sysroot=os.path.join(SID, "root"), exe="/usr/bin/python" + v))
     return out
 
 
 INTERPRETERS = _interpreters()
 PYENV = [i for i in INTERPRETERS if i.prefix]
+SIDS = [i for i in INTERPRETERS if i.sysroot]
+# The ones with a shared libpython: pyenv's and the sid root's.
+EMBEDDABLE = [i for i in INTERPRETERS if i.embeddable]
 
 
 def by_id(*ids):
@@ -141,32 +167,46 @@ def _config_out(config, *args):
     return out.stdout.split()
 
 
+def _build_flags(interp):
+    """(cflags, ldflags) that build a program or a plugin against `interp`'s libpython."""
+    xy = "%d.%d" % interp.minor
+    if interp.sysroot:
+        # Debian's own layout inside the root; the host's gcc builds against its libc.
+        root = interp.sysroot
+        return (["--sysroot=" + root, "-I" + os.path.join(root, "usr", "include", "python" + xy)],
+                ["-L" + os.path.join(root, "usr", "lib", "x86_64-linux-gnu"), "-lpython" + xy])
+    config = os.path.join(interp.prefix, "bin", "python%s-config" % xy)
+    cflags = _config_out(config, "--cflags")
+    if interp.minor >= (3, 8):
+        ldflags = _config_out(config, "--ldflags", "--embed")
+    else:
+        ldflags = _config_out(config, "--ldflags")
+        if not any(f.startswith("-lpython") for f in ldflags):
+            abiflags = "m" if interp.minor in ((3, 6), (3, 7)) else ""
+            ldflags.append("-lpython%s%s" % (xy, abiflags))
+    libdir = os.path.join(interp.prefix, "lib")
+    return cflags, ["-L" + libdir] + ldflags + ["-Wl,-rpath," + libdir]
+
+
+def _fresh(out, srcs):
+    return (os.path.exists(out)
+            and all(os.path.getmtime(out) >= os.path.getmtime(s) for s in srcs))
+
+
 def _build_embedding(interp, name, extra_flags, srcs):
     """Builds `srcs` against `interp`'s headers and libpython as build/embed/NAME-VERSION
     (cached; rebuilt when a source is newer).  Returns its path."""
     interp.require()
-    xy = "%d.%d" % interp.minor
     outdir = os.path.join(os.path.dirname(LIB), "embed")
     out = os.path.join(outdir, "%s-%s" % (name, interp.version))
     with _embed_lock:
-        if (os.path.exists(out)
-                and all(os.path.getmtime(out) >= os.path.getmtime(s) for s in srcs)):
+        if _fresh(out, srcs):
             return out
         if not os.path.isdir(outdir):
             os.makedirs(outdir)
-        config = os.path.join(interp.prefix, "bin", "python%s-config" % xy)
-        cflags = _config_out(config, "--cflags")
-        if interp.minor >= (3, 8):
-            ldflags = _config_out(config, "--ldflags", "--embed")
-        else:
-            ldflags = _config_out(config, "--ldflags")
-            if not any(f.startswith("-lpython") for f in ldflags):
-                abiflags = "m" if interp.minor in ((3, 6), (3, 7)) else ""
-                ldflags.append("-lpython%s%s" % (xy, abiflags))
-        libdir = os.path.join(interp.prefix, "lib")
+        cflags, ldflags = _build_flags(interp)
         tmp = out + ".tmp.%d" % os.getpid()
-        cmd = (["gcc", "-O1", "-g", "-w", "-o", tmp] + extra_flags + srcs + cflags
-               + ["-L" + libdir] + ldflags + ["-Wl,-rpath," + libdir])
+        cmd = ["gcc", "-O1", "-g", "-w", "-o", tmp] + extra_flags + srcs + cflags + ldflags
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              universal_newlines=True)
         if res.returncode != 0:
@@ -176,9 +216,26 @@ def _build_embedding(interp, name, extra_flags, srcs):
         return out
 
 
+def _in_root(interp, program):
+    """`program` itself, or for an interpreter of the sid root a script beside it that
+    runs it there (exec all the way: the pid a test starts is the program's)."""
+    if not interp.sysroot:
+        return program
+    script = program + ".sid"
+    with _embed_lock:
+        if not _fresh(script, [program]):
+            tmp = script + ".tmp.%d" % os.getpid()
+            with open(tmp, "w") as f:
+                f.write("#!/bin/sh\nexec %s \"$@\"\n"
+                        % " ".join("'%s'" % a for a in interp.host_argv([program])))
+            os.chmod(tmp, 0o755)
+            os.rename(tmp, script)
+    return script
+
+
 def embed_host(interp):
     """Path of tests/helpers/embed_host.c built against `interp`'s headers and libpython."""
-    return _build_embedding(interp, "embed_host", [], [EMBED_SRC])
+    return _in_root(interp, _build_embedding(interp, "embed_host", [], [EMBED_SRC]))
 
 
 def plugin_host(interp):
@@ -196,7 +253,7 @@ def plugin_host(interp):
                                  universal_newlines=True)
             assert res.returncode == 0, res.stdout
             os.rename(tmp, host)
-    return [host, plugin]
+    return [_in_root(interp, host), plugin]
 
 
 NATIVE_CHAIN_SRC = os.path.join(REPO, "tests", "helpers", "native_chain.c")
@@ -212,6 +269,10 @@ def native_chain(interp):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     assert info.returncode == 0, info.stderr
     include, suffix = info.stdout.split()
+    sysroot = []
+    if interp.sysroot:   # the interpreter reports its include directory inside the root
+        include = interp.sysroot + include
+        sysroot = ["--sysroot=" + interp.sysroot]
     outdir = os.path.join(os.path.dirname(LIB), "embed", "native_chain-%s" % interp.id)
     out = os.path.join(outdir, "native_chain" + suffix)
     with _embed_lock:
@@ -221,7 +282,7 @@ def native_chain(interp):
             os.makedirs(outdir)
         tmp = out + ".tmp.%d" % os.getpid()
         cmd = ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-optimize-sibling-calls", "-w",
-               "-I" + include, NATIVE_CHAIN_SRC, "-o", tmp]
+               "-I" + include, NATIVE_CHAIN_SRC, "-o", tmp] + sysroot
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              universal_newlines=True)
         if res.returncode != 0:

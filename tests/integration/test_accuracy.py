@@ -104,7 +104,7 @@ def test_accuracy(interp, tmp_path):
     check_accuracy(interp, [interp.path, ACC], tmp_path)
 
 
-@pytest.mark.parametrize("interp", t.params(t.PYENV))
+@pytest.mark.parametrize("interp", t.params(t.EMBEDDABLE))
 def test_accuracy_embedded(interp, tmp_path):
     """The same in a C program that embeds the interpreter (Py_InitializeEx)."""
     check_accuracy(interp, [t.embed_host(interp), ACC], tmp_path)

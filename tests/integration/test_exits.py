@@ -67,7 +67,7 @@ def test_exit_path(interp, mode, tmp_path):
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("interp", t.params(t.PYENV))
+@pytest.mark.parametrize("interp", t.params(t.EMBEDDABLE))
 def test_exit_path_embedded(interp, mode, tmp_path):
     """An embedding host calls Py_FinalizeEx itself (for sys.exit, Python calls it
     before exit()), then returns from main.  Whether the log calls such an end
