@@ -68,7 +68,11 @@ typedef struct cache_slot {
 } cache_slot;
 
 struct symbols {
-    char *debug_root;
+    /* One allocation (freed as debug_root) holds the three strings: */
+    char *debug_root;       /* the host's debug root */
+    const char *root;       /* the root recorded paths are first looked for under, without
+                             * its trailing '/'; NULL: none */
+    const char *root_debug; /* root + debug_root; NULL with root */
     module *mods;
     size_t nmods, cap_mods;
     seg_entry *segs;
