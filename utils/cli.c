@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -185,10 +186,32 @@ int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t 
     return 0;
 }
 
+/* --root DIR: an existing directory, kept as an absolute path (the recorded paths are
+ * appended to it) in *root, replacing an earlier one.  0, or an exit code after printing
+ * why. */
+static int parse_root(const char *cmd, const char *arg, char **root)
+{
+    struct stat st;
+    if (stat(arg, &st) < 0)
+        return cli_usage_error(cmd, "--root: '%s': %s", arg, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cli_usage_error(cmd, "--root: '%s' is not a directory", arg);
+    char *abs = realpath(arg, NULL);
+    if (!abs) {
+        if (errno == ENOMEM)
+            return cli_oom();
+        return cli_usage_error(cmd, "--root: '%s': %s", arg, strerror(errno));
+    }
+    free(*root);
+    *root = abs;
+    return 0;
+}
+
 /* The options every command that reads logs takes, before its own. */
 static const struct option common_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"native-glue", no_argument, NULL, CLI_OPT_NATIVE_GLUE},
+    {"root", required_argument, NULL, CLI_OPT_ROOT},
     CLI_FILTER_OPTIONS,
 };
 #define NCOMMON (sizeof common_options / sizeof common_options[0])
@@ -230,6 +253,12 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
             load |= PROFILE_NATIVE_GLUE;
             continue;
         }
+        if (c == CLI_OPT_ROOT) {
+            int rr = parse_root(cmd->name, optarg, &a->root);
+            if (rr)
+                return rr;
+            continue;
+        }
         if (c == '?' || c == ':' || !cmd->option)
             return cli_bad_option(cmd->name, c, argv);
         int rc = cmd->option(ctx, c, optarg);
@@ -242,7 +271,7 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
         return rc;
     a->args = argv + optind;
     optind += cmd->nargs;
-    rc = cli_load(argv + optind, argc - optind, &a->cf.f, load, &a->p);
+    rc = cli_load(argv + optind, argc - optind, &a->cf.f, load, a->root, &a->p);
     return rc ? rc : -1;
 }
 
@@ -250,14 +279,15 @@ void cli_args_free(cli_args *a)
 {
     profile_free(a->p);
     cli_filter_free(&a->cf);
+    free(a->root);
     memset(a, 0, sizeof *a);
 }
 
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
-             profile **out)
+             const char *root, profile **out)
 {
     *out = NULL;
-    profile *p = profile_new(filter, options);
+    profile *p = profile_new(filter, options, root);
     if (!p) {
         cli_error("out of memory");
         return CLI_EXIT_BAD_INPUT;

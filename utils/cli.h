@@ -1,8 +1,8 @@
 /*
  * cli: what the `pyprof` subcommands share — the exit codes, one-line error messages,
  * one command-line parser for the commands that read logs (--help, the filters every one
- * takes: --pid, --thread, --run, --from, --to, --span, the --native-glue view option, and --json
- * where it is offered; then the
+ * takes: --pid, --thread, --run, --from, --to, --span, the --native-glue view option, --root
+ * (where native modules are looked for), and --json where it is offered; then the
  * logs, loaded into a profile with its warnings printed), JSON string escaping and small
  * number formatters.  It also declares every command, for main.c's table.
  *
@@ -84,6 +84,7 @@ enum {
     CLI_OPT_JSON,
     CLI_OPT_NATIVE_GLUE,
     CLI_OPT_SPAN,
+    CLI_OPT_ROOT,
 };
 #define CLI_FILTER_OPTIONS                                                              \
     {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
@@ -103,7 +104,10 @@ enum {
     "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"   \
     "                   that started it (repeatable: inside any of the names)\n"          \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"   \
-    "                   frames between Python frames and the process and thread start\n"
+    "                   frames between Python frames and the process and thread start\n"   \
+    "  --root DIR       in logs with native frames, look for each module's file under DIR\n" \
+    "                   first (the root file system the process ran in: a chroot, a\n"      \
+    "                   container's), then at its recorded path\n"
 
 /* Filter values parsed from the command line; owns its lists. */
 typedef struct cli_filter {
@@ -118,10 +122,11 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
 
 void cli_filter_free(cli_filter *cf);
 
-/* Loads every path into a new profile, printing each warning (truncated logs) on stderr.
- * Returns CLI_EXIT_OK with *out set, or CLI_EXIT_BAD_INPUT after printing the error. */
+/* Loads every path into a new profile (profile_new's filter, options and root), printing
+ * each warning (truncated logs) on stderr.  Returns CLI_EXIT_OK with *out set, or
+ * CLI_EXIT_BAD_INPUT after printing the error. */
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
-             profile **out);
+             const char *root, profile **out);
 
 /* A command that reads logs, for cli_start. */
 typedef struct cli_command {
@@ -146,12 +151,14 @@ typedef struct cli_command {
 typedef struct cli_args {
     cli_filter cf;
     int json;   /* --json was given */
+    char *root; /* --root DIR as an absolute path, or NULL */
     char **args; /* the command's nargs words before the logs */
     profile *p; /* the logs, loaded and filtered */
 } cli_args;
 
-/* Parses the command line of `cmd` (its options, --help, the filters, --json when
- * offered; getopt's errors as cli_bad_option reports them) and loads the logs it names.
+/* Parses the command line of `cmd` (its options, --help, the filters, --native-glue,
+ * --root, --json when offered; getopt's errors as cli_bad_option reports them; a --root
+ * that is not a directory is a usage error) and loads the logs it names.
  * Returns -1 with a->p loaded for the command to go on, or the exit code to return now:
  * CLI_EXIT_OK after printing the usage for --help, CLI_EXIT_USAGE or CLI_EXIT_BAD_INPUT
  * after printing why.  Either way the caller ends with cli_args_free. */

@@ -372,7 +372,7 @@ static int find_logs(const run_env *e, time_t since, char ***out)
 static void summarize(const run_env *e, char **logs, int nlogs)
 {
     profile *p;
-    if (cli_load(logs, nlogs, NULL, 0, &p))
+    if (cli_load(logs, nlogs, NULL, 0, NULL, &p))
         return;
     fprintf(stderr, "pyprof: run %s: %d log%s\n", e->run_id, nlogs, nlogs == 1 ? "" : "s");
     for (size_t i = 0; i < p->nprocs; i++) {

@@ -231,13 +231,14 @@ static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
 
 /* ---- the profile --------------------------------------------------------------------- */
 
-profile *profile_new(const profile_filter *filter, unsigned options)
+profile *profile_new(const profile_filter *filter, unsigned options, const char *root)
 {
     profile *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->index = calloc(1, sizeof *p->index);
-    if (!p->index) {
+    if (!p->index || (root && !(p->root = strdup(root)))) {
+        free(p->index);
         free(p);
         return NULL;
     }
@@ -312,6 +313,7 @@ void profile_free(profile *p)
         free(p->index->tmp);
         free(p->index);
     }
+    free(p->root);
     free(p);
 }
 
@@ -1005,9 +1007,10 @@ static int span_filter(profile *p)
 
 /* ---- native frames ------------------------------------------------------------------- */
 
-static int on_module(load_maps *m, uint64_t pos, const pyprof_module_rec *r)
+static int on_module(const profile *p, load_maps *m, uint64_t pos,
+                     const pyprof_module_rec *r)
 {
-    if (!m->sym && !(m->sym = symbols_new(NULL)))
+    if (!m->sym && !(m->sym = symbols_new(NULL, p->root)))
         return -1;
     return symbols_add_module(m->sym, r, pos);
 }
@@ -1115,7 +1118,7 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
 {
     if (!m->npending && !m->sym)
         return 0;
-    if (!m->sym && !(m->sym = symbols_new(NULL)))
+    if (!m->sym && !(m->sym = symbols_new(NULL, p->root)))
         return -1;
     uint64_t unmerged = 0;
     for (size_t i = 0; i < m->npending; i++) {
@@ -1260,7 +1263,7 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
             break;
         case PYPROF_REC_MODULE:
             pr->modules_read++;
-            oom = on_module(&m, m.pos, &rec.u.module) < 0;
+            oom = on_module(p, &m, m.pos, &rec.u.module) < 0;
             break;
         case PYPROF_REC_NSTACK:
             pr->nstacks_read++;

@@ -34,7 +34,8 @@
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
  * is the merged one; native functions are identified by (symbol, module path) and carry
- * kind PROFILE_FUNC_NATIVE.
+ * kind PROFILE_FUNC_NATIVE.  The modules' files are looked for under the profile's root
+ * first (profile_new), for logs of processes that ran in a chroot or a container.
  *
  * Interface: profile_filter, profile_process, profile_module, profile_thread,
  * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
@@ -230,6 +231,7 @@ typedef struct profile_index profile_index; /* the loader's hash tables, private
 typedef struct profile {
     profile_filter filter;
     unsigned options;
+    char *root; /* profile_new's root (a copy), or NULL */
     profile_process *procs;
     size_t nprocs;
     profile_thread *threads;
@@ -264,8 +266,9 @@ typedef struct profile {
 } profile;
 
 /* Returns an empty profile that will keep what `filter` (copied; NULL for none) allows,
- * or NULL when out of memory. */
-profile *profile_new(const profile_filter *filter, unsigned options);
+ * or NULL when out of memory.  `root` (copied; NULL for none): the directory native
+ * modules' recorded paths are looked for under first (symbols_new's root). */
+profile *profile_new(const profile_filter *filter, unsigned options, const char *root);
 
 void profile_free(profile *p);
 

@@ -150,8 +150,28 @@ static int build_id_path(const char *root, const uint8_t *id, size_t len, char *
     return 0;
 }
 
+/* The file <debug root>/.build-id/xx/rest.debug that has build-id `id`, under the root's
+ * debug root first (when there is a root), then the host's: a descriptor with the file's
+ * path in buf, or -1. */
+static int open_build_id_file(const symbols *s, const uint8_t *id, size_t len, char *buf,
+                              size_t cap)
+{
+    const char *roots[] = {s->root_debug, s->debug_root};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        if (!roots[i] || build_id_path(roots[i], id, len, buf, cap) < 0)
+            continue;
+        int fd = open_regular(buf);
+        if (fd < 0)
+            continue;
+        if (elf_has_build_id(fd, id, len))
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
 /* libdwfl's find_debuginfo: the separate debug file with the module's own build-id,
- * under the debug root (the symbolizer is the module's user data); nothing for a module
+ * under the debug roots (the symbolizer is the module's user data); nothing for a module
  * without a build-id.  Returns a descriptor, or -1. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                           Dwarf_Addr base, const char *file_name, const char *debuglink,
@@ -163,13 +183,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     GElf_Addr vaddr;
     int len = dwfl_module_build_id(mod, &id, &vaddr);
     char path[4096];
-    if (!s || len <= 0 || len > MAX_BUILD_ID ||
-        build_id_path(s->debug_root, id, (size_t)len, path, sizeof path) < 0)
+    if (!s || len <= 0 || len > MAX_BUILD_ID)
         return -1;
-    int fd = open_regular(path);
+    int fd = open_build_id_file(s, id, (size_t)len, path, sizeof path);
     if (fd < 0)
         return -1;
-    if (!elf_has_build_id(fd, id, (size_t)len) || !(*debuginfo_file_name = strdup(path))) {
+    if (!(*debuginfo_file_name = strdup(path))) {
         close(fd);
         return -1;
     }
@@ -185,7 +204,7 @@ static const Dwfl_Callbacks dwfl_callbacks = {
 
 /* ---- modules -------------------------------------------------------------------------- */
 
-symbols *symbols_new(const char *debug_root)
+symbols *symbols_new(const char *debug_root, const char *root)
 {
     /* libelf refuses every file until told which ELF version its caller speaks. */
     if (elf_version(EV_CURRENT) == EV_NONE)
@@ -193,10 +212,27 @@ symbols *symbols_new(const char *debug_root)
     symbols *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->debug_root = strdup(debug_root ? debug_root : "/usr/lib/debug");
-    if (!s->debug_root) {
+    if (!debug_root)
+        debug_root = "/usr/lib/debug";
+    size_t dlen = strlen(debug_root), rlen = root ? strlen(root) : 0;
+    while (rlen && root[rlen - 1] == '/')
+        rlen--; /* "/" (the host's own root) is no root */
+    /* debug_root, root and root + debug_root, one after the other. */
+    char *strs = malloc(dlen + 1 + 2 * (rlen + 1) + dlen);
+    if (!strs) {
         free(s);
         return NULL;
+    }
+    memcpy(strs, debug_root, dlen + 1);
+    s->debug_root = strs;
+    if (rlen) {
+        char *r = strs + dlen + 1, *rd = r + rlen + 1;
+        memcpy(r, root, rlen);
+        r[rlen] = '\0';
+        memcpy(rd, root, rlen);
+        memcpy(rd + rlen, debug_root, dlen + 1);
+        s->root = r;
+        s->root_debug = debug_root[0] == '/' ? rd : NULL;
     }
     return s;
 }
@@ -421,11 +457,12 @@ static uint32_t find_module(symbols *s, uint64_t addr, uint64_t pos)
 
 /* ---- a module's ELF file ------------------------------------------------------------------ */
 
-/* The recorded path when it is the recorded file: same build-id, or for a module recorded
- * without one, the same device, inode, size and (when recorded) modification time. */
-static int open_recorded(const module *m)
+/* The file at `path` (the recorded path, or it under the root) when it is the recorded
+ * file: same build-id, or for a module recorded without one, the same device, inode, size
+ * and (when recorded) modification time. */
+static int open_recorded(const module *m, const char *path)
 {
-    int fd = open_regular(m->pub.path);
+    int fd = open_regular(path);
     if (fd < 0)
         return -1;
     int same;
@@ -608,17 +645,19 @@ static void open_module(symbols *s, module *m)
 {
     m->state = ELF_NONE;
     char path[4096];
-    const char *found = m->pub.path;
-    int fd = open_recorded(m);
-    if (fd < 0 && m->build_id_len && m->build_id_len <= MAX_BUILD_ID &&
-        build_id_path(s->debug_root, m->build_id, m->build_id_len, path, sizeof path) == 0) {
-        fd = open_regular(path);
-        if (fd >= 0 && !elf_has_build_id(fd, m->build_id, m->build_id_len)) {
-            close(fd);
-            fd = -1;
-        }
-        found = path;
+    const char *found = path;
+    int fd = -1;
+    /* The recorded path under the root first (only an absolute one: "linux-vdso.so.1"
+     * is nothing under it), then as recorded, then by build-id. */
+    if (s->root && m->pub.path[0] == '/') {
+        int n = snprintf(path, sizeof path, "%s%s", s->root, m->pub.path);
+        if (n > 0 && (size_t)n < sizeof path)
+            fd = open_recorded(m, path);
     }
+    if (fd < 0 && (fd = open_recorded(m, m->pub.path)) >= 0)
+        found = m->pub.path;
+    if (fd < 0 && m->build_id_len && m->build_id_len <= MAX_BUILD_ID)
+        fd = open_build_id_file(s, m->build_id, m->build_id_len, path, sizeof path);
     if (fd < 0)
         return;
     char *elf_path = strdup(found);

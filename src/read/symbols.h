@@ -4,13 +4,16 @@
  *
  * It owns the process's modules (their recorded identity, the ELF file found for each,
  * one libdwfl session per module) and a cache of every address looked up, so each
- * (module, address) is symbolized once.  A module's ELF is the recorded path when that
- * file's GNU build-id is the recorded one (or, for a module recorded without a build-id,
- * when its device, inode, size and modification time are the recorded ones); else the
- * separate debug file <debug root>/.build-id/xx/rest.debug with that build-id; else none,
- * and its addresses show as "basename+0xOFFSET" where OFFSET is the address relative to
- * the module (address - base, the ELF virtual address).  Separate debug information for
- * a found file is taken only from a file whose build-id matches.  Every path comes from
+ * (module, address) is symbolized once.  A module's ELF is the recorded path under the
+ * root the symbolizer was given (the file system the process ran in: a chroot, a
+ * container's), then the recorded path itself, each taken when that file's GNU build-id
+ * is the recorded one (or, for a module recorded without a build-id, when its device,
+ * inode, size and modification time are the recorded ones); else the separate debug file
+ * <debug root>/.build-id/xx/rest.debug with that build-id, under the root's debug root
+ * first, then the host's; else none, and its addresses show as "basename+0xOFFSET"
+ * where OFFSET is the address relative to the module (address - base, the ELF virtual
+ * address).  Separate debug information for a found file is taken only from a file whose
+ * build-id matches, again under the root's debug root first.  Every path comes from
  * an untrusted log: only absolute paths of regular files are opened, never blocking.
  *
  * Interface: SYM_EVAL, SYM_INTERP, SYM_LIBC, SYM_RESOLVED, SYM_NO_MODULE,
@@ -69,8 +72,10 @@ typedef struct sym_module {
 typedef struct symbols symbols;
 
 /* A symbolizer with no modules.  `debug_root` is where separate debug files are looked
- * for (NULL: /usr/lib/debug).  NULL when out of memory. */
-symbols *symbols_new(const char *debug_root);
+ * for (an absolute path; NULL: /usr/lib/debug).  `root` (an absolute directory; NULL or
+ * "/": none) is where the process's recorded paths are looked for first: root + path,
+ * and root + debug_root before debug_root.  NULL when out of memory. */
+symbols *symbols_new(const char *debug_root, const char *root);
 
 void symbols_free(symbols *s);
 

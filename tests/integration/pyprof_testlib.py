@@ -139,6 +139,7 @@ def _interpreters():
 INTERPRETERS = _interpreters()
 PYENV = [i for i in INTERPRETERS if i.prefix]
 SIDS = [i for i in INTERPRETERS if i.sysroot]
+SID_IDS = tuple(i.id for i in SIDS)
 # The ones with a shared libpython: pyenv's and the sid root's.
 EMBEDDABLE = [i for i in INTERPRETERS if i.embeddable]
 

@@ -111,7 +111,7 @@ def test_accuracy_embedded(interp, tmp_path):
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.11", "py3.12",
-                                                      "py3.13")))
+                                                      "py3.13", *t.SID_IDS)))
 def test_accuracy_plugin_loaded_late(interp, tmp_path):
     """The same in an application-server-like host that does not link libpython: it
     dlopens a plugin linked against libpython with RTLD_LOCAL after start (as uwsgi

@@ -20,9 +20,10 @@ CHILD_PROG = t.workload("child_prog.py")
 # timer); a floor well below both still catches a process whose samples went missing.
 MIN_SAMPLES = 20
 ENV = {"PYPROF_PERIOD": "2ms"}
-INTERPS = t.params(t.by_id("py2.7", "py3.8", "py3.11", "py3.12", "py3.13", "py3.11-debian"))
-MIXED = t.params(t.by_id("py2.7", "py3.8", "py3.13", "py3.11-debian"))
-FEW = t.params(t.by_id("py2.7", "py3.12", "py3.11-debian"))
+INTERPS = t.params(t.by_id("py2.7", "py3.8", "py3.11", "py3.12", "py3.13",
+                           "py3.11-debian", *t.SID_IDS))
+MIXED = t.params(t.by_id("py2.7", "py3.8", "py3.13", "py3.11-debian", *t.SID_IDS))
+FEW = t.params(t.by_id("py2.7", "py3.12", "py3.11-debian", *t.SID_IDS))
 
 FORK_WORKERS = ["worker_0", "worker_1", "worker_2"]
 PARENT_ONLY = ["parent_burn", "parent_after"]
@@ -112,7 +113,7 @@ def test_fork_three_workers(interp, tmp_path):
         check_child(crep, w, prof.pid, parent["run_id"], "_exit", w, cpath)
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py3.12", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py3.12", "py3.13", *t.SID_IDS)))
 def test_fork_does_not_warn(interp, tmp_path):
     """Python 3.12+ warns at os.fork() when the process has more than one OS thread
     ("This process is multi-threaded, use of fork() may lead to deadlocks"): a thread of
@@ -191,7 +192,8 @@ def check_combined(rep, pids, where):
     assert rep["samples"] > 0, where
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13", "py3.11-debian")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13", "py3.11-debian",
+                                                    *t.SID_IDS)))
 def test_report_combines_tree(interp, tmp_path):
     """Two runs of the tree into one directory: `report DIR` shows all eight processes,
     `report --run ID DIR` exactly the four of that run; per-process counts add up."""

@@ -69,7 +69,7 @@ def test_bad_value_quiet(var, value, tmp_path):
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13",
-                                                      "py3.11-debian")))
+                                                      "py3.11-debian", *t.SID_IDS)))
 def test_memory(interp, tmp_path):
     interp.require()
     prof, base = t.run_pair([interp.path, SIMPLE], tmp_path)
@@ -114,7 +114,7 @@ def test_rss_records(tmp_path):
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.12",
-                                                      "py3.11-debian")))
+                                                      "py3.11-debian", *t.SID_IDS)))
 def test_output_template(interp, tmp_path):
     interp.require()
     outdir = tmp_path / "tmpl"

@@ -33,7 +33,7 @@ DUMP_TARGET = t.workload("dump_target.py")
 TOP_TARGET = t.workload("top_target.py")
 BUSY_LOOP_SRC = os.path.join(t.REPO, "tests", "helpers", "busy_loop.c")
 
-VERSIONS = [i for i in t.by_id("py2.7", "py3.8", "py3.11", "py3.13")
+VERSIONS = [i for i in t.by_id("py2.7", "py3.8", "py3.11", "py3.13", *t.SID_IDS)
             if os.access(i.path, os.X_OK)]
 ONE = [i for i in t.by_id("py3.11")]
 

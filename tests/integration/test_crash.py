@@ -100,7 +100,8 @@ def one_report(prof):
     return path, res
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11-debian", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11-debian", "py3.13",
+                                                    *t.SID_IDS)))
 def test_sigkill_leaves_readable_log(interp, tmp_path):
     interp.require()
     prof, _, t_ready = start_and_signal(interp, tmp_path, signal.SIGKILL,
@@ -154,7 +155,7 @@ SIGNALS = [
 
 @pytest.mark.parametrize("sig,env", SIGNALS)
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.11-debian",
-                                                      "py3.12", "py3.13")))
+                                                      "py3.12", "py3.13", *t.SID_IDS)))
 def test_fatal_signal_finalizes_log(interp, sig, env, tmp_path):
     """The signal's default action ends the process: the log is finalized first."""
     interp.require()
@@ -168,7 +169,7 @@ def test_fatal_signal_finalizes_log(interp, sig, env, tmp_path):
     assert p.function("burn_until_killed", UNTIL_KILLED)["total"] >= MIN_SAMPLES, p.dump()
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.13", *t.SID_IDS)))
 def test_sigint_keyboard_interrupt(interp, tmp_path):
     """SIGINT with python's own handler: KeyboardInterrupt unwinds the program; 3.8+
     then kills itself with SIGINT (default action) after finalizing, 2.7 exits with

@@ -13,7 +13,7 @@ import pyprof_testlib as t
 FOUR = t.workload("four_threads.py")
 SLEEPER = t.workload("sleeper.py")
 TOGGLED = t.workload("toggled.py")
-VERSIONS = t.by_id("py2.7", "py3.8", "py3.11", "py3.11-debian", "py3.12", "py3.13")
+VERSIONS = t.by_id("py2.7", "py3.8", "py3.11", "py3.11-debian", "py3.12", "py3.13", *t.SID_IDS)
 
 
 @pytest.mark.parametrize("interp", t.params(VERSIONS))
@@ -127,7 +127,7 @@ def _cpu_ns(pid):
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.11-debian",
-                                                      "py3.13")))
+                                                      "py3.13", *t.SID_IDS)))
 def test_two_toggles_make_one_window_log(interp, tmp_path):
     """PYPROF_SIGNAL=USR2: the process starts paused; the first USR2 starts a window, the
     second ends it with a complete log ("toggled off") that holds phase_one() only; the

@@ -10,7 +10,7 @@ import pyprof_testlib as t
 
 EXEC = t.workload("exec_echo.py")
 SPAWN = t.workload("spawn_true.py")
-INTERPS = t.params(t.by_id("py2.7", "py3.8", "py3.11-debian", "py3.12", "py3.13"))
+INTERPS = t.params(t.by_id("py2.7", "py3.8", "py3.11-debian", "py3.12", "py3.13", *t.SID_IDS))
 
 
 @pytest.mark.parametrize("interp", INTERPS)

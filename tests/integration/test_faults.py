@@ -28,7 +28,7 @@ SECURE_PROBE = t.workload("secure_probe.py")
 NO_PERF_SRC = t.workload("no_perf.c")
 PYMAIN_SRC = t.workload("pymain_host.c")
 ROOT = os.geteuid() == 0
-INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13"))
+INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13", *t.SID_IDS))
 
 
 def added_lines(prof, base):
@@ -93,7 +93,7 @@ def test_missing_dir_in_template(interp, tmp_path):
     assert prof.logs == [], prof.describe()
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", *t.SID_IDS)))
 def test_no_thread_or_socket_left(interp, tmp_path):
     """Where the log cannot go, profiling does not start: no thread of the library and no
     control socket stay behind in the process (and with a good directory, both are

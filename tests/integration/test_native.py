@@ -91,7 +91,7 @@ def test_chain_merged_order(interp, tmp_path):
     check_chain(prof)
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13", *t.SID_IDS)))
 def test_chain_embedded(interp, tmp_path):
     """The same chain in a program that embeds the interpreter."""
     ext = t.native_chain(interp)
@@ -202,7 +202,7 @@ def test_real_library(interp, what, caller, leaf_test, tmp_path):
                                   % (under, total, caller, show(stacks)))
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.12")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.12", *t.SID_IDS)))
 def test_qsort_callback_order(interp, tmp_path):
     """A Python comparator called from libc's qsort through ctypes: Python -> qsort ->
     Python, in that order."""
@@ -233,7 +233,7 @@ def build_cxx(tmp_path):
     return out
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13", *t.SID_IDS)))
 def test_stress_transparent(interp, tmp_path):
     """At 10 kHz, with threads doing dlopen/dlclose, C++ exceptions, fork and subprocess:
     the same output and exit status as without the library, and complete logs."""

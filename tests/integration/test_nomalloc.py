@@ -23,7 +23,8 @@ def build_shim(tmp_path):
 
 @pytest.mark.skipif(os.environ.get("PYPROF_SAN") == "address",
                     reason="AddressSanitizer replaces malloc itself")
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.10", "py3.12", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.10", "py3.12",
+                                                    "py3.13", *t.SID_IDS)))
 def test_handler_never_allocates(interp, tmp_path):
     interp.require()
     shim = build_shim(tmp_path)
@@ -49,7 +50,8 @@ NATIVE_MIX = t.workload("native_mix.py")
 
 @pytest.mark.skipif(os.environ.get("PYPROF_SAN") == "address",
                     reason="AddressSanitizer replaces malloc itself")
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.10", "py3.12", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.10", "py3.12",
+                                                    "py3.13", *t.SID_IDS)))
 def test_native_walk_never_allocates(interp, tmp_path):
     """Native mode (libunwind in the handler): no allocation ever, on threads created
     after start too (each is warmed up outside the handler first).  libunwind takes its

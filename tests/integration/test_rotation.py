@@ -116,7 +116,7 @@ def wait_for(cond, timeout, what):
     pytest.fail("timed out waiting for %s" % what)
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13", *t.SID_IDS)))
 def test_keep_three_and_kill9(interp, tmp_path):
     """PYPROF_ROTATE=1s PYPROF_KEEP=3: at any time at most the 3 newest complete logs and
     the one being written (plus, for a moment, the one just finished); a kill -9 leaves

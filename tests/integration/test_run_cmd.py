@@ -11,7 +11,8 @@ SIMPLE = t.workload("simple.py")
 
 
 @pytest.mark.parametrize("status", [0, 3])
-@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13", "py3.11-debian")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.13", "py3.11-debian",
+                                                    *t.SID_IDS)))
 def test_pyprof_run(interp, status, tmp_path):
     interp.require()
     outdir = tmp_path / "out"

@@ -12,7 +12,7 @@ import pytest
 import pyprof_testlib as t
 
 CHURN = t.workload("churn.py")
-INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13"))
+INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13", *t.SID_IDS))
 
 THREADS = 2000
 MARKS = (200, 1100)
@@ -150,7 +150,7 @@ def test_fork_churn(interp, tmp_path):
             assert "child_burn" in names and "warmup" not in names, (path, t.dump(r))
 
 
-@pytest.mark.parametrize("interp", t.params(t.by_id("py3.11-debian", "py3.13")))
+@pytest.mark.parametrize("interp", t.params(t.by_id("py3.11-debian", "py3.13", *t.SID_IDS)))
 def test_short_lived_threads_are_sampled(interp, tmp_path):
     """Threads that live for less CPU time than one period still count: 2000 threads,
     one at a time, each burning 0.5 ms of CPU in short_task() (1 s in all), sampled

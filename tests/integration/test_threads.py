@@ -13,7 +13,7 @@ DAEMON = os.path.join(t.REPO, "examples", "daemon.py")
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.6", "py3.11", "py3.13",
-                                                      "py3.11-debian")))
+                                                      "py3.11-debian", *t.SID_IDS)))
 def test_thread_split(interp, tmp_path):
     interp.require()
     tids_dir = tmp_path / "tids"

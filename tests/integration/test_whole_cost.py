@@ -18,7 +18,7 @@ def cost_of(p):
 
 
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.11", "py3.13",
-                                                      "py3.11-debian")))
+                                                      "py3.11-debian", *t.SID_IDS)))
 def test_signal_cost_measured(interp, tmp_path):
     """At 1 kHz a process that burns 3 s of CPU has its signal cost measured; the
     measuring stayed within its share of the CPU, and the whole cost adds up."""

@@ -237,7 +237,7 @@ static int teardown(void **state)
 
 static profile *load(const profile_filter *f)
 {
-    profile *p = profile_new(f, 0);
+    profile *p = profile_new(f, 0, NULL);
     assert_non_null(p);
     assert_int_equal(profile_load(p, log_path), 0);
     return p;
@@ -581,7 +581,7 @@ static void test_filters(void **state)
 static void test_fixture(void **state)
 {
     (void)state;
-    profile *p = profile_new(NULL, 0);
+    profile *p = profile_new(NULL, 0, NULL);
     assert_non_null(p);
     assert_int_equal(profile_load(p, "tests/fixtures/good.lz4"), 0);
     assert_true(p->nsamples > 0);
@@ -792,7 +792,7 @@ static profile *load_series(const int *which, int n, const profile_filter *f, in
     const char *paths[NFILES];
     for (int i = 0; i < n; i++)
         paths[i] = ser_path[which[i]];
-    profile *p = profile_new(f, 0);
+    profile *p = profile_new(f, 0, NULL);
     assert_non_null(p);
     *rc = profile_load_paths(p, paths, (size_t)n);
     return p;
@@ -954,14 +954,14 @@ static void test_series(void **state)
         profile_free(p);
     }
     /* The directory, whose names sort the other way. */
-    profile *p = profile_new(NULL, 0);
+    profile *p = profile_new(NULL, 0, NULL);
     assert_int_equal(profile_load(p, ser_dir), 0);
     check_series(p, orders[0], NFILES, NULL, 1);
     assert_true(model_digest(p) == digest);
     profile_free(p);
     /* One call per file, out of order: the files still join one process (in the order
      * they came). */
-    p = profile_new(NULL, 0);
+    p = profile_new(NULL, 0, NULL);
     for (int k = NFILES - 1; k >= 0; k--)
         assert_int_equal(profile_load(p, ser_path[(k + 2) % NFILES]), 0);
     check_series_as(p, orders[0], NFILES, NULL, 1, 1);
@@ -969,7 +969,7 @@ static void test_series(void **state)
     profile_free(p);
     /* The same file twice is two processes, as two copies of any log are. */
     const char *twice[] = {ser_path[0], ser_path[0]};
-    p = profile_new(NULL, 0);
+    p = profile_new(NULL, 0, NULL);
     assert_int_equal(profile_load_paths(p, twice, 2), 0);
     assert_int_equal(p->nprocs, 2);
     profile_free(p);
@@ -1037,7 +1037,7 @@ static void test_series_bad_snapshot(void **state)
     assert_non_null(strstr(p->error, "corrupted"));
     profile_free(p);
     /* Kept up to the damage when asked. */
-    p = profile_new(NULL, PROFILE_KEEP_CORRUPT);
+    p = profile_new(NULL, PROFILE_KEEP_CORRUPT, NULL);
     const char *paths[NFILES] = {ser_path[3], ser_path[2], ser_path[1], ser_path[0]};
     assert_int_equal(profile_load_paths(p, paths, NFILES), 0);
     assert_int_equal(p->nprocs, 1);

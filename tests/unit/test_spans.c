@@ -26,7 +26,7 @@
 
 static profile *mk(size_t nprocs)
 {
-    profile *p = profile_new(NULL, 0);
+    profile *p = profile_new(NULL, 0, NULL);
     assert_non_null(p);
     p->procs = calloc(nprocs, sizeof *p->procs);
     assert_non_null(p->procs);

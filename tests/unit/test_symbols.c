@@ -6,7 +6,8 @@
  * lines are checked against eu-addr2line run on the same file.  Then the refusals: a
  * wrong build-id, a file that is not the recorded one, a missing file, a device and a
  * FIFO as module paths, an address in no module; and the choice among modules that
- * covered the same addresses at different times.
+ * covered the same addresses at different times.  Last, a root (--root): the recorded
+ * path under it first, then as recorded, and its debug root before the host's.
  */
 #include <elf.h>
 #include <fcntl.h>
@@ -150,7 +151,7 @@ static void test_eval_names(void **state)
 static void test_own_functions(void **state)
 {
     (void)state;
-    symbols *s = symbols_new(NULL);
+    symbols *s = symbols_new(NULL, NULL);
     pyprof_module_rec m = exe_module(1);
     assert_int_equal(symbols_add_module(s, &m, 0), 0);
     uint64_t fns[2] = {(uint64_t)(uintptr_t)&symtest_target, (uint64_t)(uintptr_t)&symtest_other};
@@ -190,7 +191,7 @@ static void test_own_functions(void **state)
 static void test_wrong_build_id(void **state)
 {
     (void)state;
-    symbols *s = symbols_new("/nonexistent-debug-root");
+    symbols *s = symbols_new("/nonexistent-debug-root", NULL);
     pyprof_module_rec m = exe_module(1);
     uint8_t wrong[64];
     memcpy(wrong, exe_build_id, exe_build_id_len);
@@ -216,7 +217,7 @@ static void test_wrong_build_id(void **state)
 static void test_identity_without_build_id(void **state)
 {
     (void)state;
-    symbols *s = symbols_new(NULL);
+    symbols *s = symbols_new(NULL, NULL);
     pyprof_module_rec m = exe_module(1);
     m.build_id = (pyprof_str){"", 0};
     assert_int_equal(symbols_add_module(s, &m, 0), 0);
@@ -226,14 +227,14 @@ static void test_identity_without_build_id(void **state)
     assert_string_equal(si->frames[0].name, "symtest_other");
     symbols_free(s);
 
-    s = symbols_new(NULL);
+    s = symbols_new(NULL, NULL);
     m.size += 1;
     assert_int_equal(symbols_add_module(s, &m, 0), 0);
     si = symbols_lookup(s, a, 1, 0);
     assert_false(si->flags & SYM_RESOLVED);
     symbols_free(s);
 
-    s = symbols_new(NULL);
+    s = symbols_new(NULL, NULL);
     m.size -= 1;
     m.mtime_ns += 1;
     assert_int_equal(symbols_add_module(s, &m, 0), 0);
@@ -257,7 +258,7 @@ static void test_hostile_paths(void **state)
     const char *want[] = {"libfoo.so.1+0x1234", "libfoo.so.1+0x1234", "zero+0x1234",
                           "fifo+0x1234", "[module]+0x1234"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        symbols *s = symbols_new(NULL);
+        symbols *s = symbols_new(NULL, NULL);
         pyprof_segment seg = {0x1000, 0x1000, 0, 5};
         pyprof_module_rec m;
         memset(&m, 0, sizeof m);
@@ -289,7 +290,7 @@ static void test_hostile_paths(void **state)
 static void test_module_lifetimes(void **state)
 {
     (void)state;
-    symbols *s = symbols_new(NULL);
+    symbols *s = symbols_new(NULL, NULL);
     pyprof_segment seg = {0, 0x10000, 0, 5};
     pyprof_module_rec a, b;
     memset(&a, 0, sizeof a);
@@ -318,6 +319,103 @@ static void test_module_lifetimes(void **state)
     symbols_free(s);
 }
 
+/* Copies the file `from` to `to`, making the directories above `to`. */
+static void copy_file(const char *from, const char *to)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", to);
+    for (char *c = dir + 1; *c; c++)
+        if (*c == '/') {
+            *c = 0;
+            mkdir(dir, 0700);
+            *c = '/';
+        }
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        assert_int_equal(write(out, buf, (size_t)n), n);
+    assert_int_equal(n, 0);
+    close(in);
+    close(out);
+}
+
+/* Symbolizes symtest_target with module `m` and root `root`: the file it was read from,
+ * or NULL when none was found (the frame then a raw offset). */
+static const char *elf_under_root(const char *root, const pyprof_module_rec *m, char *buf,
+                                  size_t cap)
+{
+    symbols *s = symbols_new("/nonexistent-debug-root", root);
+    assert_non_null(s);
+    assert_int_equal(symbols_add_module(s, m, 0), 0);
+    const sym_info *si = symbols_lookup(s, (uint64_t)(uintptr_t)&symtest_target, 1, 0);
+    assert_non_null(si);
+    const char *elf = symbols_module(s, 0)->elf_path;
+    if (elf) {
+        assert_true(si->flags & SYM_RESOLVED);
+        assert_string_equal(si->frames[0].name, "symtest_target");
+        assert_string_equal(si->frames[0].module, m->path.s); /* the recorded path */
+        snprintf(buf, cap, "%s", elf);
+    } else {
+        assert_false(si->flags & SYM_RESOLVED);
+    }
+    symbols_free(s);
+    return elf ? buf : NULL;
+}
+
+/* A process that ran in another root recorded its paths as it saw them: the file is
+ * looked for under the root first, with the same build-id check, then as recorded. */
+static void test_root(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/pyprof-symroot-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char got[4096], want[8192], root_slash[sizeof root + 1];
+    snprintf(root_slash, sizeof root_slash, "%s/", root);
+    /* Recorded as /opt/app/bin/prog, which only the root has. */
+    const char *recorded = "/opt/app/bin/prog";
+    snprintf(want, sizeof want, "%s%s", root, recorded);
+    copy_file(exe_path, want);
+    pyprof_module_rec m = exe_module(1);
+    m.path = (pyprof_str){recorded, strlen(recorded)};
+    assert_null(elf_under_root(NULL, &m, got, sizeof got));
+    assert_string_equal(elf_under_root(root, &m, got, sizeof got), want);
+    assert_string_equal(elf_under_root(root_slash, &m, got, sizeof got), want);
+    assert_null(elf_under_root("tmp", &m, got, sizeof got)); /* a relative root: nothing */
+    /* Without a build-id: identified by device, inode, size and time, as without a root. */
+    struct stat st;
+    assert_int_equal(stat(want, &st), 0);
+    pyprof_module_rec nb = m;
+    nb.build_id = (pyprof_str){"", 0};
+    nb.dev = st.st_dev;
+    nb.ino = st.st_ino;
+    nb.size = (uint64_t)st.st_size;
+    nb.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    assert_string_equal(elf_under_root(root, &nb, got, sizeof got), want);
+    nb.ino ^= 1;
+    assert_null(elf_under_root(root, &nb, got, sizeof got));
+    /* The root's file is not the recorded one (another build-id): the recorded path. */
+    m = exe_module(1);
+    snprintf(want, sizeof want, "%s%s", root, exe_path);
+    copy_file("/proc/self/cmdline", want);
+    assert_string_equal(elf_under_root(root, &m, got, sizeof got), exe_path);
+    unlink(want);
+    /* Neither path: the build-id file under the root's debug root. */
+    m.path = (pyprof_str){"/gone/prog", 10};
+    int n = snprintf(want, sizeof want, "%s/nonexistent-debug-root/.build-id/%02x/", root,
+                     exe_build_id[0]);
+    for (size_t i = 1; i < exe_build_id_len; i++)
+        n += snprintf(want + n, sizeof want - (size_t)n, "%02x", exe_build_id[i]);
+    snprintf(want + n, sizeof want - (size_t)n, ".debug");
+    copy_file(exe_path, want);
+    assert_string_equal(elf_under_root(root, &m, got, sizeof got), want);
+    assert_null(elf_under_root(NULL, &m, got, sizeof got));
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_identity_without_build_id),
         cmocka_unit_test(test_hostile_paths),
         cmocka_unit_test(test_module_lifetimes),
+        cmocka_unit_test(test_root),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
