@@ -122,6 +122,19 @@ SID = os.environ.get("PYPROF_SID") or os.path.join(REPO, "build", "sid")
 SID_VERSIONS = ["3.14", "3.15"]
 
 
+def _root_version(root, xy):
+    """The full version of the root's python`xy`, from its headers ("3.14.10"), or `xy`
+    while the root is missing."""
+    try:
+        with open(os.path.join(root, "usr", "include", "python" + xy, "patchlevel.h")) as f:
+            for line in f:
+                if line.startswith("#define PY_VERSION "):
+                    return line.split('"')[1].split("+")[0]
+    except (IOError, OSError, IndexError):
+        pass
+    return xy
+
+
 def _interpreters():
     root = pyenv_root()
     out = []
@@ -131,8 +144,10 @@ def _interpreters():
                           os.path.join(prefix, "bin", "python"), prefix))
     out.append(Interp("py3.11-debian", "3.11", "/usr/bin/python3.11"))
     for v in SID_VERSIONS:
-        out.append(Interp("py" + v, v, os.path.join(SID, "bin", "python" + v),
-                          sysroot=os.path.join(SID, "root"), exe="/usr/bin/python" + v))
+        root = os.path.join(SID, "root")
+        out.append(Interp("py" + v, _root_version(root, v),
+                          os.path.join(SID, "bin", "python" + v), sysroot=root,
+                          exe="/usr/bin/python" + v))
     return out
 
 
@@ -347,6 +362,22 @@ def preload_env(env):
     return env
 
 
+def ran_in_root(argv):
+    """The sid root a program started as `argv` runs in (an interpreter's wrapper or a
+    program built for it, _in_root), or None."""
+    prog = str(argv[0])
+    if prog.startswith(os.path.join(SID, "bin") + os.sep) or prog.endswith(".sid"):
+        return os.path.join(SID, "root")
+    return None
+
+
+def root_opts(prof):
+    """The tool's options for reading `prof`'s logs: --root for a program that ran in the
+    sid root, whose native frames name the root's files."""
+    root = ran_in_root(prof.argv)
+    return ["--root", root] if root else []
+
+
 class Run(object):
     """The outcome of one program run."""
 
@@ -533,7 +564,7 @@ def one_log(prof, ended=None, check_pid=True):
     Profile.  `ended` is the expected end (a string or a tuple of accepted strings)."""
     logs = prof.logs
     assert len(logs) == 1, "expected exactly one log\n%s" % prof.describe()
-    rep = report(logs[0])
+    rep = report(*(root_opts(prof) + [logs[0]]))
     where = "%s\n%s" % (prof.describe(), dump(rep))
     assert len(rep.get("processes", [])) == 1, "expected one process\n" + where
     p = rep["processes"][0]

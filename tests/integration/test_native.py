@@ -55,7 +55,7 @@ def native_process(p):
 def check_chain(prof, ended="exit"):
     p = t.one_log(prof, ended=ended)
     log = prof.logs[0]
-    stacks = folded(log)
+    stacks = folded(log, *t.root_opts(prof))
     total = sum(c for _, c in stacks)
     in_loop = [(fr, c) for fr, c in stacks if fr[-1][0] == "chain_spin_loop"]
     n_loop = sum(c for _, c in in_loop)
@@ -107,7 +107,7 @@ def test_glue_shown_on_request(tmp_path):
     ext = t.native_chain(interp)
     prof = t.run([interp.path, CHAIN, ext, "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     check_chain(prof)
-    stacks = folded(prof.logs[0], "--native-glue")
+    stacks = folded(prof.logs[0], "--native-glue", *t.root_opts(prof))
     in_loop = [(fr, c) for fr, c in stacks if fr[-1][0] == "chain_spin_loop"]
     assert in_loop, show(stacks)
     for fr, _ in in_loop[:50]:
@@ -189,7 +189,7 @@ def test_real_library(interp, what, caller, leaf_test, tmp_path):
     prof = t.run([interp.path, LIBS, what, "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     assert prof.rc == 0, prof.describe()
     t.one_log(prof, ended="exit")
-    stacks = folded(prof.logs[0])
+    stacks = folded(prof.logs[0], *t.root_opts(prof))
     total = sum(c for _, c in stacks)
     under = 0
     for fr, c in stacks:
@@ -209,7 +209,7 @@ def test_qsort_callback_order(interp, tmp_path):
     prof = t.run([interp.path, LIBS, "qsort", "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     assert prof.rc == 0, prof.describe()
     t.one_log(prof, ended="exit")
-    stacks = folded(prof.logs[0])
+    stacks = folded(prof.logs[0], *t.root_opts(prof))
     with_cmp = [(fr, c) for fr, c in stacks if "cmp_keys" in [f[0] for f in fr]]
     n = sum(c for _, c in with_cmp)
     assert n > 100, show(stacks)
@@ -251,7 +251,7 @@ def test_stress_transparent(interp, tmp_path):
     assert prof.rc == 0 and b"cxx 80000" in prof.stdout, prof.describe()
     main = [l for l in prof.logs if ".%d." % prof.pid in os.path.basename(l)]
     assert len(main) == 1, prof.describe()
-    rep = t.report(main[0])
+    rep = t.report(*(t.root_opts(prof) + [main[0]]))
     assert rep["processes"][0]["truncated"] is False, t.dump(rep)
     assert rep["processes"][0]["native"]["ok"] > 0, t.dump(rep)
 
@@ -265,7 +265,7 @@ def test_modules_gone(tmp_path):
     prof = t.run([interp.path, CHAIN, ext, "1"], str(tmp_path / "logs"), env=NATIVE_ENV)
     t.one_log(prof, ended="exit")
     shutil.rmtree(ext)
-    stacks = folded(prof.logs[0])
+    stacks = folded(prof.logs[0], *t.root_opts(prof))
     names = set(f[0] for fr, _ in stacks for f in fr)
     assert not names & {"chain_spin_loop", "chain_spin", "chain_call"}, names
     gone = [n for n in names if re.match(r"^native_chain\..*so\+0x[0-9a-f]+$", n)]

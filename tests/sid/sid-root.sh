@@ -20,7 +20,8 @@
 #   DIR/bin/sid-run CMD...  any command of the root
 #
 # Each wrapper runs its command chrooted into DIR/root inside a private mount namespace
-# (nothing stays mounted afterwards) with a fresh /proc, the host's /dev and /tmp, and
+# (nothing stays mounted afterwards) with a fresh /proc, the host's /dev and /tmp (with
+# whatever is mounted under them), and
 # each directory of $SID_BIND (colon-separated; default: the directory this script was run
 # from, the checkout) at its own path; in the caller's working directory; with the
 # caller's environment, LD_PRELOAD reaching the command only (not unshare, mount or
@@ -130,7 +131,8 @@ if grep -q ' shared:' /proc/self/mountinfo; then
     echo "sid-enter: a mount here is shared with the host; not mounting anything" >&2
     exit 125
 fi
-# The caller's directories, each bound once (not recursively), then /tmp, /proc, /dev.
+# The caller's directories, each bound once (not recursively), then /tmp with what is
+# mounted under it (a test's read-only or full file system), /proc and /dev.
 ifs=\$IFS
 IFS=:
 for d in \${SID_BIND:-$BIND_DEFAULT}; do
@@ -140,7 +142,7 @@ for d in \${SID_BIND:-$BIND_DEFAULT}; do
     mkdir -p "\$root\$d" && mount --bind "\$d" "\$root\$d" || exit 125
 done
 IFS=\$ifs
-mount --bind /tmp "\$root/tmp" || exit 125
+mount --rbind /tmp "\$root/tmp" || exit 125
 mount -t proc proc "\$root/proc" || exit 125
 mount --rbind /dev "\$root/dev" || exit 125
 exec chroot -- "\$root" /usr/local/sbin/sid-exec "\$@"
