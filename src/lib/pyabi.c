@@ -410,11 +410,8 @@ static const struct {
 
 static int *field_at(pyabi *a, uint16_t off) { return (int *)((char *)a + off); }
 
-/* Takes the offsets the running interpreter publishes (3.13+) into `a`, then checks what
- * pyprof keeps of its own around them.  0, or -1 with a line in err. */
-static int take_debug_offsets(pyabi *a, char *err, size_t errlen)
+int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errlen)
 {
-    const uint64_t *d = (const uint64_t *)a->runtime;
     if (memcmp(d, "xdebugpy", 8) != 0) {
         snprintf(err, errlen, "pyprof: Python %s: _Py_DebugOffsets not found; not profiling",
                  a->version);
@@ -485,6 +482,23 @@ static int take_debug_offsets(pyabi *a, char *err, size_t errlen)
     return 0;
 }
 
+int pyabi_layout(pyabi *a, int major, int minor, int micro, char *err, size_t errlen)
+{
+    const pyabi *t = NULL;
+    for (size_t i = 0; i < sizeof TABLES / sizeof TABLES[0]; i++)
+        if (TABLES[i].major == major && TABLES[i].minor == minor)
+            t = &TABLES[i];
+    if (!t) {
+        snprintf(err, errlen,
+                 "pyprof: Python %d.%d is not supported (supported: 2.7, 3.6 to 3.15); "
+                 "not profiling", major, minor);
+        return -1;
+    }
+    *a = *t;
+    snprintf(a->version, sizeof a->version, "%d.%d.%d", major, minor, micro);
+    return 0;
+}
+
 int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
 {
     err[0] = 0;
@@ -499,18 +513,8 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
         snprintf(err, errlen, "pyprof: cannot read the Python version; not profiling");
         return -1;
     }
-    const pyabi *t = NULL;
-    for (size_t i = 0; i < sizeof TABLES / sizeof TABLES[0]; i++)
-        if (TABLES[i].major == major && TABLES[i].minor == minor)
-            t = &TABLES[i];
-    if (!t) {
-        snprintf(err, errlen,
-                 "pyprof: Python %d.%d is not supported (supported: 2.7, 3.6 to 3.15); "
-                 "not profiling", major, minor);
+    if (pyabi_layout(a, major, minor, micro, err, errlen) < 0)
         return -1;
-    }
-    *a = *t;
-    snprintf(a->version, sizeof a->version, "%d.%d.%d", major, minor, micro);
     a->hex = ((unsigned long)major << 24) | ((unsigned long)minor << 16) |
              ((unsigned long)micro << 8);
     const unsigned long *pyver = pyabi_dlsym_python("Py_Version");
@@ -541,7 +545,8 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
                  a->version);
         return -1;
     }
-    if (a->major == 3 && a->minor >= 13 && take_debug_offsets(a, err, errlen) < 0)
+    if (a->major == 3 && a->minor >= 13 &&
+        pyabi_take_debug_offsets(a, (const uint64_t *)a->runtime, err, errlen) < 0)
         return -1;
     const char *tp_name = *(const char **)(a->code_type + PYABI_TP_NAME);
     long basicsize = *(const long *)(a->code_type + PYABI_TP_BASICSIZE);

@@ -145,6 +145,19 @@ typedef struct pyabi {
  * or debug build, layout check failed). */
 int pyabi_find(pyabi *a, int late, char *err, size_t errlen);
 
+/* The table row of CPython major.minor in `a` (version set from major.minor.micro, nothing
+ * resolved yet).  0, or -1 with a line in `err` for a version pyprof has no table for.
+ * [pure] */
+int pyabi_layout(pyabi *a, int major, int minor, int micro, char *err, size_t errlen);
+
+/* 3.13+: takes into `a` (a row of pyabi_layout) every offset the interpreter publishes in
+ * its _Py_DebugOffsets `table` (the start of _PyRuntime), then checks what pyprof keeps
+ * of its own against the published offsets around it.  0, or -1 with a line in `err`:
+ * no table, a free-threaded build, another version, an offset outside its structure, or
+ * a structure laid out unlike the minor pyprof measured where it relies on unpublished
+ * offsets.  [pure] */
+int pyabi_take_debug_offsets(pyabi *a, const uint64_t *table, char *err, size_t errlen);
+
 /* Finds a symbol of the interpreter's object, including RTLD_LOCAL copies of libpython
  * (for hooks that must forward to the real function).  NULL when absent. */
 void *pyabi_dlsym_python(const char *name);
