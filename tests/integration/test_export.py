@@ -98,11 +98,11 @@ class RealLog(object):
         return t.dump(self.rep, functions=12)
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    """accuracy.py on Python 3.11 at a 2 ms period: about two thousand samples, burn_a
-    the hot function (1.25 s of CPU, twice the next one's)."""
-    interp = t.by_id("py3.11")[0].require()
+@pytest.fixture(scope="module", params=("py3.11",) + t.SID_IDS)
+def real(tmp_path_factory, request):
+    """accuracy.py at a 2 ms period on 3.11 and on the newest interpreters: about two
+    thousand samples, burn_a the hot function (twice the next one's CPU)."""
+    interp = t.by_id(request.param)[0].require()
     d = tmp_path_factory.mktemp("real")
     prof = t.run([interp.path, ACC], str(d / "logs"), env={"PYPROF_PERIOD": "2ms"})
     assert prof.rc == 0, prof.describe()

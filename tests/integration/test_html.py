@@ -43,11 +43,12 @@ def embedded_json(html):
     return json.loads(m.group(1)), m.group(1)
 
 
-@pytest.fixture(scope="module")
-def names_page(tmp_path_factory):
-    """A two-process profile of html_names.py (3.11: qualified names) and its page."""
+@pytest.fixture(scope="module", params=("py3.11",) + t.SID_IDS)
+def names_page(tmp_path_factory, request):
+    """A two-process profile of html_names.py (3.11 and the newest interpreters: qualified
+    names) and its page."""
     tmp = tmp_path_factory.mktemp("html")
-    interp = t.by_id("py3.11")[0].require()
+    interp = t.by_id(request.param)[0].require()
     prof = t.run([interp.path, NAMES], str(tmp / "logs"),
                  env={"PYPROF_PERIOD": "1ms", "BURN_SECONDS": "1.0"})
     assert prof.rc == 0 and len(prof.logs) == 2, prof.describe()

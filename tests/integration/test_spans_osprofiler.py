@@ -1,11 +1,15 @@
-"""OSProfiler's trace points as pyprof spans: Debian's python3-osprofiler on Debian's
-/usr/bin/python3, the real library, no mocks.
+"""OSProfiler's trace points as pyprof spans, the real library, no mocks, on two
+interpreters with their own OSProfiler: Debian 12's /usr/bin/python3 (py3.11-debian)
+with Debian's python3-osprofiler (OSProfiler 3.x), and the sid root's python3.14 (py3.14,
+run chrooted in the root by its wrapper) with the root's python3-osprofiler (OSProfiler
+4.x).  OSProfiler's CLI that reads the tool's trace back is the same interpreter's.
 
 The `pyprof://` driver is registered the way an installed service gets it: the package and
 its .pth hook are put in a site directory Python processes at start-up (here the user
 site of a PYTHONUSERBASE of the test's own, where `make install-python` puts them as
-`make install` puts them in dist-packages), and the programs only set their connection string.  The logs are read
-with the test-only decoder spanlog.py.
+`make install` puts them in dist-packages; the directory is under /tmp, which the sid
+root sees at the same path), and the programs only set their connection string.  The
+logs are read with the test-only decoder spanlog.py.
 """
 
 import json
@@ -20,46 +24,78 @@ import pyprof_testlib as t
 import spanlog
 from osprofiler_cli import check_osprofiler, tree_of
 
-PY = "/usr/bin/python3"
+# Debian 12's python3 and the sid root's python3.14 (sid's python3, the one its
+# python3-osprofiler is for).
+INTERPS = t.by_id("py3.11-debian", "py3.14")
 LOCAL = t.workload("osprof_local.py")
 SERVER = t.workload("osprof_server.py")
 CLIENT = t.workload("osprof_client.py")
 
 
-def make_userbase(d):
-    """A PYTHONUSERBASE under `d` whose site-packages holds the pyprof package and its
-    .pth hook, installed there by the Makefile's own rule (`make install-python`, which
-    `make install` runs with Debian python3's dist-packages)."""
-    if not os.access(PY, os.X_OK):
-        pytest.fail("%s is missing (every test machine has Debian's python3)" % PY)
-    res = subprocess.run([PY, "-c", "import osprofiler, webob"], stderr=subprocess.PIPE)
-    assert res.returncode == 0, ("Debian's python3-osprofiler is needed (make deps): %s"
-                                 % res.stderr.decode())
+@pytest.fixture(scope="module", params=t.params(INTERPS))
+def interp(request):
+    return request.param.require()
+
+
+def require_osprofiler(interp):
+    """The version of `interp`'s OSProfiler ("3.4.3", "4.3.0"); fails the test when it
+    has none (or no WebOb, which osprofiler.web needs)."""
+    prog = ("import osprofiler, webob, importlib.metadata as m; "
+            "print(m.version('osprofiler'))")
+    res = subprocess.run([interp.path, "-c", prog], env=t.base_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True)
+    how = ("the sid root's python3-osprofiler (make sid-root)" if interp.sysroot
+           else "Debian's python3-osprofiler (make deps)")
+    assert res.returncode == 0, "%s is needed for %s: %s" % (how, interp.path, res.stderr)
+    return res.stdout.strip()
+
+
+def make_userbase(d, interp):
+    """A PYTHONUSERBASE under `d` whose user site-packages (for `interp`:
+    lib/pythonX.Y/site-packages) holds the pyprof package and its .pth hook, installed
+    there by the Makefile's own rule (`make install-python`, which `make install` runs
+    with Debian python3's dist-packages).  Checks that `interp` (inside the sid root for
+    py3.14) puts that directory on sys.path and imports pyprof from it."""
+    require_osprofiler(interp)
     base = os.path.join(str(d), "userbase")
-    site = subprocess.run([PY, "-c", "import site; print(site.getusersitepackages())"],
-                          env=dict(t.base_env(), PYTHONUSERBASE=base),
-                          stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-    assert site.startswith(base), site
+    env = dict(t.base_env(), PYTHONUSERBASE=base)
+    prog = "import site; print(site.getusersitepackages())"
+    res = subprocess.run([interp.path, "-c", prog], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    site = res.stdout.strip()
+    assert site == os.path.join(base, "lib", "python%d.%d" % interp.minor,
+                                "site-packages"), site
     res = subprocess.run(["make", "-s", "-C", t.REPO, "install-python", "PY_SITE=" + site],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          universal_newlines=True)
     assert res.returncode == 0, res.stdout
     assert os.path.isfile(os.path.join(site, "pyprof-osprofiler.pth")), os.listdir(site)
+    # The interpreter finds it there (the sid root's sees /tmp at the same path).
+    prog = ("import sys, site, pyprof; print(site.ENABLE_USER_SITE); "
+            "print(site.getusersitepackages() in sys.path); print(pyprof.__file__)")
+    res = subprocess.run([interp.path, "-c", prog], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split("\n")[:3] == ["True", "True", os.path.join(
+        site, "pyprof", "__init__.py")], res.stdout + res.stderr
     return base
 
 
 @pytest.fixture
-def userbase(tmp_path):
-    return make_userbase(tmp_path)
+def userbase(tmp_path, interp):
+    return make_userbase(tmp_path, interp)
 
 
 def check_uuid4(s):
     assert uuid.UUID(s).version == 4 and str(uuid.UUID(s)) == s, s
 
 
-def test_driver_records_trace_points(userbase, tmp_path):
+def test_driver_records_trace_points(interp, userbase, tmp_path):
     out = str(tmp_path / "logs")
-    run = t.run([PY, LOCAL], out, env={"PYTHONUSERBASE": userbase, "PYPROF_PERIOD": "1ms"})
+    run = t.run([interp.path, LOCAL], out,
+                env={"PYTHONUSERBASE": userbase, "PYPROF_PERIOD": "1ms"})
     assert run.rc == 0, run.describe()
     facts = json.loads(run.stdout.decode())
     assert facts["driver_imported"] is True and facts["active"] is True, facts
@@ -100,32 +136,34 @@ def test_driver_records_trace_points(userbase, tmp_path):
     assert log.spans_lost == 0, where
 
 
-def test_hook_idle_without_library(userbase, tmp_path):
+def test_hook_idle_without_library(interp, userbase, tmp_path):
     """Without the library the .pth hook does nothing: no pyprof module imported, and
     pyprof:// is a driver OSProfiler does not know (its notifier falls back to a no-op)."""
     prog = ("import sys; import osprofiler.notifier as n; "
             "print(sorted(m for m in sys.modules if m.startswith('pyprof'))); "
             "print(n.create('pyprof://') is n._noop_notifier)")
-    run = t.run([PY, "-c", prog], None, profile=False, env={"PYTHONUSERBASE": userbase})
+    run = t.run([interp.path, "-c", prog], None, profile=False,
+                env={"PYTHONUSERBASE": userbase})
     assert run.rc == 0, run.describe()
     assert run.stdout.decode().split("\n")[:2] == ["[]", "True"], run.describe()
 
 
 class WsgiRun(object):
-    """The two processes of the WSGI call, ended: their runs, the JSON each printed, the
-    log directory."""
+    """The two processes of the WSGI call on `interp`, ended: their runs, the JSON each
+    printed, the log directory."""
 
-    def __init__(self, d):
-        base = make_userbase(d)
+    def __init__(self, d, interp):
+        self.interp = interp
+        base = make_userbase(d, interp)
         self.out = os.path.join(str(d), "logs")
         env = {"PYTHONUSERBASE": base, "PYPROF_PERIOD": "1ms",
                "PYPROF_RUN_ID": "5ba45ba45ba45ba4"}
-        server = t.start([PY, SERVER], self.out, env=env)
+        server = t.start([interp.path, SERVER], self.out, env=env)
         port = server.proc.stdout.readline().decode().strip()  # the server listens
         if not port.isdigit():
             s = server.wait()
             pytest.fail("the server gave no port\n" + s.describe())
-        client = t.start([PY, CLIENT, port], self.out, env=env)
+        client = t.start([interp.path, CLIENT, port], self.out, env=env)
         self.c = client.wait()
         self.s = server.wait()
         where = "%s\n%s" % (self.c.describe(), self.s.describe())
@@ -135,8 +173,8 @@ class WsgiRun(object):
 
 
 @pytest.fixture(scope="module")
-def wsgi(tmp_path_factory):
-    return WsgiRun(tmp_path_factory.mktemp("wsgi"))
+def wsgi(tmp_path_factory, interp):
+    return WsgiRun(tmp_path_factory.mktemp("wsgi-" + interp.id), interp)
 
 
 def test_wsgi_trace_across_processes(wsgi):
@@ -179,9 +217,10 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     """The same two logs through the tool and back through OSProfiler's CLI.
 
     `trace list` finds one trace of both processes; `trace show --json` draws it as one
-    tree (client-call > wsgi > db-query) that OSProfiler's own `trace show` re-serializes
-    unchanged (--json) and draws (--dot).  The span info carries what OSProfiler's
-    report shows: the driver's project and service, OSProfiler's host, the request.
+    tree (client-call > wsgi > db-query) that OSProfiler's own `trace show` (the
+    interpreter's OSProfiler) re-serializes unchanged (--json) and draws (--dot).  The
+    span info carries what OSProfiler's report shows: the driver's project and service,
+    OSProfiler's host, the request.
 
     CPU.  Each program burnt a known amount of its thread's CPU time inside a span, in a
     function of its own (server_burn in wsgi, burn in db-query, client_burn in
@@ -210,7 +249,7 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     ours = str(tmp_path / "trace.json")
     res = t.tool_bytes("trace", "show", cf["base_id"], "--json", "--out", ours, out)
     assert res.returncode == 0 and not res.stdout, res.stderr
-    show = check_osprofiler(ours, tmp_path)
+    show = check_osprofiler(ours, tmp_path, wsgi.interp)
     assert tree_of(show) == ("total", [("client-call", [("wsgi", [("db-query", [])])])])
     call = show["children"][0]
     srv = call["children"][0]

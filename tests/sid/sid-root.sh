@@ -14,18 +14,19 @@
 #                           embedding hosts) and its headers, liblz4 and libunwind (what
 #                           libpyprof.so loads), libdw and libelf (so the pyprof tool can
 #                           run inside and symbolize the root's own ELF files), and sid's
-#                           python3-osprofiler (for python3.14, sid's python3)
+#                           python3-osprofiler and python3-graphviz (for python3.14, sid's
+#                           python3: the OSProfiler tests, its `--dot` output included)
 #   DIR/bin/python3.14      the interpreters, used like any other: a test runs the
 #   DIR/bin/python3.15      wrapper and gets the interpreter's pid
 #   DIR/bin/sid-run CMD...  any command of the root
 #
 # Each wrapper runs its command chrooted into DIR/root inside a private mount namespace
 # (nothing stays mounted afterwards) with a fresh /proc, the host's /dev and /tmp (with
-# whatever is mounted under them), and
-# each directory of $SID_BIND (colon-separated; default: the directory this script was run
-# from, the checkout) at its own path; in the caller's working directory; with the
-# caller's environment, LD_PRELOAD reaching the command only (not unshare, mount or
-# chroot); and with the caller's pid, since every step execs. A libpyprof.so built on
+# whatever is mounted under them), and each directory of $SID_BIND (colon-separated;
+# default: the directory this script was run from, the checkout) at its own path; in the
+# caller's working directory; with the caller's environment, LD_PRELOAD reaching the
+# command only (not unshare, mount or chroot); and with the caller's pid, since every
+# step execs. A libpyprof.so built on
 # Debian 12 loads under sid's glibc; children of the interpreter run inside the root too.
 #
 # An embedding host builds on the host against the root:
@@ -43,7 +44,7 @@ set -eu
 DIR=${1:-build/sid}
 MIRROR=${SID_MIRROR:-http://deb.debian.org/debian}
 VERSIONS="3.14 3.15"
-PACKAGES="liblz4-1 libunwind8 libdw1t64 libelf1t64 python3-osprofiler"
+PACKAGES="liblz4-1 libunwind8 libdw1t64 libelf1t64 python3-osprofiler python3-graphviz"
 for v in $VERSIONS; do
     PACKAGES="$PACKAGES python$v libpython$v libpython$v-dev"
 done

@@ -1,9 +1,10 @@
 """Workload of test_spans_osprofiler.py: one process using OSProfiler with the
-connection string pyprof:// (Debian's python3-osprofiler; the driver registered by the
-installed .pth hook, not by this program).  Initialised as a service is, with
-initializer.init_from_conf, then profiler.init(hmac), a Trace block, a @profiler.trace
-function burning CPU and a pyprof.span inside it.  Prints one JSON object: the ids
-OSProfiler gave, whether the driver module was imported, and whether pyprof is active.
+connection string pyprof:// (the interpreter's python3-osprofiler: Debian 12's 3.x or the
+sid root's 4.x; the driver registered by the installed .pth hook, not by this program).
+Initialised as a service is, with initializer.init_from_conf, then profiler.init(hmac), a
+Trace block, a @profiler.trace function burning CPU and a pyprof.span inside it.  Prints
+one JSON object: the ids OSProfiler gave, whether the driver module was imported, and
+whether pyprof is active.
 """
 
 import json
