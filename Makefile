@@ -252,7 +252,7 @@ demo: deps
 	PYPROF_OUTPUT=$(BUILD)/demo LD_PRELOAD=$(abspath $(LIB)) python3 examples/daemon.py
 	$(TOOL) report $(BUILD)/demo
 
-bench: deps all
+bench: deps all sid-root
 	python3 bench/run.py --lib $(abspath $(LIB)) --tool $(abspath $(TOOL)) --out $(BUILD)/bench.json
 
 # The Python package `pyprof` (utils/python) and its .pth hook go where Debian's python3

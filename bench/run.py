@@ -40,7 +40,14 @@ What it measures, in one run (stdlib only, nothing installed):
   a decorated call, the C functions alone) with the library recording, with it loaded
   but paused, and without it (the no-op), on the main interpreter and Debian's python3.11;
 * side by side: `python -m cProfile` on the same interpreter, and Debian's python3-yappi
-  (CPU clock) with /usr/bin/python3.11, where present.
+  (CPU clock) with /usr/bin/python3.11, where present;
+* per version (--versions, default 3.13 and 3.14): the overhead and handler figures of
+  the cpu and deep30 workloads (sized on each interpreter to the same CPU per run, the
+  same settings and method) on each of a list of interpreters, in repetitions of their
+  own after the main ones (--versions-budget), every interpreter in every repetition.
+  3.14 is the Debian sid root's (build/sid/bin/python3.14, `make sid-root`; `make bench`
+  makes it first), run through its chroot wrapper, whose own CPU (measured once) is left
+  out of the samples expected and of the library's share.
 
 It reports figures and checks them against the targets below; it never fails on a
 figure (its exit status is 1 only when a run failed: a crash, a timeout, a log the tool
@@ -104,7 +111,15 @@ RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as
 WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
                   "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
-PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans"]
+PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans", "versions"]
+
+# The per-version section: interpreters by version (anything else given is a path), and
+# the workloads it runs on each.
+SID_BIN = os.path.join(REPO, "build", "sid", "bin")  # tests/sid/sid-root.sh's wrappers
+VERSION_PYTHONS = {"3.13": ("pyenv", "3.13.0"), "3.14": ("sid", "python3.14"),
+                   "3.15": ("sid", "python3.15")}
+DEFAULT_VERSIONS = "3.13,3.14"
+VERSION_WORKLOADS = ["cpu", "deep30"]
 
 T0 = time.monotonic()
 
@@ -328,11 +343,15 @@ class Runner:
         return r
 
 
-def finish_run(r):
-    """Figures that need both the process's own CPU time and the log's."""
+def finish_run(r, launcher_cpu_s=0.0):
+    """Figures that need both the process's own CPU time and the log's.  launcher_cpu_s:
+    the CPU of a wrapper that runs before the interpreter (the sid root's chroot), which
+    the library never sees, left out of the process's CPU here."""
     if r.get("samples") is None or not r.get("ok"):
         return r
-    cpu = r["cpu_s"]
+    cpu = r["cpu_s"] - launcher_cpu_s
+    if launcher_cpu_s:
+        r["launcher_cpu_s"] = launcher_cpu_s
     if cpu > 0:
         r["library_cpu_share"] = r["library_cpu_ns"] / 1e9 / cpu
     if r["clock"] == "cpu" and cpu > 0:
@@ -541,12 +560,13 @@ def run_reps(runner, groups, budget_end, min_reps, max_reps, reserve, hard_slack
     runs = {g["name"]: [] for g in groups}
     rep_times = []
     failures = []
-    for rep in range(max_reps):
+    for rep in range(max_reps if groups else 0):
         t0 = time.monotonic()
         for g in groups:
             order = g["settings"] if rep % 2 == 0 else list(reversed(g["settings"]))
             for s in order:
-                r = finish_run(runner.run(g["python"], g["argv"], s))
+                r = finish_run(runner.run(g["python"], g["argv"], s),
+                               g.get("launcher_cpu_s", 0.0))
                 r["rep"] = rep
                 r["load1"] = os.getloadavg()[0]
                 runs[g["name"]].append(r)
@@ -1021,6 +1041,82 @@ def throughput(runner, py, rounds, target_samples, secs, quick):
     return res
 
 
+def version_pythons(specs):
+    """The interpreters of --versions: [(spec, path or None, why it is missing)].  A spec
+    is a version of VERSION_PYTHONS (pyenv's build, or the sid root's wrapper) or a path."""
+    out = []
+    for spec in specs:
+        where = VERSION_PYTHONS.get(spec)
+        if where is None:
+            p = shutil.which(spec)
+            out.append((spec, p and os.path.abspath(p), None if p else "not found"))
+        elif where[0] == "pyenv":
+            p = pyenv_python(where[1])
+            ok = os.access(p, os.X_OK)
+            out.append((spec, p if ok else None, None if ok else "pyenv's %s not found (%s)"
+                        % (where[1], p)))
+        else:
+            p = os.path.join(SID_BIN, where[1])
+            ok = os.access(p, os.X_OK)
+            out.append((spec, p if ok else None, None if ok else
+                        "the sid root is missing (no %s; `make sid-root` makes it, "
+                        "`make bench` does first)" % p))
+    return out
+
+
+def launcher_cpu(runner, py, n=5):
+    """The CPU a wrapper takes before the interpreter starts, when py is one of the sid
+    root's (the sid-run beside it running the root's /bin/true; median of n runs); 0 for
+    any other interpreter."""
+    sid_run = os.path.join(os.path.dirname(py), "sid-run")
+    if not os.access(sid_run, os.X_OK):
+        return 0.0
+    xs = []
+    for _ in range(n):
+        r = runner.spawn([sid_run, "/bin/true"], runner.base_env)
+        if not r["ok"]:
+            raise RuntimeError("%s /bin/true failed: exit %s %s" % (sid_run, r["exit"],
+                                                                   r["stderr"]))
+        xs.append(r["cpu_s"])
+    return statistics.median(xs)
+
+
+def versions_part(runner, interps, secs, budget_s, min_reps, max_reps):
+    """The overhead and handler figures of VERSION_WORKLOADS on each interpreter of
+    interps ({spec: {"python", "version", "launcher_cpu_s"}}), each workload sized on
+    each interpreter to the CPU of secs (as the main interpreter's): interleaved
+    repetitions of their own, each running every workload on every interpreter (cpu on
+    each, then deep30 on each), every setting (bare, 100 Hz and 1 kHz cpu clock) against
+    the bare run of the same repetition."""
+    t0 = time.monotonic()
+    for spec, it in interps.items():
+        log("per version: calibrating %s" % spec)
+        rounds, calib = calibrate(runner, it["python"], secs, None, set(VERSION_WORKLOADS))
+        it["rounds"] = {w: rounds[w] for w in VERSION_WORKLOADS}
+        it["cpu_s_per_round"] = calib["cpu_s_per_round"]
+    groups = []
+    for wname in VERSION_WORKLOADS:
+        for spec, it in interps.items():
+            for g in make_groups(it["python"], it["rounds"], None, None, {wname}):
+                sets = [x for x in g["settings"] if x["kind"] in ("bare", "pyprof")]
+                groups.append(dict(g, name="%s@%s" % (wname, spec), workload=wname,
+                                   spec=spec, launcher_cpu_s=it["launcher_cpu_s"],
+                                   settings=sets))
+    runs, rep_times, failures = run_reps(runner, groups, t0 + budget_s, min_reps,
+                                         max_reps, 0.0)
+    out = {"workloads_run": VERSION_WORKLOADS,
+           "cpu_s_per_run": {"cpu": secs["cpu"], "deep30": secs["deep"]},
+           "repetitions": len(rep_times),
+           "repetition_s": rep_times, "failures": failures,
+           "interpreters": {spec: dict(it, workloads={}) for spec, it in interps.items()}}
+    for g in groups:
+        out["interpreters"][g["spec"]]["workloads"][g["workload"]] = analyse_group(
+            g, runs[g["name"]])
+    out["runs"] = [dict(r, workload=w) for w, rs in runs.items() for r in rs]
+    out["elapsed_s"] = time.monotonic() - t0
+    return out
+
+
 def guarded(fn, *a):
     """A part that fails (the tool refuses a log, ...) is reported, and the rest goes on."""
     try:
@@ -1075,14 +1171,18 @@ def git_info():
         return None
 
 
-def default_python():
+def pyenv_python(version):
     try:
         root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL).stdout.decode().strip()
     except OSError:
         root = os.path.expanduser("~/.pyenv")
-    p = os.path.join(root or os.path.expanduser("~/.pyenv"), "versions", "3.11.7", "bin",
-                     "python")
+    return os.path.join(root or os.path.expanduser("~/.pyenv"), "versions", version, "bin",
+                        "python")
+
+
+def default_python():
+    p = pyenv_python("3.11.7")
     if os.access(p, os.X_OK):
         return p
     return DEBIAN_PY if os.access(DEBIAN_PY, os.X_OK) else sys.executable
@@ -1125,17 +1225,19 @@ def cell(value, fmt, target=None, tfmt=None, status=None):
     return txt
 
 
-def build_rows(results):
+def build_rows(workloads, checks, interp=None):
     """One row per workload x setting, with the figures checked where a target is set.
-    Fills results['checks'] as it goes."""
+    Appends to checks as it goes.  interp: the interpreter, in a first column and in the
+    checks' names (the per-version section)."""
     rows = []
-    checks = results["checks"]
-    for wname, w in results["workloads"].items():
+    first = len(checks)
+    for wname, w in workloads.items():
         checked = w.get("checked_against_targets", True)
         for sname, s in w["settings"].items():
             if s["kind"] == "bare":
                 continue
-            row = {"workload": wname, "setting": sname}
+            row = {"interpreter": interp} if interp else {}
+            row.update({"workload": wname, "setting": sname})
             wr = s.get("wall_ratio")
             tgt = None
             if wname == "cpu" and s["kind"] == "pyprof" and s["clock"] == "cpu":
@@ -1214,6 +1316,9 @@ def build_rows(results):
             row["native walk"] = (cell(nw["median"] / 1e3, "%.2fus") if nw and
                                   nw.get("median") is not None else "-")
             rows.append(row)
+    if interp:
+        for c in checks[first:]:
+            c["what"] += ", Python %s" % interp
     return rows
 
 
@@ -1257,6 +1362,14 @@ def main():
                     help="run only these parts (comma-separated): workloads %s; parts %s "
                          "(steady_state brings in cpu)" % (", ".join(WORKLOAD_NAMES),
                                                           ", ".join(PART_NAMES)))
+    ap.add_argument("--versions", default=DEFAULT_VERSIONS, metavar="VERSION,...",
+                    help="interpreters of the per-version section: %s (pyenv's 3.13.0, the "
+                         "sid root's 3.14, 3.15) or paths; 'none' for no section "
+                         "(default %s, those present)" % (", ".join(VERSION_PYTHONS),
+                                                          DEFAULT_VERSIONS))
+    ap.add_argument("--versions-budget", type=float, default=None, metavar="SECONDS",
+                    help="seconds for the per-version section's repetitions, on top of "
+                         "--budget (default 90, quick 25)")
     args = ap.parse_args()
     want = set(WORKLOAD_NAMES + PART_NAMES)
     if args.only:
@@ -1296,6 +1409,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     runner = Runner(args, work)
 
+    notes = []
     debian = None
     if "cpu-debian" not in want:
         args.no_debian = True
@@ -1309,6 +1423,21 @@ def main():
         if not has_yappi:
             log("python3-yappi is not installed for %s: yappi left out "
                 "(apt-get install python3-yappi)" % DEBIAN_PY)
+
+    vpys = {}
+    if "versions" in want and args.versions.strip().lower() not in ("", "none"):
+        specs = [v.strip() for v in args.versions.split(",") if v.strip()]
+        for spec, p, why in version_pythons(specs):
+            if p is None:  # one line, with the table's notes
+                notes.append("per version: %s left out: %s" % (spec, why))
+                continue
+            version = interp_version(p)
+            launcher = guarded(launcher_cpu, runner, p) if version else None
+            if not version or isinstance(launcher, dict):
+                why = "%s does not run" % p if not version else launcher["error"]
+                notes.append("per version: %s left out: %s" % (spec, why))
+                continue
+            vpys[spec] = {"python": p, "version": version, "launcher_cpu_s": launcher}
 
     results = {
         "schema": "pyprof-bench/1",
@@ -1357,6 +1486,14 @@ def main():
                      "(recording into a log), with it paused (PYPROF_SIGNAL set: it "
                      "starts paused) and without (the package's no-op); "
                      "c_functions_ns: pyprof_span_start + pyprof_span_stop through ctypes",
+            "versions": "per version: the cpu and deep30 workloads, sized on each "
+                        "interpreter to the main interpreter's CPU per run, bare and with "
+                        "the library at 100 Hz and 1 kHz (cpu clock), in interleaved "
+                        "repetitions of their own after the main ones; ratios and log "
+                        "figures as for "
+                        "the main interpreter; launcher_cpu_s: the CPU of the sid root's "
+                        "chroot wrapper alone (sid-run /bin/true, median of 5), taken off "
+                        "the process's CPU for samples expected and the library's share",
             "thread_create": "thread_create.py: N threads created and joined one at a time, "
                              "each doing nothing; us_per_thread: perf_counter around the "
                              "loop / N; cpu_us_per_thread: process_time around the loop / "
@@ -1365,7 +1502,7 @@ def main():
                              "the loop in C (thread_create.c) through ctypes",
         },
         "checks": [],
-        "notes": [],
+        "notes": notes,
     }
 
     log("main interpreter %s (%s); scratch %s; budget %.0f s" %
@@ -1428,6 +1565,17 @@ def main():
                 results.setdefault("thread_create", {})[g["loop"]] = guarded(
                     analyse_thread_create, g, runs[g["name"]])
 
+        if vpys:
+            vbudget = args.versions_budget or (25.0 if quick else 90.0)
+            vmax = args.reps or (3 if quick else 11)
+            vmin = min(args.min_reps or (2 if quick else 5), vmax)
+            log("per version: %s; repetitions %d to %d, %.0f s" % (
+                ", ".join("%s %s" % (v["version"], v["python"]) for v in vpys.values()),
+                vmin, vmax, vbudget))
+            results["versions"] = guarded(versions_part, runner, vpys, secs, vbudget,
+                                          vmin, vmax)
+            failures.extend(results["versions"].get("failures") or [])
+
         if longs is not None:
             results["steady_state"] = (guarded(steady_state, longs, runs["cpu"])
                                        if "error" not in longs else longs)
@@ -1442,7 +1590,7 @@ def main():
             if v["kind"] == "pyprof"}
         for w, d in results["workloads"].items()}
 
-    rows = build_rows(results)
+    rows = build_rows(results["workloads"], results["checks"])
     checks = results["checks"]
     ss = results.get("steady_state", {})
     for name, tkey, bkey in (("pyprof 100 Hz cpu", "achieved_100hz_cpu_clock", None),
@@ -1478,6 +1626,23 @@ def main():
           "[95% bootstrap CI of the median], min-max.\n"
           "targets in brackets: ok = met, NO = not met, ? = the CI straddles the target.\n")
     print_table(rows)
+
+    vs = results.get("versions")
+    if vs and "error" in vs:
+        print("per version: %s\n" % vs["error"])
+    elif vs:
+        sizes = "; ".join("%s: %s" % (it["version"], ", ".join(
+            "%s %d" % (w, it["rounds"][w]) for w in VERSION_WORKLOADS))
+            for it in vs["interpreters"].values())
+        print("per version: the cpu and deep30 workloads, sized on each interpreter to "
+              "%.2f s and %.2f s of CPU per run (%s); %d interleaved repetitions of their "
+              "own, every interpreter in each (%.0f s with calibration)" % (
+                  vs["cpu_s_per_run"]["cpu"], vs["cpu_s_per_run"]["deep30"], sizes,
+                  vs["repetitions"], vs["elapsed_s"]))
+        vrows = []
+        for it in vs["interpreters"].values():
+            vrows += build_rows(it["workloads"], checks, it["version"])
+        print_table(vrows)
 
     tpr = results.get("thread_per_request")
     if tpr and "error" in tpr:
