@@ -383,14 +383,15 @@ static void close_file(top *t)
     idmap_free(&t->stack_sum);
 }
 
-/* Starts reading `path`.  Returns 0, or -1 with the reason in the message. */
+/* Starts reading `path`.  Returns 0, or -1 with the reason in the message (-2 when the
+ * log is cut before the end of its header: not yet on disk, or killed at start). */
 static int open_file(top *t, const char *path)
 {
     int err = 0;
     pyprof_reader *r = pyprof_reader_open(path, &err);
     if (!r) {
         set_message(t, "%s: %s", path, pyprof_reader_strerror(err));
-        return -1;
+        return err == PYPROF_R_TRUNCATED ? -2 : -1;
     }
     top_info ni;
     if (info_from(&ni, pyprof_reader_header(r)) < 0) {
@@ -476,7 +477,15 @@ static int next_file_pid(top *t)
         t->state = ST_WAITING;
         return 0;
     }
-    if (open_file(t, path) < 0) {
+    int opened = open_file(t, path);
+    if (opened == -2) {
+        /* The process has made its log but its header is not on disk yet (it is written
+         * at the first flush): waited for like a log not made yet. */
+        t->state = ST_WAITING;
+        set_message(t, "no log yet (its header reaches the disk at the first flush)");
+        return 0;
+    }
+    if (opened < 0) {
         t->state = ST_ERROR;
         return 0;
     }
@@ -1103,7 +1112,15 @@ int cmd_top(int argc, char **argv)
         rc = cli_parse_pid("top", arg, &t.pid);
         if (rc)
             return rc;
-        if (next_file_pid(&t) < 0) {
+        /* A process that has just started may need a moment to show its log, as in
+         * a directory (first_file_dir). */
+        uint64_t until = clock_mono_ns() + TOP_FIRST_WAIT_NS;
+        while ((rc = next_file_pid(&t)) == 0 && t.state == ST_WAITING &&
+               clock_mono_ns() < until && !quit_flag) {
+            struct timespec ts = {0, 200 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (rc < 0) {
             fprintf(stderr, "pyprof top: %s\n", t.message);
             top_free(&t);
             return CLI_EXIT_BAD_INPUT;
