@@ -18,3 +18,10 @@ def built_artifacts():
         if not os.path.isabs(path) or not os.path.isfile(path):
             pytest.fail("%s=%r: not an existing absolute path (run `make integration`, "
                         "which builds it)" % (what, path))
+
+
+def pytest_report_header(config):
+    if t.SID_LEFT_OUT:
+        return ("sanitizer build (PYPROF_SAN=%s): %s left out, their root's C library cannot "
+                "load this build's sanitizer runtime" % (t.SAN, ", ".join(t.SID_LEFT_OUT)))
+    return None

@@ -22,11 +22,12 @@ LIBZ = "/usr/lib/x86_64-linux-gnu/libz.so.1"
 RAW_LIBZ = re.compile(r"^libz\.so\.1\+0x[0-9a-f]+$")
 
 
-@pytest.fixture(scope="module")
-def chrooted(tmp_path_factory):
+# The root's 3.14 (absent from sanitizer runs only: conftest.py's header says why).
+@pytest.fixture(scope="module", params=t.params(t.by_id(*t.SID_IDS[:1])))
+def chrooted(tmp_path_factory, request):
     """A log of py3.14 (in the sid root) spending its time in zlib.compress, natively
     sampled, and the root it ran in."""
-    interp = t.by_id("py3.14")[0].require()
+    interp = request.param.require()
     root = interp.sysroot
     # The premise: the host's file at the recorded path (if any) is not the root's.
     host_libz, root_libz = LIBZ, root + LIBZ
@@ -38,7 +39,6 @@ def chrooted(tmp_path_factory):
                  env={"PYPROF_NATIVE": "1", "PYPROF_PERIOD": "1ms"})
     assert prof.rc == 0, prof.describe()
     p = t.one_log(prof, ended="exit")
-    assert p.proc["samples"] > 300, p.dump()
     return {"log": prof.logs[0], "root": root, "samples": p.proc["samples"]}
 
 
@@ -121,14 +121,15 @@ def test_every_command(chrooted, tmp_path):
 @pytest.mark.parametrize("cmd", [["report"], ["report", "--json"], ["tree"],
                                  ["export", "-f", "folded"], ["info"], ["trace", "list"],
                                  ["html", "-o", "OUT"]])
-def test_bad_root(chrooted, cmd, tmp_path):
+def test_bad_root(cmd, tmp_path):
     """Not a directory (a file, a missing path, empty): one error line naming --root and
     the value (then the usage hint every usage error ends with), exit 2, no output."""
     out = tmp_path / "out.html"
     cmd = [str(out) if a == "OUT" else a for a in cmd]
     name = cmd[0]
-    for bad in (chrooted["log"], str(tmp_path / "missing"), ""):
-        res = t.tool(*(cmd + ["--root", bad, chrooted["log"]]))
+    log = os.path.join(t.FIXTURES, "good.lz4")
+    for bad in (log, str(tmp_path / "missing"), ""):
+        res = t.tool(*(cmd + ["--root", bad, log]))
         lines = res.stderr.splitlines()
         assert res.returncode == 2, (cmd, bad, res.returncode, res.stderr)
         assert res.stdout == "" and not out.exists(), (cmd, bad, res.stdout)
@@ -136,5 +137,5 @@ def test_bad_root(chrooted, cmd, tmp_path):
         assert re.match(r"^pyprof %s: --root: '%s'(: | is not a directory)"
                         % (re.escape(name), re.escape(bad)), lines[0]), (cmd, lines)
     # No value at all: getopt's own usage error.
-    res = t.tool(*(cmd + [chrooted["log"], "--root"]))
+    res = t.tool(*(cmd + [log, "--root"]))
     assert res.returncode == 2 and "'--root' needs a value" in res.stderr, res.stderr
