@@ -14,6 +14,7 @@ the tests check what a user sees.
 
 import json
 import os
+import re
 import subprocess
 import threading
 
@@ -522,6 +523,22 @@ def tool_json(*args):
     except ValueError as e:
         raise AssertionError("pyprof %s printed invalid JSON (%s):\n%s"
                              % (" ".join(map(str, args)), e, out[:3000]))
+
+
+def folded(*args, **kw):
+    """The stacks of `pyprof export -f folded ARGS` (a log and options) as
+    [([(name, file), ...] outermost first, count)]; `kw` goes to tool()."""
+    res = tool("export", "-f", "folded", *args, **kw)
+    assert res.returncode == 0, res.stderr
+    out = []
+    for line in res.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        frames = []
+        for fr in stack.split(";"):
+            m = re.match(r"^(.*) \((.*):[-0-9?]+\)$", fr)
+            frames.append((m.group(1), m.group(2)) if m else (fr, ""))
+        out.append((frames, int(count)))
+    return out
 
 
 def report(*paths):

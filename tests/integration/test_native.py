@@ -25,21 +25,6 @@ CHAIN_TAIL = ["outer", "chain_call", "callback", "chain_spin", "chain_spin_loop"
 NATIVE_ENV = {"PYPROF_NATIVE": "1", "PYPROF_PERIOD": "1ms"}
 
 
-def folded(log, *opts):
-    """The log's stacks as [([(name, file), ...] outermost first, count)]."""
-    res = t.tool("export", "-f", "folded", *(list(opts) + [log]))
-    assert res.returncode == 0, res.stderr
-    out = []
-    for line in res.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        frames = []
-        for fr in stack.split(";"):
-            m = re.match(r"^(.*) \((.*):[-0-9?]+\)$", fr)
-            frames.append((m.group(1), m.group(2)) if m else (fr, ""))
-        out.append((frames, int(count)))
-    return out
-
-
 def show(stacks, n=12):
     top = sorted(stacks, key=lambda s: -s[1])[:n]
     return "\n".join("%6d  %s" % (c, ";".join(f[0] for f in fr)) for fr, c in top)
@@ -55,7 +40,7 @@ def native_process(p):
 def check_chain(prof, ended="exit"):
     p = t.one_log(prof, ended=ended)
     log = prof.logs[0]
-    stacks = folded(log, *t.root_opts(prof))
+    stacks = t.folded(log, *t.root_opts(prof))
     total = sum(c for _, c in stacks)
     in_loop = [(fr, c) for fr, c in stacks if fr[-1][0] == "chain_spin_loop"]
     n_loop = sum(c for _, c in in_loop)
@@ -107,7 +92,7 @@ def test_glue_shown_on_request(tmp_path):
     ext = t.native_chain(interp)
     prof = t.run([interp.path, CHAIN, ext, "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     check_chain(prof)
-    stacks = folded(prof.logs[0], "--native-glue", *t.root_opts(prof))
+    stacks = t.folded(prof.logs[0], "--native-glue", *t.root_opts(prof))
     in_loop = [(fr, c) for fr, c in stacks if fr[-1][0] == "chain_spin_loop"]
     assert in_loop, show(stacks)
     for fr, _ in in_loop[:50]:
@@ -189,7 +174,7 @@ def test_real_library(interp, what, caller, leaf_test, tmp_path):
     prof = t.run([interp.path, LIBS, what, "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     assert prof.rc == 0, prof.describe()
     t.one_log(prof, ended="exit")
-    stacks = folded(prof.logs[0], *t.root_opts(prof))
+    stacks = t.folded(prof.logs[0], *t.root_opts(prof))
     total = sum(c for _, c in stacks)
     under = 0
     for fr, c in stacks:
@@ -209,7 +194,7 @@ def test_qsort_callback_order(interp, tmp_path):
     prof = t.run([interp.path, LIBS, "qsort", "2"], str(tmp_path / "logs"), env=NATIVE_ENV)
     assert prof.rc == 0, prof.describe()
     t.one_log(prof, ended="exit")
-    stacks = folded(prof.logs[0], *t.root_opts(prof))
+    stacks = t.folded(prof.logs[0], *t.root_opts(prof))
     with_cmp = [(fr, c) for fr, c in stacks if "cmp_keys" in [f[0] for f in fr]]
     n = sum(c for _, c in with_cmp)
     assert n > 100, show(stacks)
@@ -265,7 +250,7 @@ def test_modules_gone(tmp_path):
     prof = t.run([interp.path, CHAIN, ext, "1"], str(tmp_path / "logs"), env=NATIVE_ENV)
     t.one_log(prof, ended="exit")
     shutil.rmtree(ext)
-    stacks = folded(prof.logs[0], *t.root_opts(prof))
+    stacks = t.folded(prof.logs[0], *t.root_opts(prof))
     names = set(f[0] for fr, _ in stacks for f in fr)
     assert not names & {"chain_spin_loop", "chain_spin", "chain_call"}, names
     gone = [n for n in names if re.match(r"^native_chain\..*so\+0x[0-9a-f]+$", n)]

@@ -67,31 +67,15 @@ def test_report_json(chrooted):
     assert rooted["samples"] == plain["samples"] == chrooted["samples"]
 
 
-def folded_frames(*args, **kw):
-    """The stacks of `pyprof export -f folded ARGS` as [([(name, file), ...], count)]
-    (as tests/integration/test_native.py reads them); `kw` goes to t.tool."""
-    res = t.tool("export", "-f", "folded", *args, **kw)
-    assert res.returncode == 0, res.stderr
-    out = []
-    for line in res.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        frames = []
-        for fr in stack.split(";"):
-            m = re.match(r"^(.*) \((.*):[-0-9?]+\)$", fr)
-            frames.append((m.group(1), m.group(2)) if m else (fr, ""))
-        out.append((frames, int(count)))
-    return out
-
-
 def test_folded_export(chrooted):
     log, root = chrooted["log"], chrooted["root"]
-    plain = folded_frames(log)
+    plain = t.folded(log)
     libz = [f for fr, _ in plain for f in fr if f[1] == LIBZ]
     assert libz and all(RAW_LIBZ.match(name) for name, _ in libz), plain[:5]
     # A relative root with a trailing slash is the same root.
     rel = os.path.relpath(root, t.REPO) + "/"
-    rooted = folded_frames("--root", rel, log, cwd=t.REPO)
-    assert rooted == folded_frames("--root", root, log)
+    rooted = t.folded("--root", rel, log, cwd=t.REPO)
+    assert rooted == t.folded("--root", root, log)
     under = sum(c for fr, c in rooted if ("deflate", LIBZ) in fr
                 and "compress_it" in [f[0] for f in fr[:fr.index(("deflate", LIBZ))]])
     total = sum(c for _, c in rooted)

@@ -63,6 +63,14 @@ static int take(const fixture *fx, pyabi *row, pyabi *out, char *err, size_t err
     return pyabi_take_debug_offsets(out, fx->w, err, errlen);
 }
 
+/* The same, which must succeed. */
+static void take_ok(const fixture *fx, pyabi *row, pyabi *out)
+{
+    char err[512];
+    if (take(fx, row, out, err, sizeof err) != 0)
+        fail_msg("%s", err);
+}
+
 /* Every offset the sample path and the name reader use, by name. */
 #define FIELDS(X)                                                                       \
     X(rt_initialized) X(rt_finalizing) X(rt_interp_head) X(rt_interp_main) X(rt_tss)   \
@@ -100,7 +108,6 @@ static void test_moved_interp_fields_taken(void **state)
     fixture fx;
     load(&fx, "3.14.10");
     pyabi row, got;
-    char err[512];
     /* interpreter_state.imports_modules, gil_runtime_state_locked, _holder */
     assert_int_equal(fx.w[12], 7688);
     assert_int_equal(fx.w[18], 7800);
@@ -108,8 +115,7 @@ static void test_moved_interp_fields_taken(void **state)
     fx.w[12] -= 24;
     fx.w[18] -= 24;
     fx.w[19] -= 24;
-    if (take(&fx, &row, &got, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    take_ok(&fx, &row, &got);
     assert_int_equal(got.is_modules, row.is_modules - 24);
     assert_int_equal(got.gil_holder, row.gil_holder - 24);
 }
@@ -121,12 +127,10 @@ static void test_moved_code_fields_taken(void **state)
     fixture fx;
     load(&fx, "3.15.2");
     pyabi row, got;
-    char err[512];
     assert_int_equal(fx.w[56], 208); /* code_object.co_code_adaptive */
     fx.w[56] = 216;
     fx.w[47] = 224; /* code_object.size */
-    if (take(&fx, &row, &got, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    take_ok(&fx, &row, &got);
     assert_int_equal(got.co_code_adaptive, 216);
     assert_int_equal(got.co_basicsize, 216);
     assert_int_equal(got.co_firsttraceable, 200);
@@ -211,9 +215,7 @@ static void test_314_runtime_moved_taken(void **state)
     fx.w[4] += 8;
     fx.w[5] += 8;
     pyabi row, got;
-    char err[512];
-    if (take(&fx, &row, &got, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    take_ok(&fx, &row, &got);
     assert_int_equal(got.rt_initialized, row.rt_initialized + 8);
     assert_int_equal(got.rt_interp_main, row.rt_interp_main + 8);
 }
@@ -235,9 +237,7 @@ static void test_string_header_moved(void **state)
     fx.w[92] = 48;
     fx.w[93] = 64;
     pyabi row, got;
-    char err[512];
-    if (take(&fx, &row, &got, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    take_ok(&fx, &row, &got);
     assert_int_equal(got.uni_ascii_size, 48);
     assert_int_equal(got.uni_compact_size, 64);
     assert_int_equal(got.uni_data, 64);
