@@ -168,7 +168,8 @@ check: all unit check-layout check-exports fuzz-replay
 integration: all consumers sid-root
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
 	    PYPROF_CONSUMERS=$(abspath $(CONSUMERS)) PYPROF_SID=$(abspath $(SID)) \
-	    $(PYTEST) -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
+	    $(PYTEST) -q -p no:cacheprovider --junitxml=$(abspath $(BUILD))/integration.xml \
+	    tests/integration $(PYTEST_ARGS)
 
 # ---- fuzzing ------------------------------------------------------------------------
 # Every parser of outside data has a libFuzzer target, tests/fuzz/fuzz_<name>.c

@@ -308,8 +308,8 @@ static int parse_version(const char *v, int *major, int *minor, int *micro)
  * reads; those offsets are taken from the running interpreter (they have moved inside a
  * minor before: 3.14.5 moved interp->imports.modules and the GIL).  What the table does
  * not publish stays in TABLES, used only while the published offsets around it are the
- * ones pyprof measured (pyabi_take_debug_offsets says which). */
-/* The structure an offset lies in, which bounds it. */
+ * ones pyprof measured (pyabi_take_debug_offsets says which).  Each word names the
+ * structure its offset lies in, which bounds it. */
 enum { SEC_RT, SEC_IS, SEC_TS, SEC_FR, SEC_CO, SEC_OBJ, SECTIONS };
 
 typedef struct debug_word {

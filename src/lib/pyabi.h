@@ -2,11 +2,11 @@
  * pyabi: everything pyprof knows about one CPython build's memory layout, and how to find
  * the interpreter in this process.  Owns the one per-minor-version table of offsets and
  * layout kinds (one row per minor: 2.7, 3.6 to 3.15; from 3.13 on, every offset the
- * interpreter publishes in its _Py_DebugOffsets is taken from it), read by the sample path (thread
- * states, frames, code objects, strings) and by pynames (dicts, instance attributes,
- * ints, the threading module), the offsets that are the same in every supported version
- * (the PYABI_* constants below), and the addresses resolved from the interpreter's
- * symbols.  Nothing here runs in the signal handler except reads of the filled-in
+ * interpreter publishes in its _Py_DebugOffsets is taken from it), read by the sample
+ * path (thread states, frames, code objects, strings) and by pynames (dicts, instance
+ * attributes, ints, the threading module), the offsets that are the same in every
+ * supported version (the PYABI_* constants below), and the addresses resolved from the
+ * interpreter's symbols.  Nothing here runs in the signal handler except reads of the filled-in
  * `pyabi` struct and of the constants.
  */
 #ifndef PYPROF_PYABI_H

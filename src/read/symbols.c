@@ -572,8 +572,9 @@ static int fde_range(const fde_table *t, uint64_t a, uint64_t *lo, uint64_t *hi)
  * unnamed).  The entry part branches into that part; the part is found as the unwind
  * table entry (FDE, fde_table) that the entry part's direct branches (call, jmp, jcc
  * with a 32-bit displacement, x86-64) reach most often, taken when at least two of them
- * reach it and it is large enough to be the loop.  Addresses there are then the eval loop's.  Only
- * for an exported symbol too small to hold the loop itself; nothing else is guessed. */
+ * reach it and it is large enough to be the loop.  Addresses there are then the eval
+ * loop's.  Only for an exported symbol too small to hold the loop itself; nothing else
+ * is guessed. */
 #define EVAL_ENTRY_MAX 4096u     /* bytes: a symbol this small cannot be the whole loop */
 #define EVAL_BODY_MIN (16u << 10) /* bytes: an FDE this large can be */
 static void find_eval_body(module *m, const GElf_Sym *eval)

@@ -200,7 +200,8 @@ def _build_flags(interp):
     if interp.sysroot:
         # Debian's own layout inside the root; the host's gcc builds against its libc.
         root = interp.sysroot
-        return (["--sysroot=" + root, "-I" + os.path.join(root, "usr", "include", "python" + xy)],
+        include = os.path.join(root, "usr", "include", "python" + xy)
+        return (["--sysroot=" + root, "-I" + include],
                 ["-L" + os.path.join(root, "usr", "lib", "x86_64-linux-gnu"), "-lpython" + xy])
     config = os.path.join(interp.prefix, "bin", "python%s-config" % xy)
     cflags = _config_out(config, "--cflags")
