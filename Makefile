@@ -48,7 +48,7 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
-        sid-root
+        sid-root check-interpreters
 
 all: $(LIB) $(TOOL)
 
@@ -231,7 +231,12 @@ test-transparency: all
 	    /usr/bin/python3 tests/transparency/run.py --workdir $(BUILD)/transparency \
 	    $(TRANSPARENCY_ARGS)
 
-test-core: all unit check-layout check-exports fuzz-replay integration test-transparency
+# Every interpreter the integration tests run on, said once at the start: missing ones are
+# listed with how to get them; with CI=true that stops here (tests/check_interpreters.py).
+check-interpreters: sid-root
+	@PYPROF_SAN=$(SAN) PYPROF_SID=$(abspath $(SID)) /usr/bin/python3 tests/check_interpreters.py
+
+test-core: check-interpreters all unit check-layout check-exports fuzz-replay integration test-transparency
 
 test: deps
 	$(MAKE) test-core
