@@ -185,6 +185,7 @@ FUZZ_SRCS_reader    := src/read/reader.c src/common/record.c
 FUZZ_SRCS_linetable := src/common/linetable.c
 FUZZ_SRCS_config    := src/common/config.c
 FUZZ_SRCS_ctlcmd    := src/lib/ctlcmd.c src/lib/ctlsock.c src/common/config.c
+FUZZ_SRCS_jsonscan  := src/read/jsonscan.c
 FUZZ_LIBS_reader    := -llz4
 FUZZ_SEEDS_reader   := tests/fuzz/corpus tests/fixtures
 FUZZ_WEIGHT_reader  := 3

@@ -3,9 +3,9 @@
 
     python3 tests/fuzz/make_seeds.py [tests/fuzz]
 
-Writes tests/fuzz/corpus-linetable/, corpus-config/ and corpus-ctlcmd/ (the reader's
-seeds are make_corpus.py's, in tests/fuzz/corpus/).  Each seed is laid out as its
-target's header comment says:
+Writes tests/fuzz/corpus-linetable/, corpus-config/, corpus-ctlcmd/ and corpus-jsonscan/
+(the reader's seeds are make_corpus.py's, in tests/fuzz/corpus/).  Each seed is laid out
+as its target's header comment says:
 
   linetable  kind | first_line (4, LE) | offset (8, LE) | cut | table: the real tables of
              every CPython version in tests/fixtures/linetables/, at offsets they map;
@@ -13,12 +13,17 @@ target's header comment says:
              start \\0 host \\0 run_id \\0 seq: every syntax config.c documents, and
              templates with every conversion;
   ctlcmd     errlen | chunking seed | what a client sends: every request, with and
-             without its argument, '\\r\\n', a line too long, bytes that are not text.
+             without its argument, '\\r\\n', a line too long, bytes that are not text;
+  jsonscan   text \\0 key: span infos as pyprof and OSProfiler write them, and every
+             edge of the grammar: escapes, surrogate pairs (and lone halves), invalid
+             UTF-8, text cut short, huge numbers, nesting at and past the limit,
+             repeated names.
 
 Seeds that reproduced a finding are kept beside these under their own names; this script
 only replaces the files it writes (gen-*).
 """
 import glob
+import json
 import os
 import struct
 import sys
@@ -102,10 +107,62 @@ def ctlcmd_seeds():
     return seeds
 
 
+def jsonscan_seeds():
+    def dumps(obj):  # as pyprof's _json writes a span's info: compact, ASCII
+        return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+    osprof_start = {"function": {"name": "__main__.compute", "args": "(3,)", "kwargs": "{}"},
+                    "host": "node-1", "what": "squares", "service": "api",
+                    "project": "pyprof-test"}
+    seeds = {
+        # What the workloads write (tests/integration/workloads/spans_*.py, osprof_*.py).
+        "gen-osprof-trace.json": dumps(osprof_start) + b"\0service",
+        "gen-osprof-client.json": dumps({"port": 8080, "host": "node-1",
+                                         "project": "p", "service": "client"}),
+        "gen-osprof-wsgi.json": dumps({"request": {"path": "/v1/items", "query": "a=1&b=2",
+                                                   "method": "GET", "scheme": "http"},
+                                       "host": "node-1", "service": "server"}),
+        "gen-osprof-stop-error.json": dumps({"etype": "ValueError",
+                                             "message": "boom \"x\" \\ \u00e9"}) + b"\0etype",
+        "gen-osprof-stop-result.json": dumps({"function": {"result": "[1, 4, 9]"}}),
+        "gen-spans-api.json": dumps({"request": "GET /", "n": 1, "a": 1, "b": [1, "x"],
+                                     "obj": "<object object at 0x7f3a>", "result": "ok"}),
+        "gen-spans-odd-info.json": dumps({"key": "nan", "s": "{1}", "text": u"\u00e9t\u00e9"}),
+        "gen-spans-truncated.json": dumps({"truncated": dumps({"k": "v" * 40})[:30].decode()}),
+        "gen-spans-markup.json": b'{"k": "</script><b>bold</b>", "end": "<\\/script>"}',
+        "gen-spans-broken.json": b'{"broken": ',
+        "gen-spans-bytes.json": b'{"bytes": "\xff\xfe"}',
+        # The grammar's edges.
+        "gen-empty.json": b"",
+        "gen-not-object.json": b' [1, "a", {}] ',
+        "gen-two-objects.json": b"{}{}",
+        "gen-whitespace.json": b' \r\n\t{ "a" : [ 1 , 2 ] , "b" : { } , "c" : "d" }\n\0c',
+        "gen-literals-numbers.json": b'{"a":[true,false,null,-0,0.5e+10,1E-2,-12.75e0],"x":"y"}',
+        "gen-huge-numbers.json": (b'{"n":1e999999999,"m":-0.000000000e-99999,"big":'
+                                  + b"9" * 200 + b',"s":"' + b"1" * 100 + b'"}'),
+        "gen-escapes.json": b'{"e":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u001f\\u007F","raw":"\x7f"}\0e',
+        "gen-surrogates.json": (b'{"pair":"\\ud83d\\ude00","lone":"\\ud800x","low":"\\udc00",'
+                                b'"hh":"\\uD800\\uD800\\uDC00","end":"\\udbff","z":"a\\u0000b",'
+                                b'"s\\u0065rvice":"escaped key"}\0service'),
+        "gen-utf8-raw.json": (b'{"\xc3\xa9":"\xf0\x9f\x98\x80\xef\xbf\xbf\xf4\x8f\xbf\xbf'
+                              b'\xe0\xa0\x80\xed\x9f\xbf"}\0\xc3\xa9'),
+        "gen-utf8-overlong.json": b'{"a":"\xc0\xaf","b":"\xe0\x80\xaf"}',
+        "gen-utf8-surrogate.json": b'{"a":"\xed\xa0\x80"}',
+        "gen-utf8-above-max.json": b'{"a":"\xf4\x90\x80\x80"}',
+        "gen-utf8-cut.json": b'{"a":"\xe2\x82',
+        "gen-cut-escape.json": b'{"a":"\\u12',
+        "gen-control-char.json": b'{"a":"tab\there"}',
+        "gen-duplicates.json": b'{"etype":"first","n":{"etype":"nested"},"etype":"second","etype":3}\0etype',
+        "gen-deep-64.json": b'{"a":' + b"[" * 62 + b'{"b":"c"}' + b"]" * 62 + b"}",
+        "gen-deep-65.json": b'{"a":' + b'{"a":' * 63 + b"{}" + b"}" * 64,
+    }
+    return seeds
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else HERE
     for name, seeds in (("linetable", linetable_seeds()), ("config", config_seeds()),
-                        ("ctlcmd", ctlcmd_seeds())):
+                        ("ctlcmd", ctlcmd_seeds()), ("jsonscan", jsonscan_seeds())):
         write_seeds(os.path.join(top, "corpus-" + name), seeds, stale="gen-*")
 
 
