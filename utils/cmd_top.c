@@ -8,7 +8,8 @@
  * paused, a new period or clock), the process is asked again.  For a DIR, the newest log
  * in it that is still being written (no footer yet, its process alive); when it ends,
  * the next file of the same process and run: the next of its rotated series, or the
- * first of a later window.
+ * first of a later window.  A directory's logs and their order are logset.h's, as for
+ * every command: its files whose header reads as a pyprof log's, whatever their names.
  *
  * What is shown.  The samples of the last interval of the log's own time (the window
  * ends at the newest sample, or slides on with the clock when none arrive), and
@@ -23,7 +24,6 @@
  * lines, one screen per interval.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +43,7 @@
 #include "common/clock.h"
 #include "common/growarray.h"
 #include "read/idmap.h"
+#include "read/logset.h"
 #include "cli.h"
 #include "ctlclient.h"
 #include "livelog.h"
@@ -492,50 +492,20 @@ static int next_file_pid(top *t)
     return 1;
 }
 
-/* A log file of a directory. */
-typedef struct dir_log {
-    char *path;
-    struct timespec mtime;
-} dir_log;
-
-/* The regular *.lz4 files of `dir`, with their modification times, into *out (*n of
- * them; free with free_logs).  0, or -1 with errno when the directory cannot be read. */
-static int list_logs(const char *dir, dir_log **out, size_t *n)
+/* DIR mode: the directory's candidates with their headers read, into *s (free with
+ * logset_free).  0, or -1 with errno when the directory cannot be read. */
+static int dir_logs(const char *dir, logset *s)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    memset(s, 0, sizeof *s);
+    if (logset_scan_dir(s, dir, 0) < 0) {
+        int e = errno;
+        logset_free(s);
+        errno = e;
         return -1;
-    dir_log *c = NULL;
-    size_t nc = 0, cc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 4, ".lz4"))
-            continue;
-        char *p = malloc(strlen(dir) + len + 2);
-        struct stat st;
-        if (!p || grow_array((void **)&c, &cc, nc + 1, sizeof *c, 16) < 0) {
-            free(p);
-            break;
-        }
-        sprintf(p, "%s/%s", dir, e->d_name);
-        if (stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
-            free(p);
-            continue;
-        }
-        c[nc++] = (dir_log){p, st.st_mtim};
     }
-    closedir(d);
-    *out = c;
-    *n = nc;
+    for (size_t i = 0; i < s->n; i++)
+        (void)logset_read_header(&s->files[i]); /* out of memory: not taken */
     return 0;
-}
-
-static void free_logs(dir_log *c, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(c[i].path);
-    free(c);
 }
 
 /* DIR mode: the file that comes after the one that ended: of the same process and run,
@@ -543,41 +513,20 @@ static void free_logs(dir_log *c, size_t n)
  * opened, else 0. */
 static int next_file_dir(top *t)
 {
-    dir_log *c;
-    size_t nc;
-    if (list_logs(t->dir, &c, &nc) < 0) {
+    logset s;
+    if (dir_logs(t->dir, &s) < 0) {
         t->state = ST_ERROR;
         set_message(t, "%s: %s", t->dir, strerror(errno));
         return 0;
     }
-    const char *best = NULL;
-    uint64_t best_window = 0, best_seq = 0;
-    for (size_t i = 0; i < nc; i++) {
-        if (t->path && !strcmp(c[i].path, t->path))
-            continue;
-        int err;
-        pyprof_reader *r = pyprof_reader_open(c[i].path, &err);
-        if (!r)
-            continue;
-        const pyprof_header *h = pyprof_reader_header(r);
-        int later = h->window > t->info.window ||
-                    (h->window == t->info.window && h->seq > t->info.seq);
-        if (h->pid == t->info.pid && h->run_id.len == strlen(t->info.run_id) &&
-            !memcmp(h->run_id.s, t->info.run_id, h->run_id.len) && later &&
-            (!best || h->window < best_window ||
-             (h->window == best_window && h->seq < best_seq))) {
-            best = c[i].path;
-            best_window = h->window;
-            best_seq = h->seq;
-        }
-        pyprof_reader_close(r);
-    }
+    long next = logset_next(&s, t->info.pid, t->info.run_id, t->info.window, t->info.seq,
+                            t->path);
     int rc = 0;
-    if (!best)
+    if (next < 0)
         t->state = process_alive((pid_t)t->info.pid) ? ST_WAITING : ST_ENDED;
     else
-        rc = open_file(t, best) == 0;
-    free_logs(c, nc);
+        rc = open_file(t, s.files[next].path) == 0;
+    logset_free(&s);
     return rc;
 }
 
@@ -630,26 +579,21 @@ static void read_available(top *t)
  * an exit code after printing why. */
 static int find_first_dir(top *t, size_t *nlogs)
 {
-    dir_log *c;
-    size_t nc;
-    if (list_logs(t->dir, &c, &nc) < 0) {
+    logset s;
+    if (dir_logs(t->dir, &s) < 0) {
         fprintf(stderr, "pyprof top: %s: %s\n", t->dir, strerror(errno));
         return CLI_EXIT_BAD_INPUT;
     }
-    /* Newest first. */
-    for (size_t i = 1; i < nc; i++)
-        for (size_t j = i; j > 0; j--) {
-            struct timespec a = c[j - 1].mtime, b = c[j].mtime;
-            if (a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec))
-                break;
-            dir_log tmp = c[j - 1];
-            c[j - 1] = c[j];
-            c[j] = tmp;
-        }
+    logset_sort_newest(&s);
     const char *chosen = NULL;
-    for (size_t i = 0; i < nc && !chosen; i++) {
+    size_t nc = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const logset_file *f = &s.files[i];
+        nc += !logset_not_log(f);
+        if (chosen || f->err != PYPROF_R_OK)
+            continue;
         int err;
-        pyprof_reader *r = pyprof_reader_open(c[i].path, &err);
+        pyprof_reader *r = pyprof_reader_open(f->path, &err);
         if (!r)
             continue;
         if (process_alive((pid_t)pyprof_reader_header(r)->pid)) {
@@ -659,7 +603,7 @@ static int find_first_dir(top *t, size_t *nlogs)
             while ((n = pyprof_reader_next(r, &rec)) == 1)
                 ;
             if (n == -PYPROF_R_AGAIN)
-                chosen = c[i].path;
+                chosen = f->path;
         }
         pyprof_reader_close(r);
     }
@@ -671,7 +615,7 @@ static int find_first_dir(top *t, size_t *nlogs)
         fprintf(stderr, "pyprof top: %s\n", t->message);
         rc = CLI_EXIT_BAD_INPUT;
     }
-    free_logs(c, nc);
+    logset_free(&s);
     return rc;
 }
 

@@ -17,7 +17,6 @@
  */
 #include "profile.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "idmap.h"
+#include "logset.h"
 #include "nativemerge.h"
 #include "spans.h"
 #include "symbols.h"
@@ -354,15 +354,14 @@ static int filter_has_u64(const uint64_t *list, size_t n, uint64_t v)
     return 0;
 }
 
-static int filter_keeps_log(const profile_filter *f, const pyprof_header *h)
+static int filter_keeps_log(const profile_filter *f, uint64_t pid, const char *run_id)
 {
-    if (!filter_has_u64(f->pids, f->npids, h->pid))
+    if (!filter_has_u64(f->pids, f->npids, pid))
         return 0;
     if (!f->nruns)
         return 1;
     for (size_t i = 0; i < f->nruns; i++)
-        if (strlen(f->runs[i]) == h->run_id.len &&
-            !memcmp(f->runs[i], h->run_id.s, h->run_id.len))
+        if (!strcmp(f->runs[i], run_id))
             return 1;
     return 0;
 }
@@ -1458,54 +1457,43 @@ static long add_file(profile *p, uint32_t proc, const char *path, const pyprof_h
 
 /* ---- loading files ------------------------------------------------------------------- */
 
-/* A file to load: named on the command line (errors are errors) or found in a directory
- * (files that are not logs are skipped). */
-typedef struct candidate {
-    char *path;
-    int named;
-    int dir;       /* index of the directory it was found in, -1 when named */
-    int is_log;    /* its header was read */
-    int kept;      /* and the pid and run filters keep it */
-    size_t group;  /* candidates of one series share one; groups count from 0 */
-    series_key key;
-} candidate;
+/* The files to load are a logset (logset.h): the ones named on the command line (errors
+ * are errors) and each directory's candidates (files that are not logs are skipped). */
 
-/* Opens a log, turning the reader's refusal into the loader's words.  Returns the reader,
- * or NULL with *rc: 0 (skip it quietly), 1 (skipped with a warning: it is a log), -1
- * (an error, in p->error). */
-static pyprof_reader *open_log(profile *p, const char *path, int named, int *rc)
+/* The reader's refusal of `path` (err, and errno `sys_errno` for PYPROF_R_IO) in the
+ * loader's words.  Returns 0 (skip it quietly), 1 (skipped with a warning: it is a log),
+ * -1 (an error, in p->error). */
+static int refusal(profile *p, const char *path, int named, int err, int sys_errno)
+{
+    if (!named && (err == PYPROF_R_NOT_LZ4 || err == PYPROF_R_NOT_PYPROF))
+        return 0;
+    if (err == PYPROF_R_TRUNCATED) {
+        if (!named)
+            return add_warning(p, "%s: warning: log is truncated before its header; skipped",
+                               path) < 0 ? -1 : 1;
+        return set_error(p, "%s: log is truncated before its header (the process was "
+                            "killed or crashed); nothing survived", path);
+    }
+    if (err == PYPROF_R_IO)
+        return set_error(p, "%s: %s", path, strerror(sys_errno));
+    return set_error(p, "%s: %s", path, pyprof_reader_strerror(err));
+}
+
+/* Opens a log to load it.  Returns the reader, or NULL (p->error set). */
+static pyprof_reader *open_log(profile *p, const char *path)
 {
     int err;
     pyprof_reader *r = pyprof_reader_open(path, &err);
-    if (r)
-        return r;
-    int saved = errno;
-    *rc = 0;
-    if (!named && (err == PYPROF_R_NOT_LZ4 || err == PYPROF_R_NOT_PYPROF))
-        return NULL;
-    if (err == PYPROF_R_TRUNCATED) {
-        if (!named) {
-            *rc = add_warning(p, "%s: warning: log is truncated before its header; skipped",
-                              path) < 0 ? -1 : 1;
-            return NULL;
-        }
-        *rc = set_error(p, "%s: log is truncated before its header (the process was "
-                           "killed or crashed); nothing survived", path);
-        return NULL;
-    }
-    if (err == PYPROF_R_IO)
-        *rc = set_error(p, "%s: %s", path, strerror(saved));
-    else
-        *rc = set_error(p, "%s: %s", path, pyprof_reader_strerror(err));
-    return NULL;
+    if (!r)
+        refusal(p, path, 1, err, errno);
+    return r;
 }
 
 /* Loads one log (a candidate whose header was read) into the process of its series, or a
  * new one.  Returns 0 or -1 (p->error set). */
 static int load_file(profile *p, const char *path)
 {
-    int orc;
-    pyprof_reader *r = open_log(p, path, 1, &orc);
+    pyprof_reader *r = open_log(p, path);
     if (!r)
         return -1;
     int ret = -1;
@@ -1585,166 +1573,62 @@ cleanup:
     return ret;
 }
 
-static void candidates_free(candidate *c, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(c[i].path);
-        free(c[i].key.host);
-        free(c[i].key.run_id);
-    }
-    free(c);
-}
-
-static int add_candidate(profile *p, candidate **c, size_t *n, size_t *cap, const char *path,
-                         int named, int dir)
-{
-    char *copy = strdup(path);
-    if (!copy || GROW(*c, *cap, *n + 1)) {
-        free(copy);
-        return set_error(p, "out of memory");
-    }
-    memset(&(*c)[*n], 0, sizeof **c);
-    (*c)[*n].path = copy;
-    (*c)[*n].named = named;
-    (*c)[*n].dir = dir;
-    (*n)++;
-    return 0;
-}
-
-/* A directory's regular files with data, in name order, as candidates. */
-static int scan_dir(profile *p, const char *path, int dir, candidate **c, size_t *n,
-                    size_t *cap)
-{
-    struct dirent **names = NULL;
-    int count = scandir(path, &names, NULL, alphasort);
-    if (count < 0)
-        return set_error(p, "%s: %s", path, strerror(errno));
-    int ret = 0;
-    for (int i = 0; i < count; i++) {
-        const char *base = names[i]->d_name;
-        if (ret == 0 && strcmp(base, ".") && strcmp(base, "..")) {
-            char full[4096];
-            struct stat st;
-            int len = snprintf(full, sizeof full, "%s%s%s", path,
-                               path[strlen(path) - 1] == '/' ? "" : "/", base);
-            /* Only regular files with data can be logs; an empty file is a log not yet
-             * written, or not a log, and says nothing either way. */
-            if (len > 0 && (size_t)len < sizeof full && stat(full, &st) == 0 &&
-                S_ISREG(st.st_mode) && st.st_size > 0)
-                ret = add_candidate(p, c, n, cap, full, 0, dir);
-        }
-        free(names[i]);
-    }
-    free(names);
-    return ret;
-}
-
 /* Reads a candidate's header: whether it is a log, its series, whether the filters keep
- * it.  0, or -1 (p->error set). */
-static int read_candidate(profile *p, candidate *c)
+ * it (its `use`).  0, or -1 (p->error set). */
+static int read_candidate(profile *p, logset_file *f)
 {
-    int rc;
-    pyprof_reader *r = open_log(p, c->path, c->named, &rc);
-    if (!r) {
-        c->is_log = rc == 1;
-        return rc < 0 ? -1 : 0;
-    }
-    const pyprof_header *h = pyprof_reader_header(r);
-    c->is_log = 1;
-    c->kept = filter_keeps_log(&p->filter, h);
-    c->key.pid = h->pid;
-    c->key.window = h->window;
-    c->key.series_start_unix_ns = h->series_start_unix_ns;
-    c->key.seq = h->seq;
-    c->key.host = copy_pstr(h->host);
-    c->key.run_id = copy_pstr(h->run_id);
-    pyprof_reader_close(r);
-    if (!c->key.host || !c->key.run_id)
+    if (logset_read_header(f) < 0)
         return set_error(p, "out of memory");
-    return 0;
-}
-
-static int same_key(const series_key *a, const series_key *b)
-{
-    return a->pid == b->pid && a->window == b->window &&
-           a->series_start_unix_ns == b->series_start_unix_ns && !strcmp(a->host, b->host) &&
-           !strcmp(a->run_id, b->run_id);
-}
-
-/* Load order: by group (in the order groups are first met), then by seq. */
-static int cmp_load_order(const void *a, const void *b)
-{
-    const candidate *x = *(candidate *const *)a, *y = *(candidate *const *)b;
-    if (x->group != y->group)
-        return x->group < y->group ? -1 : 1;
-    if (x->key.seq != y->key.seq)
-        return x->key.seq < y->key.seq ? -1 : 1;
+    if (f->err != PYPROF_R_OK)
+        return refusal(p, f->path, f->dir == LOGSET_NAMED, f->err, f->sys_errno) < 0 ? -1
+                                                                                     : 0;
+    f->use = filter_keeps_log(&p->filter, f->pid, f->run_id);
     return 0;
 }
 
 int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
 {
-    candidate *c = NULL;
-    size_t n = 0, cap = 0;
+    logset set = {0};
     int ret = 0;
     /* The files: named ones, and each directory's. */
     for (size_t i = 0; i < npaths && ret == 0; i++) {
         struct stat st;
         if (stat(paths[i], &st) < 0)
             ret = set_error(p, "%s: %s", paths[i], strerror(errno));
-        else if (S_ISDIR(st.st_mode))
-            ret = scan_dir(p, paths[i], (int)i, &c, &n, &cap);
-        else if (S_ISREG(st.st_mode) && st.st_size == 0)
+        else if (S_ISDIR(st.st_mode)) {
+            if (logset_scan_dir(&set, paths[i], (int)i) < 0)
+                ret = errno == ENOMEM ? set_error(p, "out of memory")
+                                      : set_error(p, "%s: %s", paths[i], strerror(errno));
+        } else if (S_ISREG(st.st_mode) && st.st_size == 0)
             ret = set_error(p, "%s: empty file (no log data was ever written to it)",
                             paths[i]);
-        else
-            ret = add_candidate(p, &c, &n, &cap, paths[i], 1, -1);
+        else if (logset_add(&set, paths[i], LOGSET_NAMED) < 0)
+            ret = set_error(p, "out of memory");
     }
     /* Their headers; a directory without any log is an error. */
-    for (size_t i = 0; i < n && ret == 0; i++)
-        ret = read_candidate(p, &c[i]);
+    for (size_t i = 0; i < set.n && ret == 0; i++)
+        ret = read_candidate(p, &set.files[i]);
     for (size_t d = 0; d < npaths && ret == 0; d++) {
         struct stat st;
         if (stat(paths[d], &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         int found = 0;
-        for (size_t i = 0; i < n; i++)
-            found |= c[i].dir == (int)d && c[i].is_log;
+        for (size_t i = 0; i < set.n; i++)
+            found |= set.files[i].dir == (int)d && !logset_not_log(&set.files[i]);
         if (!found)
             ret = set_error(p, "%s: no pyprof log in this directory", paths[d]);
     }
-    /* Groups: a file joins the first group of its series that does not have its seq. */
-    candidate **order = NULL;
-    size_t nload = 0, ngroups = 0;
-    if (ret == 0 && n && !(order = malloc(n * sizeof *order)))
+    /* The kept logs by series, each in seq order. */
+    size_t *order = NULL;
+    long nload = 0;
+    if (ret == 0 && (nload = logset_series_order(&set, &order)) < 0)
         ret = set_error(p, "out of memory");
-    for (size_t i = 0; i < n && ret == 0; i++) {
-        if (!c[i].kept)
-            continue;
-        c[i].group = ngroups;
-        for (size_t j = 0; j < i; j++) {
-            if (!c[j].kept || !same_key(&c[i].key, &c[j].key))
-                continue;
-            int taken = 0;
-            for (size_t k = 0; k < i && !taken; k++)
-                taken = c[k].kept && c[k].group == c[j].group && c[k].key.seq == c[i].key.seq;
-            if (!taken) {
-                c[i].group = c[j].group;
-                break;
-            }
-        }
-        if (c[i].group == ngroups)
-            ngroups++;
-        order[nload++] = &c[i];
-    }
-    if (ret == 0 && nload)
-        qsort(order, nload, sizeof *order, cmp_load_order);
-    for (size_t i = 0; i < nload && ret == 0; i++)
-        ret = load_file(p, order[i]->path);
+    for (long i = 0; i < nload && ret == 0; i++)
+        ret = load_file(p, set.files[order[i]].path);
     if (ret == 0 && (spans_resolve(p) < 0 || span_filter(p) < 0))
         ret = set_error(p, "out of memory");
     free(order);
-    candidates_free(c, n);
+    logset_free(&set);
     return ret;
 }
 

@@ -783,3 +783,42 @@ def test_top_once(interp, tmp_path, daemons):
         rows = table(res.stdout)
         assert rows and rows[0][4] == "hottest", res.stdout
         assert all(len(l) <= 80 for l in res.stdout.splitlines()), res.stdout
+
+
+@pytest.mark.parametrize("interp", t.params(ONE))
+def test_top_and_report_by_content(interp, tmp_path, daemons):
+    """A log is a file whose header says so, whatever its name: a daemon writing
+    DIR/prof.<pid> (PYPROF_OUTPUT=DIR/prof.%p, no .lz4) is followed by `top DIR` and read
+    by `report DIR`, and a file of DIR that is not a log (the newest one there) is
+    ignored by both."""
+    outdir = tmp_path / "logs"
+    d = Daemon(interp, TOP_TARGET, str(outdir), env={"PYPROF_OUTPUT": str(outdir / "prof.%p")})
+    daemons.append(d)
+    log = str(outdir / ("prof.%d" % d.pid))
+    readme = outdir / "README.txt"
+    readme.write_text("not a log\n")
+    future = time.time() + 3600
+    os.utime(str(readme), (future, future))
+    res = t.tool("top", "--once", str(outdir), timeout=60)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    rows = table(res.stdout)
+    assert rows and rows[0][4] == "hottest", res.stdout
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("pyprof top - pid %d: " % d.pid), lines[0]
+    assert lines[2].startswith("[following] window 0 seq 0: "), lines[2]
+    assert lines[2].endswith("/prof.%d" % d.pid), lines[2]
+    assert sorted(os.listdir(str(outdir))) == sorted(["README.txt", "prof.%d" % d.pid])
+
+    # SIGTERM: the log is finished, then the process ends by the signal.
+    d.proc.terminate()
+    d.proc.communicate(timeout=t.TIMEOUT)
+    assert d.proc.returncode == -signal.SIGTERM, d.proc.returncode
+    res = t.tool("report", "--json", str(outdir))
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    procs = json.loads(res.stdout)["processes"]
+    assert [(p["pid"], p["path"], p["ended"]) for p in procs] == [(d.pid, log, "signal")], procs
+    assert procs[0]["samples"] > 0, procs
+    # Nothing is written there now: top says so, counting the one log, not the README.
+    res = t.tool("top", "--once", str(outdir), timeout=60)
+    refused(res, "top of a finished log", "%s: no log being written there (1 log, "
+            "finished or unreadable)" % outdir)
