@@ -7,7 +7,7 @@
  * record before the cut and then PYPROF_R_TRUNCATED, so a caller can report what survived.
  *
  * Interface: PYPROF_READER_ERRORS, enum pyprof_reader_error, pyprof_reader_strerror,
- * pyprof_str, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
+ * pyprof_str, pyprof_str_dup, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
  * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, pyprof_span_start_rec,
  * pyprof_span_stop_rec, PYPROF_COST_MAX, pyprof_footer,
@@ -48,6 +48,10 @@ typedef struct pyprof_str {
     const char *s;
     size_t len;
 } pyprof_str;
+
+/* A NUL-terminated copy of `s` (malloc'ed; NULL when out of memory); NUL bytes inside
+ * become '?', so the copy is the same string for every later strlen. */
+char *pyprof_str_dup(pyprof_str s);
 
 typedef struct pyprof_header {
     uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,

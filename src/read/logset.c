@@ -72,18 +72,6 @@ int logset_scan_dir(logset *s, const char *path, int index)
     return ret;
 }
 
-/* A NUL-terminated copy of a header's string; NUL bytes inside become '?'. */
-static char *copy_pstr(pyprof_str s)
-{
-    char *c = malloc(s.len + 1);
-    if (!c)
-        return NULL;
-    for (size_t i = 0; i < s.len; i++)
-        c[i] = s.s[i] ? s.s[i] : '?';
-    c[s.len] = 0;
-    return c;
-}
-
 int logset_read_header(logset_file *f)
 {
     free(f->host);
@@ -103,8 +91,8 @@ int logset_read_header(logset_file *f)
     f->window = h->window;
     f->series_start_unix_ns = h->series_start_unix_ns;
     f->seq = h->seq;
-    f->host = copy_pstr(h->host);
-    f->run_id = copy_pstr(h->run_id);
+    f->host = pyprof_str_dup(h->host);
+    f->run_id = pyprof_str_dup(h->run_id);
     pyprof_reader_close(r);
     if (!f->host || !f->run_id) {
         free(f->host);

@@ -60,21 +60,6 @@ static void *grow_buf(void *arr, size_t *cap, size_t need, size_t size)
         grow_rc_;                                                                         \
     })
 
-/* A NUL-terminated copy of bytes from a log; NUL bytes inside become '?' so the copy is
- * the same string for every later strlen. */
-static char *copy_str(const char *s, size_t len)
-{
-    char *c = malloc(len + 1);
-    if (!c)
-        return NULL;
-    for (size_t i = 0; i < len; i++)
-        c[i] = s[i] ? s[i] : '?';
-    c[len] = 0;
-    return c;
-}
-
-static char *copy_pstr(pyprof_str s) { return copy_str(s.s, s.len); }
-
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
     const uint8_t *b = p;
@@ -378,17 +363,17 @@ static int copy_header(profile_process *pr, const pyprof_header *h)
     pr->flags = h->flags;
     pr->window = h->window;
     pr->clock = h->clock;
-    pr->run_id = copy_pstr(h->run_id);
-    pr->host = copy_pstr(h->host);
-    pr->exe = copy_pstr(h->exe);
-    pr->python_version = copy_pstr(h->python_version);
-    pr->timer = copy_pstr(h->timer);
+    pr->run_id = pyprof_str_dup(h->run_id);
+    pr->host = pyprof_str_dup(h->host);
+    pr->exe = pyprof_str_dup(h->exe);
+    pr->python_version = pyprof_str_dup(h->python_version);
+    pr->timer = pyprof_str_dup(h->timer);
     pr->argv = calloc(h->argc ? (size_t)h->argc : 1, sizeof *pr->argv);
     if (!pr->run_id || !pr->host || !pr->exe || !pr->python_version || !pr->timer ||
         !pr->argv)
         return -1;
     for (uint64_t i = 0; i < h->argc; i++) {
-        pr->argv[i] = copy_pstr(h->argv[i]);
+        pr->argv[i] = pyprof_str_dup(h->argv[i]);
         if (!pr->argv[i])
             return -1;
         pr->argc++;
@@ -513,7 +498,7 @@ static int on_thread(profile *p, load_maps *m, uint32_t proc, const pyprof_threa
     /* A later record for the same thread carries its newer name (a file older than one
      * loaded before only names a thread that has no name yet). */
     if (t->name.len && (!m->older || !p->threads[th].name[0])) {
-        char *name = copy_pstr(t->name);
+        char *name = pyprof_str_dup(t->name);
         if (!name)
             return -1;
         free(p->threads[th].name);
@@ -524,8 +509,8 @@ static int on_thread(profile *p, load_maps *m, uint32_t proc, const pyprof_threa
 
 static int on_code(profile *p, load_maps *m, const pyprof_code_rec *c)
 {
-    char *name = copy_pstr(c->qualname.len ? c->qualname : c->name);
-    char *file = copy_pstr(c->filename);
+    char *name = pyprof_str_dup(c->qualname.len ? c->qualname : c->name);
+    char *file = pyprof_str_dup(c->filename);
     if (!name || !file) {
         free(name);
         free(file);
@@ -750,11 +735,11 @@ static int on_span_start(profile *p, load_maps *m, uint32_t proc,
     sp->id = s->span_id;
     sp->parent_span_id = s->parent_span_id;
     sp->start_us = sp->stop_us = t_us;
-    sp->name = copy_pstr(s->name);
-    sp->trace_id = copy_pstr(s->trace_id);
-    sp->parent_id = copy_pstr(s->parent_id);
-    sp->base_id = copy_pstr(s->base_id);
-    sp->info = copy_pstr(s->info);
+    sp->name = pyprof_str_dup(s->name);
+    sp->trace_id = pyprof_str_dup(s->trace_id);
+    sp->parent_id = pyprof_str_dup(s->parent_id);
+    sp->base_id = pyprof_str_dup(s->base_id);
+    sp->info = pyprof_str_dup(s->info);
     sp->stop_info = strdup("");
     p->nspans++; /* freed with the profile, whatever was copied */
     if (!sp->name || !sp->trace_id || !sp->parent_id || !sp->base_id || !sp->info ||
@@ -773,7 +758,7 @@ static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_sp
     profile_index *ix = p->index;
     if (GROW(ix->stops, ix->cap_stops, ix->nstops + 1))
         return -1;
-    char *info = copy_pstr(s->info);
+    char *info = pyprof_str_dup(s->info);
     if (!info)
         return -1;
     ix->stops[ix->nstops++] = (pending_stop){proc, th, s->span_id, t_us, info};
@@ -1500,8 +1485,8 @@ static int load_file(profile *p, const char *path)
     const pyprof_header *h = pyprof_reader_header(r);
     series_key key = {(char *)"", (char *)"", h->pid, h->window, h->series_start_unix_ns,
                       h->seq};
-    key.host = copy_pstr(h->host);
-    key.run_id = copy_pstr(h->run_id);
+    key.host = pyprof_str_dup(h->host);
+    key.run_id = pyprof_str_dup(h->run_id);
     if (!key.host || !key.run_id) {
         set_error(p, "out of memory");
         goto cleanup;

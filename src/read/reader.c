@@ -166,6 +166,17 @@ struct pyprof_reader {
     uint64_t addrs[PYPROF_NSTACK_MAX];
 };
 
+char *pyprof_str_dup(pyprof_str s)
+{
+    char *c = malloc(s.len + 1);
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < s.len; i++)
+        c[i] = s.s[i] ? s.s[i] : '?';
+    c[s.len] = 0;
+    return c;
+}
+
 const char *pyprof_reader_strerror(int err)
 {
     static const char *const text[] = {

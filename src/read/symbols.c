@@ -278,18 +278,6 @@ static int is_libc_name(const char *base)
     return 0;
 }
 
-/* A NUL-terminated copy of a log string, NUL bytes inside replaced. */
-static char *copy_str(pyprof_str str)
-{
-    char *c = malloc(str.len + 1);
-    if (!c)
-        return NULL;
-    for (size_t i = 0; i < str.len; i++)
-        c[i] = str.s[i] ? str.s[i] : '?';
-    c[str.len] = 0;
-    return c;
-}
-
 int symbols_add_module(symbols *s, const pyprof_module_rec *r, uint64_t pos)
 {
     if (s->nmods >= NO_MODULE - 1 ||
@@ -307,7 +295,7 @@ int symbols_add_module(symbols *s, const pyprof_module_rec *r, uint64_t pos)
         return -1;
     module *m = &s->mods[s->nmods];
     memset(m, 0, sizeof *m);
-    m->pub.path = copy_str(r->path);
+    m->pub.path = pyprof_str_dup(r->path);
     m->pub.build_id_hex = malloc(2 * r->build_id.len + 1);
     if (!m->pub.path || !m->pub.build_id_hex) {
         free(m->pub.path);
