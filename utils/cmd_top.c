@@ -314,16 +314,6 @@ static void add_sample(top *t, const pyprof_sample_rec *s)
 
 /* ---- files --------------------------------------------------------------------------- */
 
-static char *strn_dup(pyprof_str s)
-{
-    char *d = malloc(s.len + 1);
-    if (d) {
-        memcpy(d, s.s, s.len);
-        d[s.len] = 0;
-    }
-    return d;
-}
-
 static void info_free(top_info *i)
 {
     free(i->run_id);
@@ -344,8 +334,8 @@ static int info_from(top_info *i, const pyprof_header *h)
     i->start_unix_ns = h->start_unix_ns;
     i->period_ns = h->period_ns;
     i->clock = h->clock;
-    i->run_id = strn_dup(h->run_id);
-    i->pyver = strn_dup(h->python_version);
+    i->run_id = pyprof_str_dup(h->run_id);
+    i->pyver = pyprof_str_dup(h->python_version);
     size_t len = 1;
     for (uint64_t a = 0; a < h->argc; a++)
         len += h->argv[a].len + 1;
