@@ -64,7 +64,7 @@ help:
 	@echo "make test-transparency  CPython's own tests, plain and preloaded at 1 kHz"
 	@echo "make test-repeat N=3    make test N times in fresh clones, cores hogged"
 	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
-	@echo "make check-layout fail on an include or a link against the layer direction"
+	@echo "make check-layout fail on an include, a link or a call against the layer direction"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
 
@@ -155,12 +155,14 @@ unit: $(UNIT_TESTS)
 check-exports: $(LIB)
 	@tests/check_exports.sh $(LIB)
 
-check-layout:
-	@python3 tests/check_layout.py --self-test .
+# The symbol check reads the built objects: they are built first.
+check-layout: all
+	@python3 tests/check_layout.py --self-test --objects $(BUILD)/obj .
 
 print-layout:
 	@echo "LIB_SRCS = $(LIB_SRCS)"
 	@echo "TOOL_SRCS = $(TOOL_SRCS)"
+	@echo "UNIT_SRCS = $(CORE_SRCS) $(READ_SRCS) $(COMMON_SRCS)"
 
 # Build, unit tests and the static checks: the quick loop while changing code.
 check: all unit check-layout check-exports fuzz-replay

@@ -1,6 +1,6 @@
 /*
- * entry: constructor, destructor, fork, and the one place that decides to start or stop
- * profiling.  See entry.h.
+ * entry: constructor, destructor, fork, and the decision to profile this process at
+ * all.  See entry.h.
  *
  * Fail open: every failure before sampling starts prints one line (unless PYPROF_QUIET)
  * and returns, leaving the program exactly as it would run without the library.  A
@@ -30,12 +30,11 @@
 #include "lib/ctlcmd.h"
 #include "lib/ctlsock.h"
 #include "lib/diag.h"
-#include "lib/ownthreads.h"
 #include "lib/procself.h"
 #include "lib/pyabi.h"
-#include "lib/sampler.h"
 #include "lib/sighandler.h"
 #include "lib/spans.h"
+#include "lib/window.h"
 #include "lib/writer.h"
 
 _Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
@@ -43,59 +42,37 @@ _Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
 
 #define EXPORT __attribute__((visibility("default")))
 
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static int tried;              /* start was attempted (successfully or not) */
-static _Atomic int active;     /* sampling runs in this process */
-static _Atomic int finished;
-static _Atomic int ending;     /* the process is ending: no window starts again */
-static pid_t owner;
+/* Under the window lock: no window starts before the library is set up. */
+static int tried; /* start was attempted (successfully or not) */
 /* The process this state belongs to: set by the constructor and in each fork child.  A
  * vfork child (subprocess's, before its exec) shares the memory and runs no fork
  * handler: its exec and _exit hooks must change nothing here. */
 static pid_t home_pid;
-static _Atomic int status_known, exit_status;
 static _Atomic int python_main;
 static int atfork_registered;
-/* What the process started with, for a fork child to start again. */
-static pyprof_config cfg;
-static pyabi abi;
-static char rid[64];
-static unsigned window; /* toggle windows started, 0 without PYPROF_SIGNAL */
-
-void entry_note_status(int status)
-{
-    atomic_store(&exit_status, status);
-    atomic_store(&status_known, 1);
-}
 
 void entry_note_python_main(int inside) { atomic_store(&python_main, inside); }
 int entry_in_python_main(void) { return atomic_load(&python_main); }
-
-static int start_profiling(void);
 
 /* In a fork child (pthread_atfork, inside fork): the parent's profile is not ours.  The
  * child gets its own log, timer and writer thread unless PYPROF_CHILDREN=0. */
 static void after_fork_child(void)
 {
     home_pid = getpid();
-    /* The parent's control thread may have held it at the fork. */
-    pthread_mutex_init(&start_lock, NULL);
+    int was_open = window_forget_in_child();
+    pyprof_config cfg;
+    window_config(&cfg);
     if (cfg.control && cfg.children)
         ctlsock_restart_in_child();
     else
         ctlsock_forget_in_child();
-    int was_active = atomic_load(&active);
     if (cfg.signal && cfg.children)
         control_restart_in_child(); /* a paused child can be toggled too */
-    if (!was_active)
-        return;
-    sampler_forget_in_child();
-    writer_forget_in_child();
-    atomic_store(&active, 0);
-    atomic_store(&finished, 0);
-    atomic_store(&status_known, 0);
-    if (cfg.children)
-        start_profiling();
+    if (was_open && cfg.children) {
+        window_lock();
+        window_start();
+        window_unlock();
+    }
 }
 
 /* PYPROF_FILTER: a shell glob matched against the program name or the command line. */
@@ -136,40 +113,21 @@ static void run_id(char *out, size_t cap, int may_setenv)
         setenv("PYPROF_RUN_ID", out, 0);
 }
 
-/* What the control socket's requests may do (ctlcmd.h): windows, as the toggle. */
-static void ctl_lock(void) { pthread_mutex_lock(&start_lock); }
-static void ctl_unlock(void) { pthread_mutex_unlock(&start_lock); }
-static int ctl_active(void) { return atomic_load(&active) && getpid() == owner; }
-static void ctl_config(pyprof_config *out) { *out = cfg; }
-static void ctl_pause(void) { entry_finish(PYPROF_END_TOGGLE, 0, 0); }
-
-static int ctl_resume(const pyprof_config *c)
-{
-    if (atomic_load(&ending))
-        return -1;
-    cfg = *c;
-    window++;
-    atomic_store(&finished, 0);
-    atomic_store(&status_known, 0);
-    return start_profiling();
-}
-
-static const ctlcmd_ops ctl_ops = { ctl_lock,   ctl_unlock, ctl_active,
-                                    ctl_config, ctl_pause,  ctl_resume };
-
 /* Starts profiling if CPython is here.  `late`: from an init hook, not the constructor. */
 static void try_start(int late)
 {
-    pthread_mutex_lock(&start_lock);
+    window_lock();
     if (tried) {
-        pthread_mutex_unlock(&start_lock);
+        window_unlock();
         return;
     }
-    char err[1024], abi_err[1024];
+    pyabi abi;
+    pyprof_config cfg = { 0 };
+    char err[1024], abi_err[1024], rid[64];
     int found = pyabi_find(&abi, late, abi_err, sizeof abi_err);
     if (found == 0) {
         /* Not (yet) Python: an init hook may still find it later. */
-        pthread_mutex_unlock(&start_lock);
+        window_unlock();
         return;
     }
     tried = 1;
@@ -196,88 +154,39 @@ static void try_start(int late)
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv("PYPROF_PROFILED_PARENT", pid, 0);
     }
-    if (control_install(cfg.signal, entry_toggle, err, sizeof err) < 0) {
+    window_configure(&cfg, &abi, rid);
+    if (control_install(cfg.signal, err, sizeof err) < 0) {
         diag_error("%s", err);
         goto out;
     }
     /* With a toggle signal the process starts paused: the first delivery starts.  A
      * process where profiling could not start (an unwritable PYPROF_OUTPUT, say) gets
      * no control socket either. */
-    if (!cfg.signal && start_profiling() < 0)
+    if (!cfg.signal && window_start() < 0)
         goto out;
     if (!atfork_registered) {
         pthread_atfork(NULL, NULL, after_fork_child);
         atfork_registered = 1;
     }
-    if (cfg.control) {
-        ctlcmd_set_ops(&ctl_ops);
-        if (ctlsock_start(ctlcmd_handle, err, sizeof err) < 0)
-            diag_error("%s", err); /* profiling goes on without live control */
-    }
+    if (cfg.control && ctlsock_start(ctlcmd_handle, err, sizeof err) < 0)
+        diag_error("%s", err); /* profiling goes on without live control */
 out:
-    pthread_mutex_unlock(&start_lock);
-}
-
-/* Starts the writer and the sampler with the process's configuration.  0 or -1. */
-static int start_profiling(void)
-{
-    char err[1024];
-    writer_meta meta = { .run_id = rid, .window = window };
-    if (writer_start(&cfg, &abi, &meta, err, sizeof err) < 0) {
-        diag_error("%s", err);
-        return -1;
-    }
-    if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, cfg.clock, cfg.native, err,
-                      sizeof err) < 0) {
-        diag_error("%s", err);
-        writer_finish(PYPROF_END_ERROR, 0, 0);
-        return -1;
-    }
-    owner = getpid();
-    atomic_store(&active, 1);
-    diag_verbose("pyprof: Python %s, period %llu ns, timer %s", abi.version,
-                 (unsigned long long)cfg.period_ns, sampler_timer_name());
-    return 0;
+    window_unlock();
 }
 
 void entry_python_appeared(void) { try_start(1); }
-
-void entry_toggle(void)
-{
-    pthread_mutex_lock(&start_lock);
-    if (atomic_load(&active) && getpid() == owner) {
-        entry_finish(PYPROF_END_TOGGLE, 0, 0);
-    } else if (!atomic_load(&ending)) {
-        window++;
-        atomic_store(&finished, 0);
-        atomic_store(&status_known, 0);
-        start_profiling();
-    }
-    pthread_mutex_unlock(&start_lock);
-}
 
 void entry_finish(int end, int known, int status)
 {
     if (getpid() != home_pid)
         return; /* a vfork child: the parent's profile goes on */
-    if (end != PYPROF_END_TOGGLE)
-        atomic_store(&ending, 1);
-    if (!atomic_load(&active) || getpid() != owner || atomic_exchange(&finished, 1))
-        return;
-    sampler_stop();
-    writer_finish(end, known, status);
-    atomic_store(&active, 0);
+    window_end(end, known, status);
 }
-
-/* When only the library's threads are left, the process ends as glibc ends it after its
- * last thread: exit(0), whose hooks finish the log. */
-static void end_process(void) { exit(0); }
 
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
     home_pid = getpid();
     interpose_init();
-    ownthreads_set_end_process(end_process);
     /* Secure execution: nothing at all, not even later from an init hook. */
     if (getauxval(AT_SECURE)) {
         tried = 1;
@@ -288,13 +197,15 @@ __attribute__((constructor)) static void pyprof_constructor(void)
 
 __attribute__((destructor)) static void pyprof_destructor(void)
 {
-    entry_finish(PYPROF_END_EXIT, atomic_load(&status_known), atomic_load(&exit_status));
+    int status;
+    int known = window_noted_status(&status);
+    entry_finish(PYPROF_END_EXIT, known, status);
 }
 
 /* ---- the exported C API ------------------------------------------------------------- */
 
 EXPORT const char *pyprof_version(void) { return PYPROF_VERSION_STRING; }
-EXPORT int pyprof_active(void) { return atomic_load(&active); }
+EXPORT int pyprof_active(void) { return window_is_open(); }
 EXPORT const char *pyprof_log_path(void) { return writer_path(); }
 
 /* Spans (lib/spans.h): recorded only while a log of this process is being written. */

@@ -24,6 +24,7 @@
 #include "lib/pyabi.h"
 #include "lib/sigdisp.h"
 #include "lib/threadtimer.h"
+#include "lib/window.h"
 #include "procstat.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -328,7 +329,7 @@ EXPORT py_status Py_InitializeFromConfig(const void *config)
             abort(); /* unreachable: whoever called this linked against libpython */      \
         entry_note_python_main(1);                                                        \
         int rc = real_##name args;                                                        \
-        entry_note_status(rc);                                                            \
+        window_note_status(rc);                                                           \
         return rc;                                                                        \
     }
 
@@ -367,7 +368,7 @@ EXPORT void Py_Finalize(void)
 EXPORT void exit(int status)
 {
     REAL(exit, void (*)(int));
-    entry_note_status(status);
+    window_note_status(status);
     real_exit(status);
     __builtin_unreachable();
 }

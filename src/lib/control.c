@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "ownthreads.h"
 #include "sigdisp.h"
+#include "window.h"
 #include "writer.h"
 
 /* How long a terminating signal waits for the log to be finished, at most. */
@@ -33,7 +34,6 @@ static const int terminating[] = { SIGTERM, SIGINT, SIGHUP };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int installed;
 static int toggle_signal;
-static void (*toggle_fn)(void);
 static sem_t toggle_sem; /* posted by the toggle's handler, waited on by the thread */
 
 /* ---- the handlers (async-signal-safe) ------------------------------------------------ */
@@ -81,9 +81,9 @@ static void *control_main(void *arg)
          * library's threads are left (a paused process has no writer to look). */
         struct timespec dl = clock_mono_deadline(200000000u);
         if (sem_clockwait(&toggle_sem, CLOCK_MONOTONIC, &dl) == 0)
-            toggle_fn();
+            window_toggle();
         else if (ownthreads_claim_end())
-            ownthreads_end_process();
+            window_end_process();
     }
     return NULL;
 }
@@ -103,14 +103,13 @@ static int start_thread(char *err, size_t errlen)
     return 0;
 }
 
-int control_install(int toggle_sig, void (*toggle)(void), char *err, size_t errlen)
+int control_install(int toggle_sig, char *err, size_t errlen)
 {
     pthread_mutex_lock(&lock);
     int rc = 0;
     if (installed)
         goto out;
     if (toggle_sig) {
-        toggle_fn = toggle;
         if (start_thread(err, errlen) < 0) {
             rc = -1;
             goto out;

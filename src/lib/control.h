@@ -3,7 +3,7 @@
  *
  *   PYPROF_SIGNAL      each delivery toggles profiling; the process starts paused.  The
  *                      handler only posts a semaphore; a control thread, started with
- *                      the library, does the work (the `toggle` callback).
+ *                      the library, does the work (window_toggle, window.h).
  *   SIGTERM, SIGINT,   while the program leaves them at their default action (the
  *   SIGHUP             process ends), our handler has the log finished first, then the
  *                      process ends by the same signal.  The program never sees ours:
@@ -21,8 +21,9 @@
 
 /* [not sigsafe] Installs the terminating-signal handlers where the disposition is the
  * default, and with `toggle_sig` (0 = none) the toggle handler and the control thread,
- * which calls `toggle` at each delivery.  Returns 0, or -1 with a line in `err`. */
-int control_install(int toggle_sig, void (*toggle)(void), char *err, size_t errlen);
+ * which toggles the profiling window at each delivery (window_toggle: window_configure
+ * comes first).  Returns 0, or -1 with a line in `err`. */
+int control_install(int toggle_sig, char *err, size_t errlen);
 
 /* [not sigsafe] In a fork child (inside fork): the control thread was the parent's;
  * start the child's own. */

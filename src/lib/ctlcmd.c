@@ -16,14 +16,13 @@
 
 #include <pyprof/format.h>
 
+#include "common/config.h"
 #include "sampler.h"
 #include "wall.h"
+#include "window.h"
 #include "writer.h"
 
-static ctlcmd_ops ops;
 static uint32_t snapshot_next = 1;
-
-void ctlcmd_set_ops(const ctlcmd_ops *o) { ops = *o; }
 
 /* Appends to the reply; returns the new length (never past cap - 1). */
 static size_t put(char *out, size_t cap, size_t len, const char *fmt, ...)
@@ -44,8 +43,8 @@ static const char *clock_name(int c) { return c == PYPROF_CLOCK_WALL ? "wall" : 
 static size_t status(char *out, size_t cap)
 {
     pyprof_config cfg;
-    ops.config(&cfg);
-    int active = ops.active();
+    window_config(&cfg);
+    int active = window_is_open();
     writer_status_info w;
     writer_status(&w);
     char rot[64];
@@ -80,9 +79,9 @@ static size_t status(char *out, size_t cap)
 /* A new window with `cfg`, the running one (if any) ended first. */
 static size_t restart(const pyprof_config *cfg, const char *what, char *out, size_t cap)
 {
-    if (ops.active())
-        ops.pause();
-    if (ops.resume(cfg) < 0)
+    if (window_is_open())
+        window_pause();
+    if (window_resume(cfg) < 0)
         return put(out, cap, 0, "error: profiling could not start again (see the program's "
                                 "stderr)\n");
     /* The new log, created now rather than at the writer's next wake. */
@@ -96,16 +95,16 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
     if (!strcmp(req, "status"))
         return status(out, cap);
     pyprof_config cfg;
-    ops.config(&cfg);
+    window_config(&cfg);
     char path[4096];
     if (!strcmp(req, "pause")) {
-        if (!ops.active())
+        if (!window_is_open())
             return put(out, cap, 0, "error: already paused\n");
-        ops.pause();
+        window_pause();
         return put(out, cap, 0, "ok paused\n");
     }
     if (!strcmp(req, "resume")) {
-        if (ops.active())
+        if (window_is_open())
             return put(out, cap, 0, "error: already running\n");
         return restart(&cfg, "running", out, cap);
     }
@@ -130,7 +129,7 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
         return restart(&cfg, what, out, cap);
     }
     if (!strcmp(req, "flush") || !strcmp(req, "rotate")) {
-        if (!ops.active())
+        if (!window_is_open())
             return put(out, cap, 0, "error: paused\n");
         int rotate = req[0] == 'r';
         if (writer_request(rotate ? WRITER_REQ_ROTATE : WRITER_REQ_FLUSH, path, sizeof path) < 0)
@@ -139,7 +138,7 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
         return put(out, cap, 0, "ok %s %s\n", rotate ? "rotated" : "flushed", path);
     }
     if (!strcmp(req, "dump")) {
-        if (!ops.active())
+        if (!window_is_open())
             return put(out, cap, 0, "error: paused\n");
         uint32_t id = snapshot_next;
         if (wall_snapshot(id) < 0)
@@ -184,8 +183,8 @@ size_t ctlcmd_handle(const char *line, char *out, size_t cap)
     ctlcmd_req req;
     if (ctlcmd_parse(line, &req, out, cap) < 0)
         return cap ? strlen(out) : 0;
-    ops.lock();
+    window_lock();
     size_t n = handle_locked(req.name, req.arg, out, cap);
-    ops.unlock();
+    window_unlock();
     return n;
 }

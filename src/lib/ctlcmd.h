@@ -1,9 +1,8 @@
 /*
  * ctlcmd: what the control socket's requests do (docs/CONTROL.md): status, pause,
- * resume, flush, rotate, period, clock, dump.  The socket is ctlsock.h's; starting and
- * ending profiling windows is the caller's (preload/entry.c hands its functions in
- * ctlcmd_ops, as it hands the toggle to control.h); the log is writer.h's; the dump's
- * read of every thread is wall.h's.  Runs on the control thread.  [not sigsafe]
+ * resume, flush, rotate, period, clock, dump.  The socket is ctlsock.h's; the profiling
+ * windows are window.h's; the log is writer.h's; the dump's read of every thread is
+ * wall.h's.  Runs on the control thread.  [not sigsafe]
  */
 #ifndef PYPROF_CTLCMD_H
 #define PYPROF_CTLCMD_H
@@ -11,23 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config.h"
-
-typedef struct ctlcmd_ops {
-    /* Every request runs between lock and unlock (no window starts or ends meanwhile). */
-    void (*lock)(void);
-    void (*unlock)(void);
-    /* With the lock held: */
-    int (*active)(void);                 /* a window is open (not paused) */
-    void (*config)(pyprof_config *out);  /* the configuration new windows start with */
-    void (*pause)(void);                 /* ends the window ("toggled off") */
-    int (*resume)(const pyprof_config *cfg); /* a new window with `cfg`: 0 or -1 */
-} ctlcmd_ops;
-
-/* The functions the requests use; call before the socket is started. */
-void ctlcmd_set_ops(const ctlcmd_ops *ops);
-
-/* ctlsock_handler: answers one request line into `out`; returns the reply's length. */
+/* ctlsock_handler: answers one request line into `out`; returns the reply's length.
+ * Every request runs under the window lock (no window starts or ends meanwhile). */
 size_t ctlcmd_handle(const char *line, char *out, size_t cap);
 
 /* A request line split into its words: "request [argument]", separated by spaces or

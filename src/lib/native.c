@@ -275,7 +275,7 @@ static int load_libunwind(char *err, size_t errlen)
     /* Never linked: a DT_NEEDED on libunwind would let its _Unwind_RaiseException take
      * the program's C++ exceptions over.  RTLD_LOCAL keeps its symbols out of the global
      * scope for the same reason. */
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    void *h = libc_next_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
         snprintf(err, errlen, "pyprof: native frames off: cannot load libunwind.so.8: %s",

@@ -176,19 +176,11 @@ int ownthreads_program_gone(void)
     return all > 0 && all == ours;
 }
 
-static void (*end_process)(void);
 static _Atomic int end_claimed;
-
-void ownthreads_set_end_process(void (*end)(void)) { end_process = end; }
 
 int ownthreads_claim_end(void)
 {
-    if (!end_process || atomic_load(&end_claimed) || !ownthreads_program_gone())
+    if (atomic_load(&end_claimed) || !ownthreads_program_gone())
         return 0;
     return !atomic_exchange(&end_claimed, 1);
-}
-
-void ownthreads_end_process(void)
-{
-    end_process();
 }

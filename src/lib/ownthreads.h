@@ -11,7 +11,7 @@
  *    every thread of the program has ended (the last one returned from its start
  *    routine or called pthread_exit): glibc would have ended the process with exit(0),
  *    and only our threads keep it alive.  The first to see it finishes what it owns and
- *    ends the process the way the library's entry says (ownthreads_claim_end).  That
+ *    ends the process as glibc would (ownthreads_claim_end, window_end_process).  That
  *    happens in a child forked from a thread other than main, whose only thread is the
  *    forking one.
  *
@@ -50,18 +50,9 @@ int ownthreads_stat_num_threads(char *stat, long *n, char **start, char **end);
  * runs (one more read); only otherwise are the threads listed. */
 int ownthreads_program_gone(void);
 
-/* [not sigsafe] How the process ends once the program's threads are gone: the
- * library's entry sets it (exit(0), through the exit hooks that finish the log).  No
- * thread of the library ends the process itself. */
-void ownthreads_set_end_process(void (*end)(void));
-
 /* [not sigsafe] From a thread of the library: 1 for the first caller once the program's
- * threads are all gone (and an end is set); that caller finishes what it owns and then
- * calls ownthreads_end_process.  0 otherwise. */
+ * threads are all gone; that caller finishes what it owns and then ends the process
+ * (window_end_process, window.h).  0 otherwise. */
 int ownthreads_claim_end(void);
-
-/* [not sigsafe] Ends the process with the end set by ownthreads_set_end_process; for
- * the caller ownthreads_claim_end chose.  Does not return. */
-void ownthreads_end_process(void);
 
 #endif

@@ -30,6 +30,7 @@
 
 #include <pyprof/format.h>
 
+#include "libc_next.h"
 #include "pyread.h"
 
 /* One row per minor version: every offset and layout kind that differs between minors,
@@ -252,12 +253,12 @@ static void *local_libpython(void)
     if (python_handle)
         return python_handle;
     struct phdr_search s = { .path = "" };
-    dl_iterate_phdr(find_libpython_cb, &s);
+    libc_next_dl_iterate_phdr(find_libpython_cb, &s);
     if (!s.path[0])
         return NULL;
     /* RTLD_NOLOAD only returns the object already there; the reference it adds keeps it
      * mapped for as long as we may read it, which is what we want. */
-    python_handle = dlopen(s.path, RTLD_NOW | RTLD_NOLOAD);
+    python_handle = libc_next_dlopen(s.path, RTLD_NOW | RTLD_NOLOAD);
     return python_handle;
 }
 

@@ -69,8 +69,6 @@
 #include "threadtimer.h"
 #include "walk.h"
 
-sighandler_state sighandler_g;
-
 /* The most CPU time one sample really costs, with a wide margin: a walk stops at
  * WALK_LIMIT frames, and a 15,000-frame stack measured 0.1 ms per sample (median, p90
  * 0.12 ms) on the test machine. */

@@ -1,7 +1,8 @@
 /*
  * sighandler: the sampling signal handler, the records the sample path commits to the
- * rings, and the state it reads, `sighandler_state`, set up by sampler.c before the first
- * signal can arrive and torn down only after sampler_quiesce().  What the handler
+ * rings, and the state it reads, `sighandler_state`.  Its one instance, sighandler_g, is
+ * sampler.c's: defined there, set up before the first signal can arrive and torn down
+ * only after sampler_stop's quiesce.  What the handler
  * reaches is in modules of its own: the frame walk (walk.h), code ids and CODE records
  * (codeid.h), the code table and its generations (codetable.h), the interpreter's
  * readers (pyread.h), the SAMPLE commit and counters (sampleout.h).  The wall-clock
@@ -100,6 +101,7 @@ typedef struct sighandler_state {
     _Atomic uint64_t native_ok, native_truncated, native_skipped, native_ns;
 } sighandler_state;
 
+/* Defined in sampler.c (see the top of this header). */
 extern sighandler_state sighandler_g;
 
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */

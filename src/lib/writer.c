@@ -81,6 +81,7 @@
 #include "spans.h"
 #include "stackmap.h"
 #include "threadtimer.h"
+#include "window.h"
 
 #define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
@@ -1117,7 +1118,7 @@ static void *writer_main(void *arg)
                 finish_log(PYPROF_END_EXIT, 1, 0);
                 pthread_detach(pthread_self());
                 W.thread_running = 0;
-                ownthreads_end_process();
+                window_end_process();
             }
         }
     }

@@ -42,6 +42,7 @@
 #include "lib/ownthreads.h"
 #include "lib/sampler.h"
 #include "lib/wall.h"
+#include "lib/window.h"
 #include "lib/writer.h"
 #include "fuzz.h"
 
@@ -78,6 +79,23 @@ int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg)
 void ownthreads_name_self(const char *role)
 {
     (void)role;
+    abort();
+}
+
+void window_lock(void) { abort(); }
+void window_unlock(void) { abort(); }
+int window_is_open(void) { abort(); }
+void window_pause(void) { abort(); }
+
+void window_config(pyprof_config *out)
+{
+    (void)out;
+    abort();
+}
+
+int window_resume(const pyprof_config *cfg)
+{
+    (void)cfg;
     abort();
 }
 
