@@ -183,7 +183,7 @@ integration: all consumers sid-root
 #   make fuzz         each target built with libFuzzer, ASan and UBSan (clang), fuzzed
 #                     for its share of FUZZ_SECONDS; fails on any finding
 FUZZ_TARGETS        := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_SRCS_reader    := src/read/reader.c src/common/record.c
+FUZZ_SRCS_reader    := src/read/reader.c src/read/lz4stream.c src/read/logdec.c src/common/record.c
 FUZZ_SRCS_linetable := src/common/linetable.c
 FUZZ_SRCS_config    := src/common/config.c
 FUZZ_SRCS_ctlcmd    := src/lib/ctlcmd.c src/lib/ctlsock.c src/common/config.c

@@ -42,6 +42,7 @@
 
 #include "common/clock.h"
 #include "common/growarray.h"
+#include "read/functab.h"
 #include "read/idmap.h"
 #include "read/logset.h"
 #include "cli.h"
@@ -89,10 +90,8 @@ const char cmd_top_usage[] =
 #define TOP_NONE UINT32_MAX
 #define TOP_IDLE_LAG_US 2000000 /* the window follows the clock once data is this late */
 
-/* A function, across all the files read. */
+/* A function's counts, across all the files read (its name, file and line: top.fn). */
 typedef struct top_func {
-    char *name, *file;
-    int64_t line;
     uint64_t own_us, total_us;   /* cumulative */
     uint64_t win_own, win_total; /* samples in the window */
 } top_func;
@@ -142,9 +141,11 @@ typedef struct top {
     char message[256];
 
     /* across files */
-    top_func *funcs;
-    size_t nfuncs, cfuncs;
-    idtab func_tab;
+    profile_func *fn; /* the functions, interned in func_tab */
+    size_t nfuncs, cfn;
+    functab func_tab;
+    top_func *funcs; /* their counts, as many */
+    size_t cfuncs;
     top_stack *stacks;
     size_t nstacks, cstacks;
     top_recent *recent;
@@ -183,42 +184,19 @@ static void set_message(top *t, const char *fmt, ...)
 
 /* ---- functions and stacks ------------------------------------------------------------ */
 
-static uint64_t hash_func(const char *name, const char *file, int64_t line)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const char *s = name; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-    for (const char *s = file; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h ^ ((uint64_t)line * 0x9e3779b97f4a7c15ull);
-}
-
 /* The function (name, file, line), added when new; TOP_NONE when out of memory. */
 static uint32_t func_get(top *t, const char *name, const char *file, int64_t line)
 {
-    uint64_t h = hash_func(name, file, line);
-    size_t pos;
-    for (uint32_t i = idtab_first(&t->func_tab, h, &pos); i != IDTAB_NONE;
-         i = idtab_next(&t->func_tab, h, &pos))
-        if (t->funcs[i].line == line && !strcmp(t->funcs[i].name, name) &&
-            !strcmp(t->funcs[i].file, file))
-            return i;
-    if (t->nfuncs >= TOP_NONE - 1 || idtab_reserve(&t->func_tab, t->nfuncs + 1) < 0 ||
-        grow_array((void **)&t->funcs, &t->cfuncs, t->nfuncs + 1, sizeof *t->funcs, 64) < 0)
+    /* Room for its counts first, so that every interned function has them. */
+    if (grow_array((void **)&t->funcs, &t->cfuncs, t->nfuncs + 1, sizeof *t->funcs, 64) < 0)
         return TOP_NONE;
-    top_func *f = &t->funcs[t->nfuncs];
-    memset(f, 0, sizeof *f);
-    f->name = strdup(name);
-    f->file = strdup(file);
-    if (!f->name || !f->file) {
-        free(f->name);
-        free(f->file);
+    size_t had = t->nfuncs;
+    uint32_t f = functab_intern(&t->func_tab, name, file, line, PROFILE_FUNC_PYTHON);
+    if (f == IDMAP_EMPTY)
         return TOP_NONE;
-    }
-    f->line = line;
-    idtab_add(&t->func_tab, h, (uint32_t)t->nfuncs);
-    return (uint32_t)t->nfuncs++;
+    if (f == had)
+        memset(&t->funcs[f], 0, sizeof *t->funcs);
+    return f;
 }
 
 /* The function of a frame: TOP_NONE for a cut marker (or when out of memory). */
@@ -716,7 +694,9 @@ static void term_size(int *cols, int *rows)
 
 static int cmp_func(const void *a, const void *b, void *arg)
 {
-    const top_func *fs = arg, *x = &fs[*(const uint32_t *)a], *y = &fs[*(const uint32_t *)b];
+    const top *t = arg;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const top_func *x = &t->funcs[i], *y = &t->funcs[j];
     if (x->win_own != y->win_own)
         return x->win_own > y->win_own ? -1 : 1;
     if (x->own_us != y->own_us)
@@ -725,7 +705,7 @@ static int cmp_func(const void *a, const void *b, void *arg)
         return x->win_total > y->win_total ? -1 : 1;
     if (x->total_us != y->total_us)
         return x->total_us > y->total_us ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return strcmp(t->fn[i].name, t->fn[j].name);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -835,26 +815,27 @@ static void build_screen(top *t, screen *s)
     for (size_t i = 0; i < t->nfuncs; i++)
         if (t->funcs[i].own_us || t->funcs[i].win_total)
             order[n++] = (uint32_t)i;
-    qsort_r(order, n, sizeof *order, cmp_func, t->funcs);
+    qsort_r(order, n, sizeof *order, cmp_func, (void *)t);
     size_t room = s->rows > 6 ? (size_t)s->rows - 5 : 1;
     for (size_t i = 0; i < n && i < room; i++) {
         const top_func *f = &t->funcs[order[i]];
+        const profile_func *fn = &t->fn[order[i]];
         char num[64], where[64] = "";
         int pre = snprintf(num, sizeof num, "%6.1f%% %6.1f%% %8.2fs %9.2fs  ",
                            cli_pct(f->win_own, win), cli_pct(f->win_total, win),
                            (double)f->own_us / 1e6, (double)f->total_us / 1e6);
-        if (f->file[0])
-            snprintf(where, sizeof where, ":%" PRId64 ")", f->line);
+        if (fn->file[0])
+            snprintf(where, sizeof where, ":%" PRId64 ")", fn->line);
         /* What does not fit is the file's start: its name and the line stay in view. */
-        const char *file = f->file, *cut = "";
-        long fit = (long)s->cols - pre - (long)columns(f->name) - 2 - (long)strlen(where);
+        const char *file = fn->file, *cut = "";
+        long fit = (long)s->cols - pre - (long)columns(fn->name) - 2 - (long)strlen(where);
         size_t flen = columns(file);
-        if (f->file[0] && (long)flen > fit && fit > 8) {
+        if (fn->file[0] && (long)flen > fit && fit > 8) {
             cut = "...";
             while (*file && (long)columns(file) > fit - 3)
                 file++;
         }
-        screen_line(s, "%s%s%s%s%s%s", num, f->name, f->file[0] ? " (" : "", cut, file,
+        screen_line(s, "%s%s%s%s%s%s", num, fn->name, fn->file[0] ? " (" : "", cut, file,
                     where);
     }
     free(order);
@@ -930,11 +911,12 @@ static void top_free(top *t)
         info_free(&t->info);
     free(t->path);
     for (size_t i = 0; i < t->nfuncs; i++) {
-        free(t->funcs[i].name);
-        free(t->funcs[i].file);
+        free(t->fn[i].name);
+        free(t->fn[i].file);
     }
+    free(t->fn);
+    functab_free(&t->func_tab);
     free(t->funcs);
-    idtab_free(&t->func_tab);
     for (size_t i = 0; i < t->nstacks; i++)
         free(t->stacks[i].funcs);
     free(t->stacks);
@@ -1009,6 +991,7 @@ int cmd_top(int argc, char **argv)
     };
     top t;
     memset(&t, 0, sizeof t);
+    functab_init(&t.func_tab, &t.fn, &t.nfuncs, &t.cfn);
     t.interval_s = 1;
     int c;
     opterr = 0;

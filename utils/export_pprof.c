@@ -26,6 +26,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/fnv.h"
+#include "common/growarray.h"
 #include "cli.h"
 #include "export.h"
 
@@ -41,17 +43,9 @@ static void pb_put(pb *b, const void *data, size_t n)
 {
     if (b->oom)
         return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *nb = realloc(b->b, cap);
-        if (!nb) {
-            b->oom = 1;
-            return;
-        }
-        b->b = nb;
-        b->cap = cap;
+    if (grow_array((void **)&b->b, &b->cap, b->len + n, 1, 256)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->b + b->len, data, n);
     b->len += n;
@@ -112,14 +106,6 @@ typedef struct strtab {
     size_t nslots;
 } strtab;
 
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int strtab_grow(strtab *t)
 {
     size_t n = t->nslots ? 2 * t->nslots : 1024;
@@ -134,7 +120,7 @@ static int strtab_grow(strtab *t)
     t->strs = strs;
     t->cap = n / 2;
     for (size_t i = 0; i < t->n; i++) {
-        size_t j = str_hash(t->strs[i]) & (n - 1);
+        size_t j = fnv_str(FNV_OFFSET, t->strs[i]) & (n - 1);
         while (s[j])
             j = (j + 1) & (n - 1);
         s[j] = (uint32_t)i + 1;
@@ -151,7 +137,7 @@ static int64_t strtab_index(strtab *t, const char *s)
 {
     if (t->n + 1 > t->cap && strtab_grow(t) < 0)
         return -1;
-    size_t mask = t->nslots - 1, j = str_hash(s) & mask;
+    size_t mask = t->nslots - 1, j = fnv_str(FNV_OFFSET, s) & mask;
     for (; t->slots[j]; j = (j + 1) & mask)
         if (!strcmp(t->strs[t->slots[j] - 1], s))
             return t->slots[j] - 1;

@@ -3,6 +3,7 @@
  * and call graph).  [not sigsafe]
  *
  *   grow_array   makes room for `need` elements, keeping the array on failure
+ *   GROW_ARRAY   the same for a typed array and its capacity, doubling from 16
  */
 #ifndef PYPROF_GROWARRAY_H
 #define PYPROF_GROWARRAY_H
@@ -27,5 +28,10 @@ static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem,
     *cap = ncap;
     return 0;
 }
+
+/* grow_array on the array `arr` (any pointer type) and its size_t capacity `cap`:
+ * 0, or -1 when memory is short. */
+#define GROW_ARRAY(arr, cap, need) \
+    grow_array((void **)&(arr), &(cap), (need), sizeof *(arr), 16)
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * utf8: encoding code points as UTF-8 and cleaning byte strings into valid UTF-8.  Pure
+ * utf8: encoding code points as UTF-8, checking it, and cleaning byte strings into valid
+ * UTF-8, the one codec of both programs (the tool's JSON reading and text output too).  Pure
  * functions on memory the caller owns: no allocation, no libc call, no global state, so
  * they are async-signal-safe and run inside the sampling signal handler (the CODE
  * records' names, lib/codeid.c) as well as on the writer thread (thread names,
@@ -9,6 +10,8 @@
  * Interface:
  *   utf8_len(c)                    bytes utf8_put writes for code point c
  *   utf8_put(out, c)               writes c as UTF-8 (U+FFFD for what UTF-8 cannot hold)
+ *   utf8_char_len(in, len)         the length of the well-formed character at in, 0 when
+ *                                  the bytes there start none
  *   utf8_clean(out, room, in, len, flags)
  *                                  copies valid UTF-8 from in, each byte that does not
  *                                  start a well-formed sequence becoming U+FFFD
@@ -62,6 +65,39 @@ static inline size_t utf8_put(char *out, uint32_t c)
     return 4;
 }
 
+/* Continuation bytes lead byte b announces (1 to 3), 0 for an ASCII byte, 4 for a byte
+ * that starts no well-formed sequence. */
+static inline unsigned utf8_need(uint8_t b)
+{
+    return b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2
+         : b >= 0xf0 && b <= 0xf4 ? 3 : 4;
+}
+
+/* [sigsafe] The length (1 to 4) of the well-formed character at in[0..len) (Unicode's
+ * table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF; a byte below 0x80
+ * is one, NUL included), or 0 when the bytes there start none or it runs past len.  A
+ * NUL-terminated string may be given with len SIZE_MAX: no byte after a NUL is read. */
+static inline size_t utf8_char_len(const uint8_t *in, size_t len)
+{
+    if (!len)
+        return 0;
+    uint8_t b = in[0];
+    unsigned need = utf8_need(b);
+    if (need == 4 || need >= len)
+        return 0;
+    if (need) {
+        /* The second byte's range excludes overlong forms, surrogates and > U+10FFFF. */
+        uint8_t lo = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
+        uint8_t hi = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
+        if (in[1] < lo || in[1] > hi)
+            return 0;
+        for (unsigned k = 2; k <= need; k++)
+            if ((in[k] & 0xc0) != 0x80)
+                return 0;
+    }
+    return need + 1;
+}
+
 /* utf8_clean's flags. */
 enum {
     /* `in` is a prefix of a longer string: a sequence it ends in the middle of is
@@ -88,32 +124,22 @@ static inline size_t utf8_clean(char *out, size_t room, const uint8_t *in, size_
         uint8_t b = in[i];
         if (b == 0 && (flags & UTF8_STOP_AT_NUL))
             break;
-        /* Continuation bytes a lead byte announces; 4: not a lead byte. */
-        unsigned need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2
-                      : b >= 0xf0 && b <= 0xf4 ? 3 : 4;
+        unsigned need = utf8_need(b);
         if (need && need < 4 && (flags & UTF8_CUT) && i + need >= len)
             break; /* the rest of this character is beyond what was copied */
-        int ok = need < 4 && i + need < len;
-        if (ok && need) {
-            /* The second byte's range excludes overlong forms, surrogates and > U+10FFFF. */
-            uint8_t lo = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
-            uint8_t hi = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
-            ok = in[i + 1] >= lo && in[i + 1] <= hi;
-            for (unsigned k = 2; ok && k <= need; k++)
-                ok = (in[i + k] & 0xc0) == 0x80;
-        }
-        if (!ok) {
+        size_t k = utf8_char_len(in + i, len - i);
+        if (!k) {
             if (n + 3 > room)
                 break;
             n += utf8_put(out + n, UTF8_REPLACEMENT);
             i++;
             continue;
         }
-        if (n + need + 1 > room)
+        if (n + k > room)
             break;
-        for (unsigned k = 0; k <= need; k++)
-            out[n++] = (char)in[i + k];
-        i += need + 1;
+        for (size_t j = 0; j < k; j++)
+            out[n++] = (char)in[i + j];
+        i += k;
     }
     return n;
 }

@@ -6,14 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "common/growarray.h"
 
+/* FNV-1a over whole words, each step folded so that the high bits of a word (addresses,
+ * code ids) reach the low bits that pick a slot. */
 static uint64_t hash_words(const uint64_t *w, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FNV_OFFSET;
     for (size_t i = 0; i < n; i++) {
         h ^= w[i];
-        h *= 1099511628211ull;
+        h *= FNV_PRIME;
         h ^= h >> 29;
     }
     return h;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/growarray.h"
+
 /* Spreads a hash over the low bits that pick a slot. */
 static uint64_t mix(uint64_t h)
 {
@@ -51,15 +53,11 @@ int idmap_set(idmap *m, uint64_t key, uint32_t val)
 {
     if (key < IDMAP_DIRECT_MAX) {
         if (key >= m->ndirect) {
-            size_t n = m->ndirect ? m->ndirect : 64;
-            while (n <= key)
-                n *= 2;
-            uint32_t *d = realloc(m->direct, n * sizeof *d);
-            if (!d)
+            size_t had = m->ndirect;
+            if (grow_array((void **)&m->direct, &m->ndirect, (size_t)key + 1,
+                           sizeof *m->direct, 64))
                 return -1;
-            memset(d + m->ndirect, 0xff, (n - m->ndirect) * sizeof *d);
-            m->direct = d;
-            m->ndirect = n;
+            memset(m->direct + had, 0xff, (m->ndirect - had) * sizeof *m->direct);
         }
         m->direct[key] = val;
         return 0;

@@ -10,7 +10,7 @@
  *     (caller, line, callee) -> edge.  The key lives in the caller's entry, never here.
  *
  * Interface:
- *   IDMAP_EMPTY, IDMAP_DIRECT_MAX, idmap, idmap_get, idmap_set, idmap_free;
+ *   IDMAP_EMPTY, IDMAP_EXCLUDED, IDMAP_DIRECT_MAX, idmap, idmap_get, idmap_set, idmap_free;
  *   IDTAB_NONE, idtab, idtab_hash2, idtab_reserve, idtab_add, idtab_first, idtab_next,
  *   idtab_free.
  *
@@ -26,6 +26,9 @@
 /* ---- idmap: uint64_t -> uint32_t --------------------------------------------------- */
 
 #define IDMAP_EMPTY UINT32_MAX /* "no value"; never stored */
+/* A value that is no index either: a key deliberately left out (the loader's thread the
+ * --thread filter excludes, whose records are dropped). */
+#define IDMAP_EXCLUDED (UINT32_MAX - 1)
 #define IDMAP_DIRECT_MAX 65536u
 
 typedef struct idmap {

@@ -11,36 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 static const char *skip_ws(const char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
         s++;
     return s;
-}
-
-/* Length of the valid UTF-8 sequence at s (2 to 4 bytes; s[0] >= 0x80), 0 when
- * invalid. */
-static size_t utf8_seq(const unsigned char *s)
-{
-    unsigned c = s[0], min;
-    size_t n;
-    if ((c & 0xe0) == 0xc0) {
-        n = 2, min = 0x80, c &= 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3, min = 0x800, c &= 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4, min = 0x10000, c &= 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    return n;
 }
 
 static int hex4(const char *s, unsigned *v)
@@ -90,7 +67,7 @@ static const char *scan_string(const char *s)
         } else if (c < 0x80) {
             s++;
         } else {
-            size_t n = utf8_seq((const unsigned char *)s);
+            size_t n = utf8_char_len((const uint8_t *)s, SIZE_MAX);
             if (!n)
                 return NULL;
             s += n;
@@ -190,26 +167,6 @@ int jsonscan_is_object(const char *s)
     return s && !*skip_ws(s);
 }
 
-static char *put_utf8(char *o, unsigned c)
-{
-    if (c < 0x80) {
-        *o++ = (char)c;
-    } else if (c < 0x800) {
-        *o++ = (char)(0xc0 | (c >> 6));
-        *o++ = (char)(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-        *o++ = (char)(0xe0 | (c >> 12));
-        *o++ = (char)(0x80 | ((c >> 6) & 0x3f));
-        *o++ = (char)(0x80 | (c & 0x3f));
-    } else {
-        *o++ = (char)(0xf0 | (c >> 18));
-        *o++ = (char)(0x80 | ((c >> 12) & 0x3f));
-        *o++ = (char)(0x80 | ((c >> 6) & 0x3f));
-        *o++ = (char)(0x80 | (c & 0x3f));
-    }
-    return o;
-}
-
 /* Decodes the checked string at s (its opening quote), up to `end` (after its closing
  * quote). */
 static char *decode_string(const char *s, const char *end)
@@ -241,9 +198,9 @@ static char *decode_string(const char *s, const char *end)
                 c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
                 s += 6;
             } else if (c == 0 || (c >= 0xd800 && c <= 0xdfff)) {
-                c = 0xfffd;
+                c = UTF8_REPLACEMENT;
             }
-            o = put_utf8(o, c);
+            o += utf8_put(o, c);
             break;
         }
         default: *o++ = e; break; /* " \ / */

@@ -12,17 +12,13 @@
 
 #include <pyprof/reader.h>
 
+#include "common/growarray.h"
+
 static int add_file(logset *s, const char *path, int dir, struct timespec mtime)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        logset_file *f = realloc(s->files, cap * sizeof *f);
-        if (!f) {
-            errno = ENOMEM;
-            return -1;
-        }
-        s->files = f;
-        s->cap = cap;
+    if (GROW_ARRAY(s->files, s->cap, s->n + 1)) {
+        errno = ENOMEM;
+        return -1;
     }
     char *copy = strdup(path);
     if (!copy) {

@@ -4,9 +4,9 @@
  * Loading is one pass over each log with the reader.  Ids in a log (thread_idx, code_id,
  * stack_id) are the writer's and mean nothing outside their file, so each file gets its
  * own small maps (idmap.h) from those ids to the profile's global indices; the maps are
- * thrown away when the file is done.  Functions and stacks are interned in global index
- * tables (idtab) so the same function, or the same stack, seen in two processes is one
- * entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.  The cost per
+ * thrown away when the file is done.  Functions are interned by functab.h and stacks in a
+ * global index table (idtab), so the same function, or the same stack, seen in two
+ * processes is one entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.  The cost per
  * SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte append,
  * which keeps loading well above five million samples per second.
  *
@@ -24,80 +24,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fnv.h"
+#include "common/growarray.h"
+#include "functab.h"
 #include "idmap.h"
 #include "logset.h"
 #include "nativemerge.h"
-#include "spans.h"
+#include "series.h"
+#include "spanload.h"
 #include "symbols.h"
-
-/* ---- small helpers ------------------------------------------------------------------ */
-
-/* Returns `arr` reallocated to hold at least `need` elements of `size` bytes, updating
- * *cap, or NULL (with `arr` untouched) when out of memory.  Doubling keeps appends
- * amortized O(1).  Use it through GROW, which keeps the array's type. */
-static void *grow_buf(void *arr, size_t *cap, size_t need, size_t size)
-{
-    size_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(arr, n * size);
-    if (q)
-        *cap = n;
-    return q;
-}
-
-/* 0 when `arr` has room for `need` elements (growing it), -1 when out of memory. */
-#define GROW(arr, cap, need)                                                             \
-    __extension__({                                                                       \
-        int grow_rc_ = 0;                                                                 \
-        if ((need) > (cap)) {                                                             \
-            void *grow_p_ = grow_buf((arr), &(cap), (need), sizeof *(arr));               \
-            if (grow_p_)                                                                  \
-                (arr) = grow_p_;                                                          \
-            else                                                                          \
-                grow_rc_ = -1;                                                            \
-        }                                                                                 \
-        grow_rc_;                                                                         \
-    })
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull; /* FNV-1a */
-    }
-    return h;
-}
-
-#define HASH_SEED 0xcbf29ce484222325ull
-
-/* A thread the --thread filter excludes in a log's thread map: its samples are dropped. */
-#define IDMAP_EXCLUDED (UINT32_MAX - 1)
 
 /* ---- global interning of functions and stacks ---------------------------------------- */
 
-/* A SPAN_STOP not yet matched to its start (spans_resolve): kept across load calls, since
- * a later call may load the file with the start. */
-typedef struct pending_stop {
-    uint32_t process, thread; /* thread: the model's, or IDMAP_EXCLUDED */
-    uint64_t id;
-    int64_t t_us; /* on the process's axis */
-    char *info;
-} pending_stop;
-
-/* A span the --thread filter left out, so that its stop is not taken for a stray one. */
-typedef struct dropped_span {
-    uint32_t process;
-    uint64_t id;
-} dropped_span;
-
 struct profile_index {
-    pending_stop *stops;
-    size_t nstops, cap_stops;
-    dropped_span *dropped;
-    size_t ndropped, cap_dropped;
-    idtab funcs;  /* (name, file, line) -> function */
+    spanload spans; /* the pending stops */
+    functab funcs; /* (name, file, line, kind) -> function */
     idtab stacks; /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
     uint32_t unknown_func;
@@ -106,54 +47,9 @@ struct profile_index {
     size_t tmp_cap;
 };
 
-static uint64_t func_hash(const char *name, const char *file, int64_t line, int kind)
-{
-    uint64_t h = hash_bytes(HASH_SEED, name, strlen(name) + 1);
-    h = hash_bytes(h, file, strlen(file) + 1);
-    h = hash_bytes(h, &kind, sizeof kind);
-    return hash_bytes(h, &line, sizeof line);
-}
-
-/* Returns the index of the function (name, file, line, kind), adding it when new; takes
- * ownership of `name` and `file` either way.  Returns IDMAP_EMPTY when out of memory. */
-static uint32_t intern_func(profile *p, char *name, char *file, int64_t line, int kind)
-{
-    idtab *t = &p->index->funcs;
-    uint64_t h = func_hash(name, file, line, kind);
-    size_t pos;
-    for (uint32_t i = idtab_first(t, h, &pos); i != IDTAB_NONE; i = idtab_next(t, h, &pos)) {
-        const profile_func *f = &p->funcs[i];
-        if (f->line == line && f->kind == kind && !strcmp(f->name, name) &&
-            !strcmp(f->file, file)) {
-            free(name);
-            free(file);
-            return i;
-        }
-    }
-    if (p->nfuncs >= IDMAP_EXCLUDED || idtab_reserve(t, p->nfuncs + 1) ||
-        GROW(p->funcs, p->cap_funcs, p->nfuncs + 1)) {
-        free(name);
-        free(file);
-        return IDMAP_EMPTY;
-    }
-    uint32_t f = (uint32_t)p->nfuncs++;
-    p->funcs[f].name = name;
-    p->funcs[f].file = file;
-    p->funcs[f].line = line;
-    p->funcs[f].kind = kind;
-    idtab_add(t, h, f);
-    return f;
-}
-
 static uint32_t intern_func_cstr(profile *p, const char *name)
 {
-    char *n = strdup(name), *f = strdup("");
-    if (!n || !f) {
-        free(n);
-        free(f);
-        return IDMAP_EMPTY;
-    }
-    return intern_func(p, n, f, 0, PROFILE_FUNC_PYTHON);
+    return functab_intern(&p->index->funcs, name, "", 0, PROFILE_FUNC_PYTHON);
 }
 
 /* The pseudo-function a marker code id stands for. */
@@ -182,7 +78,7 @@ static uint32_t unknown_func(profile *p)
 
 static uint32_t stack_hash(const profile_frame *f, size_t n)
 {
-    uint64_t h = hash_bytes(HASH_SEED, f, n * sizeof *f);
+    uint64_t h = fnv_bytes(FNV_OFFSET, f, n * sizeof *f);
     return (uint32_t)(h ^ (h >> 32));
 }
 
@@ -200,8 +96,8 @@ static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
             return i;
     }
     if (p->nstacks >= IDMAP_EXCLUDED || idtab_reserve(t, p->nstacks + 1) ||
-        GROW(p->stacks, p->cap_stacks, p->nstacks + 1) ||
-        GROW(p->frames, p->cap_frames, p->nframes + n))
+        GROW_ARRAY(p->stacks, p->cap_stacks, p->nstacks + 1) ||
+        GROW_ARRAY(p->frames, p->cap_frames, p->nframes + n))
         return IDMAP_EMPTY;
     uint32_t s = (uint32_t)p->nstacks++;
     p->stacks[s].first = p->nframes;
@@ -227,6 +123,7 @@ profile *profile_new(const profile_filter *filter, unsigned options, const char 
         free(p);
         return NULL;
     }
+    functab_init(&p->index->funcs, &p->funcs, &p->nfuncs, &p->cap_funcs);
     memset(p->index->marker_func, 0xff, sizeof p->index->marker_func);
     p->index->unknown_func = IDMAP_EMPTY;
     p->index->unknown_stack = IDMAP_EMPTY;
@@ -289,11 +186,8 @@ void profile_free(profile *p)
     free(p->spans);
     free(p->warnings);
     if (p->index) {
-        for (size_t i = 0; i < p->index->nstops; i++)
-            free(p->index->stops[i].info);
-        free(p->index->stops);
-        free(p->index->dropped);
-        idtab_free(&p->index->funcs);
+        spanload_free(&p->index->spans);
+        functab_free(&p->index->funcs);
         idtab_free(&p->index->stacks);
         free(p->index->tmp);
         free(p->index);
@@ -321,7 +215,7 @@ static int add_warning(profile *p, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     char *w = strdup(buf);
-    if (!w || GROW(p->warnings, p->cap_warnings, p->nwarnings + 1)) {
+    if (!w || GROW_ARRAY(p->warnings, p->cap_warnings, p->nwarnings + 1)) {
         free(w);
         return set_error(p, "out of memory");
     }
@@ -472,7 +366,7 @@ static void load_maps_free(load_maps *m)
 static uint32_t new_thread(profile *p, uint32_t proc, uint64_t tid)
 {
     if (p->nthreads >= IDMAP_EXCLUDED ||
-        GROW(p->threads, p->cap_threads, p->nthreads + 1))
+        GROW_ARRAY(p->threads, p->cap_threads, p->nthreads + 1))
         return IDMAP_EMPTY;
     char *name = strdup("");
     if (!name)
@@ -516,7 +410,10 @@ static int on_code(profile *p, load_maps *m, const pyprof_code_rec *c)
         free(file);
         return -1;
     }
-    uint32_t f = intern_func(p, name, file, c->first_line, PROFILE_FUNC_PYTHON);
+    uint32_t f = functab_intern(&p->index->funcs, name, file, c->first_line,
+                                PROFILE_FUNC_PYTHON);
+    free(name);
+    free(file);
     if (f == IDMAP_EMPTY)
         return -1;
     return idmap_set(&m->code, c->code_id, f);
@@ -538,8 +435,8 @@ static int keep_stack_info(load_maps *m, const pyprof_stack_rec *s, int broken)
     uint32_t nruns = s->nruns > UINT32_MAX ? 0 : (uint32_t)s->nruns;
     if (s->nruns > UINT32_MAX)
         broken = 1;
-    if (GROW(m->sinfo, m->cap_sinfo, m->nsinfo + 1) ||
-        GROW(m->runs, m->cap_runs, m->nruns + nruns))
+    if (GROW_ARRAY(m->sinfo, m->cap_sinfo, m->nsinfo + 1) ||
+        GROW_ARRAY(m->runs, m->cap_runs, m->nruns + nruns))
         return -1;
     for (uint32_t i = 0; i < nruns; i++)
         m->runs[m->nruns + i] = s->runs[i];
@@ -557,7 +454,7 @@ static int on_stack(profile *p, load_maps *m, uint32_t proc, const pyprof_stack_
     profile_index *ix = p->index;
     int broken = 0;
     if (s->nframes > UINT32_MAX ||
-        GROW(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
+        GROW_ARRAY(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
         return -1;
     for (uint64_t i = 0; i < s->nframes; i++) {
         uint64_t id = s->frames[i].code_id;
@@ -620,7 +517,7 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
         if (st == IDMAP_EMPTY)
             return -1;
     }
-    if (GROW(p->samples, p->cap_samples, p->nsamples + 1))
+    if (GROW_ARRAY(p->samples, p->cap_samples, p->nsamples + 1))
         return -1;
     profile_sample *out = &p->samples[p->nsamples++];
     out->t_us = s->t_us + m->offset_us;
@@ -631,7 +528,7 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     p->threads[th].samples++;
     p->procs[proc].samples++;
     if (s->nstack_id) {
-        if (GROW(m->pending, m->cap_pending, m->npending + 1))
+        if (GROW_ARRAY(m->pending, m->cap_pending, m->npending + 1))
             return -1;
         m->pending[m->npending++] =
             (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id, m->pos};
@@ -642,7 +539,7 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
 
 static int on_rss(profile *p, uint32_t proc, const pyprof_rss_rec *r, int64_t t_us)
 {
-    if (GROW(p->rss, p->cap_rss, p->nrss + 1))
+    if (GROW_ARRAY(p->rss, p->cap_rss, p->nrss + 1))
         return -1;
     p->rss[p->nrss].t_us = t_us;
     p->rss[p->nrss].bytes = r->rss_bytes;
@@ -676,8 +573,8 @@ static int in_window(const profile_filter *f, int64_t t_us)
 static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_snapshot_rec *s,
                        int64_t t_us)
 {
-    if (GROW(p->snapshots, p->cap_snapshots, p->nsnapshots + 1) ||
-        GROW(p->snap_threads, p->cap_snap_threads, p->nsnap_threads + (size_t)s->nthreads))
+    if (GROW_ARRAY(p->snapshots, p->cap_snapshots, p->nsnapshots + 1) ||
+        GROW_ARRAY(p->snap_threads, p->cap_snap_threads, p->nsnap_threads + (size_t)s->nthreads))
         return -1;
     profile_snapshot *out = &p->snapshots[p->nsnapshots];
     out->process = proc;
@@ -707,46 +604,13 @@ static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_sna
     return 0;
 }
 
-/* ---- spans ----------------------------------------------------------------------------- */
-
-/* A SPAN_START at t_us on the process's axis; parent, depth and stop are set by
- * spans_resolve. */
 static int on_span_start(profile *p, load_maps *m, uint32_t proc,
                          const pyprof_span_start_rec *s, int64_t t_us)
 {
     uint32_t th = thread_of(p, m, proc, s->thread_idx);
     if (th == IDMAP_EMPTY)
         return -1;
-    if (th == IDMAP_EXCLUDED) {
-        profile_index *ix = p->index;
-        if (GROW(ix->dropped, ix->cap_dropped, ix->ndropped + 1))
-            return -1;
-        ix->dropped[ix->ndropped++] = (dropped_span){proc, s->span_id};
-        return 0;
-    }
-    if (p->nspans >= IDMAP_EXCLUDED || GROW(p->spans, p->cap_spans, p->nspans + 1))
-        return -1;
-    profile_span *sp = &p->spans[p->nspans];
-    memset(sp, 0, sizeof *sp);
-    sp->process = proc;
-    sp->thread = sp->stop_thread = th;
-    sp->parent = PROFILE_NO_SPAN;
-    sp->unfinished = 1;
-    sp->id = s->span_id;
-    sp->parent_span_id = s->parent_span_id;
-    sp->start_us = sp->stop_us = t_us;
-    sp->name = pyprof_str_dup(s->name);
-    sp->trace_id = pyprof_str_dup(s->trace_id);
-    sp->parent_id = pyprof_str_dup(s->parent_id);
-    sp->base_id = pyprof_str_dup(s->base_id);
-    sp->info = pyprof_str_dup(s->info);
-    sp->stop_info = strdup("");
-    p->nspans++; /* freed with the profile, whatever was copied */
-    if (!sp->name || !sp->trace_id || !sp->parent_id || !sp->base_id || !sp->info ||
-        !sp->stop_info)
-        return -1;
-    p->procs[proc].spans++;
-    return 0;
+    return spanload_start(p, &p->index->spans, proc, th, s, t_us);
 }
 
 static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_span_stop_rec *s,
@@ -755,238 +619,7 @@ static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_sp
     uint32_t th = thread_of(p, m, proc, s->thread_idx);
     if (th == IDMAP_EMPTY)
         return -1;
-    profile_index *ix = p->index;
-    if (GROW(ix->stops, ix->cap_stops, ix->nstops + 1))
-        return -1;
-    char *info = pyprof_str_dup(s->info);
-    if (!info)
-        return -1;
-    ix->stops[ix->nstops++] = (pending_stop){proc, th, s->span_id, t_us, info};
-    return 0;
-}
-
-static int cmp_dropped(const void *a, const void *b)
-{
-    const dropped_span *x = a, *y = b;
-    if (x->process != y->process)
-        return x->process < y->process ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* Span indexes by (process, id, index): the order stops are matched in. */
-static int cmp_span_key(const void *a, const void *b, void *ctx)
-{
-    const profile *p = ctx;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    const profile_span *x = &p->spans[i], *y = &p->spans[j];
-    if (x->process != y->process)
-        return x->process < y->process ? -1 : 1;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    return i < j ? -1 : i > j;
-}
-
-/* The first position in by_key[0 .. n) whose span is (proc, id) or after it. */
-static size_t span_lower(const profile *p, const uint32_t *by_key, size_t n, uint32_t proc,
-                         uint64_t id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const profile_span *s = &p->spans[by_key[mid]];
-        if (s->process < proc || (s->process == proc && s->id < id))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Where each process's data ends: its footer's duration, its last timed record, or its
- * latest span time, whichever is latest. */
-static void process_ends(profile *p)
-{
-    for (size_t i = 0; i < p->nprocs; i++) {
-        profile_process *pr = &p->procs[i];
-        pr->end_us = pr->last_t_us;
-        if (pr->has_footer && (int64_t)(pr->footer.duration_ns / 1000) > pr->end_us)
-            pr->end_us = (int64_t)(pr->footer.duration_ns / 1000);
-    }
-    for (size_t i = 0; i < p->nspans; i++) {
-        const profile_span *s = &p->spans[i];
-        profile_process *pr = &p->procs[s->process];
-        int64_t t = s->unfinished ? s->start_us : s->stop_us;
-        if (t > pr->end_us)
-            pr->end_us = t;
-    }
-}
-
-/* Sets each span's parent and depth from parent_span_id (the first span of the process
- * with that id), a link that would close a cycle (corrupt ids) being dropped. */
-static int span_parents(profile *p, const uint32_t *by_key)
-{
-    size_t n = p->nspans;
-    for (size_t i = 0; i < n; i++) {
-        profile_span *s = &p->spans[i];
-        s->parent = PROFILE_NO_SPAN;
-        if (!s->parent_span_id)
-            continue;
-        size_t k = span_lower(p, by_key, n, s->process, s->parent_span_id);
-        if (k < n && p->spans[by_key[k]].process == s->process &&
-            p->spans[by_key[k]].id == s->parent_span_id && by_key[k] != i)
-            s->parent = by_key[k];
-    }
-    uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
-    uint32_t *depth = malloc((n ? n : 1) * sizeof *depth);
-    int rc = parent && depth ? 0 : -1;
-    if (rc == 0) {
-        for (size_t i = 0; i < n; i++)
-            parent[i] = p->spans[i].parent;
-        rc = profile_break_cycles(parent, n, depth);
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        p->spans[i].parent = parent[i];
-        p->spans[i].depth = depth[i];
-    }
-    free(parent);
-    free(depth);
-    return rc;
-}
-
-int profile_break_cycles(uint32_t *parent, size_t n, uint32_t *depth)
-{
-    /* Walking up to an entry whose depth is known; a walk that comes back to an entry on
-     * its own path is a cycle, cut above the entry it started from. */
-    uint8_t *state = calloc(n ? n : 1, 1); /* 0 unknown, 1 on the path, 2 known */
-    uint32_t *path = malloc((n ? n : 1) * sizeof *path);
-    uint32_t *d_at = depth ? depth : malloc((n ? n : 1) * sizeof *d_at);
-    if (!state || !path || !d_at) {
-        free(state);
-        free(path);
-        if (d_at != depth)
-            free(d_at);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t len = 0;
-        uint32_t at = (uint32_t)i;
-        while (at != PROFILE_NO_SPAN && state[at] == 0) {
-            state[at] = 1;
-            path[len++] = at;
-            at = parent[at];
-        }
-        if (at != PROFILE_NO_SPAN && state[at] == 1) {
-            /* A cycle: the last entry of the path links back into it. */
-            parent[path[len - 1]] = PROFILE_NO_SPAN;
-            at = PROFILE_NO_SPAN;
-        }
-        uint32_t d = at == PROFILE_NO_SPAN ? 0 : d_at[at] + 1;
-        while (len > 0) {
-            uint32_t e = path[--len];
-            d_at[e] = parent[e] == PROFILE_NO_SPAN ? 0 : d;
-            d = d_at[e] + 1;
-            state[e] = 2;
-        }
-    }
-    free(state);
-    free(path);
-    if (d_at != depth)
-        free(d_at);
-    return 0;
-}
-
-/* Matches the pending stops with their starts, sets unfinished spans' ends, parents and
- * depths.  0, or -1 when out of memory. */
-static int spans_resolve(profile *p)
-{
-    profile_index *ix = p->index;
-    size_t n = p->nspans;
-    uint32_t *by_key = malloc((n ? n : 1) * sizeof *by_key);
-    if (!by_key)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        by_key[i] = (uint32_t)i;
-    qsort_r(by_key, n, sizeof *by_key, cmp_span_key, p);
-    size_t kept = 0;
-    for (size_t i = 0; i < ix->nstops; i++) {
-        pending_stop *st = &ix->stops[i];
-        size_t k = span_lower(p, by_key, n, st->process, st->id);
-        profile_span *s = NULL;
-        for (; k < n && p->spans[by_key[k]].process == st->process &&
-               p->spans[by_key[k]].id == st->id; k++)
-            if (p->spans[by_key[k]].unfinished) {
-                s = &p->spans[by_key[k]];
-                break;
-            }
-        if (!s) {
-            ix->stops[kept++] = *st; /* its start may come with a later load */
-            continue;
-        }
-        s->unfinished = 0;
-        s->stop_us = st->t_us > s->start_us ? st->t_us : s->start_us;
-        if (st->thread != IDMAP_EXCLUDED)
-            s->stop_thread = st->thread;
-        free(s->stop_info);
-        s->stop_info = st->info;
-    }
-    /* The stops of spans the --thread filter left out go with them. */
-    if (ix->ndropped)
-        qsort(ix->dropped, ix->ndropped, sizeof *ix->dropped, cmp_dropped);
-    size_t stray = 0;
-    for (size_t i = 0; i < kept; i++) {
-        dropped_span key = {ix->stops[i].process, ix->stops[i].id};
-        if (ix->ndropped &&
-            bsearch(&key, ix->dropped, ix->ndropped, sizeof key, cmp_dropped)) {
-            free(ix->stops[i].info);
-            continue;
-        }
-        ix->stops[stray++] = ix->stops[i];
-    }
-    kept = stray;
-    ix->nstops = kept;
-    for (size_t i = 0; i < p->nprocs; i++)
-        p->procs[i].spans_unfinished = p->procs[i].span_stops_unmatched = 0;
-    for (size_t i = 0; i < kept; i++)
-        p->procs[ix->stops[i].process].span_stops_unmatched++;
-    process_ends(p);
-    for (size_t i = 0; i < n; i++) {
-        profile_span *s = &p->spans[i];
-        if (!s->unfinished)
-            continue;
-        p->procs[s->process].spans_unfinished++;
-        s->stop_us = p->procs[s->process].end_us;
-    }
-    int rc = span_parents(p, by_key);
-    free(by_key);
-    return rc;
-}
-
-/* --span: keeps only the samples inside spans of the names asked for. */
-static int span_filter(profile *p)
-{
-    const profile_filter *f = &p->filter;
-    if (!f->nspan_names || !p->nsamples)
-        return 0;
-    uint8_t *keep = malloc(p->nsamples);
-    if (!keep || spans_mask(p, f->span_names, f->nspan_names, keep) < 0) {
-        free(keep);
-        return -1;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < p->nsamples; i++)
-        if (keep[i])
-            p->samples[n++] = p->samples[i];
-    p->nsamples = n;
-    free(keep);
-    for (size_t i = 0; i < p->nthreads; i++)
-        p->threads[i].samples = 0;
-    for (size_t i = 0; i < p->nprocs; i++)
-        p->procs[i].samples = 0;
-    for (size_t i = 0; i < n; i++) {
-        p->threads[p->samples[i].thread].samples++;
-        p->procs[p->samples[i].process].samples++;
-    }
-    return 0;
+    return spanload_stop(&p->index->spans, proc, th, s, t_us);
 }
 
 /* ---- native frames ------------------------------------------------------------------- */
@@ -1007,8 +640,8 @@ static void on_module_gone(load_maps *m, uint64_t pos, uint64_t module_id)
 
 static int on_nstack(load_maps *m, const pyprof_nstack_rec *r)
 {
-    if (r->n > UINT32_MAX || GROW(m->nsv, m->cap_nsv, m->nnsv + 1) ||
-        GROW(m->addrs, m->cap_addrs, m->naddrs + (size_t)r->n))
+    if (r->n > UINT32_MAX || GROW_ARRAY(m->nsv, m->cap_nsv, m->nnsv + 1) ||
+        GROW_ARRAY(m->addrs, m->cap_addrs, m->naddrs + (size_t)r->n))
         return -1;
     memcpy(m->addrs + m->naddrs, r->addrs, (size_t)r->n * sizeof *r->addrs);
     m->nsv[m->nnsv] = (nstack_info){m->naddrs, (uint32_t)r->n};
@@ -1028,16 +661,11 @@ static uint32_t native_frames(profile *p, load_maps *m, const sym_info *si)
     if (off != IDMAP_EMPTY)
         return off;
     if (m->nnatf + si->nframes >= IDMAP_EXCLUDED ||
-        GROW(m->natf, m->cap_natf, m->nnatf + si->nframes))
+        GROW_ARRAY(m->natf, m->cap_natf, m->nnatf + si->nframes))
         return UINT32_MAX;
     for (uint32_t i = 0; i < si->nframes; i++) {
-        char *name = strdup(si->frames[i].name), *file = strdup(si->frames[i].module);
-        if (!name || !file) {
-            free(name);
-            free(file);
-            return UINT32_MAX;
-        }
-        uint32_t f = intern_func(p, name, file, 0, PROFILE_FUNC_NATIVE);
+        uint32_t f = functab_intern(&p->index->funcs, si->frames[i].name,
+                                    si->frames[i].module, 0, PROFILE_FUNC_NATIVE);
         if (f == IDMAP_EMPTY)
             return UINT32_MAX;
         m->natf[m->nnatf + i] = (profile_frame){f, si->frames[i].line};
@@ -1055,7 +683,7 @@ static uint32_t native_frames(profile *p, load_maps *m, const sym_info *si)
 static uint32_t merge_pair(profile *p, load_maps *m, const pending_sample *ps, int *paired)
 {
     const nstack_info *ns = &m->nsv[idmap_get(&m->nstack, ps->nstack_id)];
-    if (GROW(m->nat, m->cap_nat, ns->n) || GROW(m->offs, m->cap_offs, ns->n))
+    if (GROW_ARRAY(m->nat, m->cap_nat, ns->n) || GROW_ARRAY(m->offs, m->cap_offs, ns->n))
         return IDMAP_EMPTY;
     /* Offsets first: m->natf may move while functions are interned. */
     for (uint32_t j = 0; j < ns->n; j++) {
@@ -1127,7 +755,7 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
             uint32_t st = merge_pair(p, m, ps, &paired);
             if (st == IDMAP_EMPTY || m->nmpairs >= IDMAP_EXCLUDED ||
                 idtab_reserve(&m->pairs, m->nmpairs + 1) ||
-                GROW(m->mpairs, m->cap_mpairs, m->nmpairs + 1))
+                GROW_ARRAY(m->mpairs, m->cap_mpairs, m->nmpairs + 1))
                 return -1;
             m->mpairs[m->nmpairs] = (merged_pair){ps->stack_id, ps->nstack_id, st, paired};
             idtab_add(&m->pairs, h, (uint32_t)m->nmpairs);
@@ -1275,171 +903,6 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
     return oom ? 1 : rc;
 }
 
-/* ---- series -------------------------------------------------------------------------- */
-
-/* What ties the files of a rotated series together, and where one goes in it. */
-typedef struct series_key {
-    char *host, *run_id;
-    uint64_t pid, window, series_start_unix_ns, seq;
-} series_key;
-
-static int same_series(const series_key *k, const profile_process *pr)
-{
-    return k->pid == pr->pid && k->window == pr->window &&
-           k->series_start_unix_ns == pr->series_start_unix_ns && !strcmp(k->host, pr->host) &&
-           !strcmp(k->run_id, pr->run_id);
-}
-
-static int process_has_seq(const profile_process *pr, uint64_t seq)
-{
-    for (size_t i = 0; i < pr->nfiles; i++)
-        if (pr->files[i].seq == seq)
-            return 1;
-    return 0;
-}
-
-/* The process a file of series `k` joins: one with the same key that does not have its
- * seq yet (the same file given twice is two processes, as any two logs are); else
- * UINT32_MAX. */
-static uint32_t series_process(const profile *p, const series_key *k)
-{
-    for (size_t i = 0; i < p->nprocs; i++)
-        if (same_series(k, &p->procs[i]) && !process_has_seq(&p->procs[i], k->seq))
-            return (uint32_t)i;
-    return UINT32_MAX;
-}
-
-/* Adds file `b`'s footer into the sums `a`.  The cost histograms add up only when their
- * buckets are the same (one writer's). */
-static void footer_add(pyprof_footer *a, const pyprof_footer *b)
-{
-    a->samples += b->samples;
-    a->signals += b->signals;
-    a->lib_cpu_ns += b->lib_cpu_ns;
-    for (int d = 0; d < PYPROF_DROP_COUNT; d++)
-        a->dropped[d] += b->dropped[d];
-    if (b->has_cost) {
-        if (!a->has_cost) {
-            a->has_cost = 1;
-            a->cost_ntime = b->cost_ntime;
-            a->cost_ndepth = b->cost_ndepth;
-            memcpy(a->cost_time_bound, b->cost_time_bound, sizeof a->cost_time_bound);
-            memcpy(a->cost_depth_bound, b->cost_depth_bound, sizeof a->cost_depth_bound);
-        }
-        a->handler_ns += b->handler_ns;
-        a->writer_ns += b->writer_ns;
-        if (a->cost_ntime == b->cost_ntime && a->cost_ndepth == b->cost_ndepth &&
-            !memcmp(a->cost_time_bound, b->cost_time_bound, sizeof a->cost_time_bound) &&
-            !memcmp(a->cost_depth_bound, b->cost_depth_bound, sizeof a->cost_depth_bound))
-            for (uint32_t d = 0; d < b->cost_ndepth; d++)
-                for (uint32_t t = 0; t < b->cost_ntime; t++)
-                    a->cost[d][t] += b->cost[d][t];
-    }
-    if (b->has_timers) {
-        a->has_timers = 1;
-        a->timer_ns += b->timer_ns;
-        a->untimed_ns += b->untimed_ns;
-    }
-    if (b->has_native) {
-        a->has_native = 1;
-        a->native_ok += b->native_ok;
-        a->native_truncated += b->native_truncated;
-        a->native_skipped += b->native_skipped;
-        a->native_ns += b->native_ns;
-    }
-    if (b->has_whole) {
-        /* The cost per signal is the process's, measured once: the files before the
-         * measurement say 0, and the figure stands for every file's signals. */
-        a->has_whole = 1;
-        if (b->signal_cost_ns) {
-            a->signal_cost_ns = b->signal_cost_ns;
-            a->calib_signals = b->calib_signals;
-        }
-        a->calib_ns += b->calib_ns;
-        a->process_cpu_ns += b->process_cpu_ns;
-    }
-    if (b->has_spans) {
-        a->has_spans = 1;
-        a->spans_lost += b->spans_lost;
-    }
-}
-
-/* Derives the process's footer, end, path and last time from its files (by seq). */
-static int series_combine(profile_process *pr)
-{
-    const profile_file *last = &pr->files[pr->nfiles - 1];
-    if (strcmp(pr->path, pr->files[0].path)) {
-        char *path = strdup(pr->files[0].path);
-        if (!path)
-            return -1;
-        free(pr->path);
-        pr->path = path;
-    }
-    pr->has_footer = last->has_footer;
-    pr->last_t_us = last->last_t_us;
-    pr->end_error = last->end_error;
-    for (size_t i = 0; i < pr->nfiles; i++)
-        if (pr->files[i].end_error && pr->files[i].end_error != -PYPROF_R_TRUNCATED) {
-            pr->end_error = pr->files[i].end_error;
-            break;
-        }
-    if (pr->nfiles == 1) {
-        /* One file: its footer as it is, but for where it ends on the process's axis. */
-        pr->footer = last->footer;
-        if (last->has_footer)
-            pr->footer.duration_ns += last->offset_us * 1000;
-        return 0;
-    }
-    pyprof_footer *f = &pr->footer;
-    memset(f, 0, sizeof *f);
-    double cpu_s = 0;       /* the time the samples stand for, over the files that say */
-    uint64_t hz_samples = 0; /* their samples */
-    for (size_t i = 0; i < pr->nfiles; i++) {
-        const profile_file *pf = &pr->files[i];
-        if (!pf->has_footer)
-            continue;
-        footer_add(f, &pf->footer);
-        if (pf->footer.achieved_hz_milli && pf->footer.samples) {
-            hz_samples += pf->footer.samples;
-            cpu_s += (double)pf->footer.samples * 1000.0 / (double)pf->footer.achieved_hz_milli;
-        }
-    }
-    if (cpu_s > 0)
-        f->achieved_hz_milli = (uint64_t)((double)hz_samples * 1000.0 / cpu_s + 0.5);
-    if (last->has_footer) {
-        f->end_unix_ns = last->footer.end_unix_ns;
-        f->duration_ns = last->offset_us * 1000 + last->footer.duration_ns;
-        f->end = last->footer.end;
-        f->status = last->footer.status;
-        f->status_known = last->footer.status_known;
-    }
-    return 0;
-}
-
-/* Adds a file to process `proc`'s list, in seq order; returns its index, or -1. */
-static long add_file(profile *p, uint32_t proc, const char *path, const pyprof_header *h)
-{
-    profile_process *pr = &p->procs[proc];
-    profile_file *files = realloc(pr->files, (pr->nfiles + 1) * sizeof *files);
-    if (!files)
-        return -1;
-    pr->files = files;
-    size_t at = pr->nfiles;
-    while (at > 0 && files[at - 1].seq > h->seq)
-        at--;
-    memmove(files + at + 1, files + at, (pr->nfiles - at) * sizeof *files);
-    profile_file *pf = &files[at];
-    memset(pf, 0, sizeof *pf);
-    pr->nfiles++;
-    pf->path = strdup(path);
-    if (!pf->path)
-        return -1;
-    pf->seq = h->seq;
-    pf->offset_us = h->offset_us;
-    pf->start_unix_ns = h->start_unix_ns;
-    return (long)at;
-}
-
 /* ---- loading files ------------------------------------------------------------------- */
 
 /* The files to load are a logset (logset.h): the ones named on the command line (errors
@@ -1493,7 +956,7 @@ static int load_file(profile *p, const char *path)
     }
     uint32_t proc = series_process(p, &key);
     if (proc == UINT32_MAX) {
-        if (p->nprocs >= IDMAP_EXCLUDED || GROW(p->procs, p->cap_procs, p->nprocs + 1)) {
+        if (p->nprocs >= IDMAP_EXCLUDED || GROW_ARRAY(p->procs, p->cap_procs, p->nprocs + 1)) {
             set_error(p, "out of memory");
             goto cleanup;
         }
@@ -1510,7 +973,7 @@ static int load_file(profile *p, const char *path)
         if (h->series_start_unix_ns)
             pr->start_unix_ns = h->series_start_unix_ns;
     }
-    long fi = add_file(p, proc, path, h);
+    long fi = series_add_file(p, proc, path, h);
     if (fi < 0) {
         set_error(p, "out of memory");
         goto cleanup;
@@ -1610,7 +1073,7 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
         ret = set_error(p, "out of memory");
     for (long i = 0; i < nload && ret == 0; i++)
         ret = load_file(p, set.files[order[i]].path);
-    if (ret == 0 && (spans_resolve(p) < 0 || span_filter(p) < 0))
+    if (ret == 0 && (spanload_resolve(p, &p->index->spans) < 0 || spanload_filter(p) < 0))
         ret = set_error(p, "out of memory");
     free(order);
     logset_free(&set);

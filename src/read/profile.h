@@ -42,7 +42,7 @@
  * profile_sample, profile_rss, profile_file, profile_snapshot, profile_snap_thread,
  * profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, PROFILE_KEEP_CORRUPT,
  * PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
- * profile_load_paths, profile_break_cycles.
+ * profile_load_paths.
  */
 #ifndef PYPROF_PROFILE_H
 #define PYPROF_PROFILE_H
@@ -286,11 +286,5 @@ int profile_load(profile *p, const char *path);
  * first file is met.  A file of a series that an earlier call loaded joins that
  * process. */
 int profile_load_paths(profile *p, const char *const *paths, size_t npaths);
-
-/* A forest given as parent[i] (an index below n, or PROFILE_NO_SPAN for a root), made
- * acyclic: a link that closes a cycle is dropped (set to PROFILE_NO_SPAN).  Fills
- * depth[i] (roots 0) when `depth` is not NULL.  0, or -1 when out of memory (nothing
- * changed). */
-int profile_break_cycles(uint32_t *parent, size_t n, uint32_t *depth);
 
 #endif

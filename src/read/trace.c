@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spanload.h"
+
 uint64_t trace_span_unix_ns(const profile *p, uint32_t span, int end)
 {
     const profile_span *s = &p->spans[span];
@@ -225,7 +227,7 @@ int trace_build(const profile *p, trace_set *ts)
                                 (uint32_t)i);
         ts->tparent[i] = par;
     }
-    if (profile_break_cycles(ts->tparent, n, NULL) < 0)
+    if (spanload_break_cycles(ts->tparent, n, NULL) < 0)
         goto done;
     /* Children in start order: prepend while going through the spans latest first. */
     qsort_r(order, n, sizeof *order, cmp_start, &c);

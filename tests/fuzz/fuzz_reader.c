@@ -19,7 +19,8 @@
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
  *         -D_GNU_SOURCE -Iinclude -Isrc tests/fuzz/fuzz_reader.c src/read/reader.c \
- *         src/common/record.c -llz4 -o build/fuzz/fuzz_reader
+ *         src/read/lz4stream.c src/read/logdec.c src/common/record.c -llz4 \
+ *         -o build/fuzz/fuzz_reader
  *
  * and runs it on build/fuzz-corpus/reader/, seeded from tests/fuzz/corpus/ and
  * tests/fixtures/.  libFuzzer writes a crash-<sha1> (or timeout-, leak-, oom-) file under
