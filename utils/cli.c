@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
+
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
@@ -309,100 +311,17 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
     return CLI_EXIT_OK;
 }
 
-size_t cli_utf8_len(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned min;
-    if ((c & 0xe0) == 0xc0) {
-        n = 2;
-        min = 0x80;
-        c &= 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3;
-        min = 0x800;
-        c &= 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4;
-        min = 0x10000;
-        c &= 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-            return 0;
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    return n;
-}
+size_t cli_utf8_len(const char *s) { return utf8_char_len((const uint8_t *)s, SIZE_MAX); }
 
 char *cli_utf8_dup(const char *s)
 {
-    size_t len = 0;
-    for (const char *c = s; *c;) {
-        size_t k = cli_utf8_len(c);
-        len += k ? k : 3;
-        c += k ? k : 1;
-    }
-    char *out = malloc(len + 1), *o = out;
+    /* A byte that becomes U+FFFD takes three. */
+    size_t len = strlen(s);
+    char *out = malloc(3 * len + 1);
     if (!out)
         return NULL;
-    while (*s) {
-        size_t k = cli_utf8_len(s);
-        if (k)
-            memcpy(o, s, k);
-        else
-            memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
-        o += k ? k : 3;
-        s += k ? k : 1;
-    }
-    *o = 0;
+    out[utf8_clean(out, 3 * len, (const uint8_t *)s, len, 0)] = 0;
     return out;
-}
-
-void cli_json_str(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    putc('"', f);
-    while (*s) {
-        unsigned char c = *s;
-        if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc(c, f);
-            s++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\n':
-                fputs("\\n", f);
-                break;
-            case '\t':
-                fputs("\\t", f);
-                break;
-            case '\r':
-                fputs("\\r", f);
-                break;
-            default:
-                fprintf(f, "\\u%04x", c);
-            }
-            s++;
-        } else {
-            size_t n = cli_utf8_len((const char *)s);
-            if (n) {
-                fwrite(s, 1, n, f);
-                s += n;
-            } else {
-                fputs("\\ufffd", f);
-                s++;
-            }
-        }
-    }
-    putc('"', f);
 }
 
 double cli_pct(uint64_t part, uint64_t whole)

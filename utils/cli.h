@@ -3,8 +3,8 @@
  * one command-line parser for the commands that read logs (--help, the filters every one
  * takes: --pid, --thread, --run, --from, --to, --span, the --native-glue view option, --root
  * (where native modules are looked for), and --json where it is offered; then the
- * logs, loaded into a profile with its warnings printed), JSON string escaping and small
- * number formatters.  It also declares every command, for main.c's table.
+ * logs, loaded into a profile with its warnings printed), UTF-8 checks and small number
+ * formatters (JSON is jsonw's).  It also declares every command, for main.c's table.
  *
  * Interface:
  *   exits, errors   CLI_EXIT_*, cli_error, cli_usage_error, cli_bad_option, cli_oom
@@ -12,7 +12,7 @@
  *                   cli_parse_count, cli_parse_pid; the filters on their own: CLI_OPT_*,
  *                   CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
  *                   cli_filter_free; cli_load
- *   text            cli_put_line, cli_utf8_len, cli_utf8_dup, cli_json_str, cli_pct, cli_fmt_bytes,
+ *   text            cli_put_line, cli_utf8_len, cli_utf8_dup, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
  *   footer          cli_cost_samples, cli_cost_quantile_ns
@@ -192,10 +192,6 @@ size_t cli_utf8_len(const char *s);
 /* A malloc'ed copy of `s` in which every byte that is not part of valid UTF-8 became
  * U+FFFD, for formats whose strings must be UTF-8; NULL when out of memory. */
 char *cli_utf8_dup(const char *s);
-
-/* Writes `s` as a JSON string, quotes included.  Control characters are escaped and bytes
- * that are not valid UTF-8 become U+FFFD, so the output is always valid JSON. */
-void cli_json_str(FILE *f, const char *s);
 
 /* 100 * part / whole, 0 when whole is 0. */
 double cli_pct(uint64_t part, uint64_t whole);

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "cli.h"
 #include "ctlclient.h"
+#include "jsonw.h"
 #include "livelog.h"
 
 const char cmd_dump_usage[] =
@@ -168,86 +169,90 @@ static void print_text(const dump_ctx *d, const pyprof_snapshot_rec *s)
     }
 }
 
-static void json_strn(pyprof_str s)
+static void json_strn(jsonw *w, pyprof_str s)
 {
     char *c = strndup(s.s, s.len);
-    cli_json_str(stdout, c ? c : "");
+    jsonw_string(w, c ? c : "");
     free(c);
 }
 
-static void print_frame_json(const dump_ctx *d, const pyprof_frame *f)
+static void print_frame_json(jsonw *w, const dump_ctx *d, const pyprof_frame *f)
 {
+    jsonw_begin_object(w);
+    const livelog_code *c = NULL;
     if (f->code_id == PYPROF_CODE_CUT) {
-        printf("{\"marker\": \"cut\", \"count\": %" PRId64 "}", f->line);
-        return;
+        jsonw_key_string(w, "marker", "cut");
+        jsonw_key_i64(w, "count", f->line);
+    } else if (f->code_id < PYPROF_CODE_FIRST) {
+        jsonw_key_string(w, "marker",
+                         f->code_id == PYPROF_CODE_UNREADABLE ? "unreadable" : "unknown");
+    } else if (!(c = livelog_get_code(&d->log, f->code_id))) {
+        jsonw_key_string(w, "marker", "unknown");
+    } else {
+        jsonw_key_string(w, "function", livelog_code_name(c));
+        jsonw_key_string(w, "name", c->name);
+        jsonw_key_string(w, "qualname", c->qualname);
+        jsonw_key_string(w, "file", c->filename);
+        jsonw_key(w, "line");
+        if (f->line >= 0)
+            jsonw_i64(w, f->line);
+        else
+            jsonw_null(w);
     }
-    if (f->code_id < PYPROF_CODE_FIRST) {
-        printf("{\"marker\": \"%s\"}",
-               f->code_id == PYPROF_CODE_UNREADABLE ? "unreadable" : "unknown");
-        return;
-    }
-    const livelog_code *c = livelog_get_code(&d->log, f->code_id);
-    if (!c) {
-        printf("{\"marker\": \"unknown\"}");
-        return;
-    }
-    fputs("{\"function\": ", stdout);
-    cli_json_str(stdout, livelog_code_name(c));
-    fputs(", \"name\": ", stdout);
-    cli_json_str(stdout, c->name);
-    fputs(", \"qualname\": ", stdout);
-    cli_json_str(stdout, c->qualname);
-    fputs(", \"file\": ", stdout);
-    cli_json_str(stdout, c->filename);
-    if (f->line >= 0)
-        printf(", \"line\": %" PRId64 "}", f->line);
-    else
-        fputs(", \"line\": null}", stdout);
+    jsonw_end_object(w);
 }
 
+/* docs/JSON.md, "dump", describes every key. */
 static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
 {
-    printf("{\"pid\": %ld, \"argv\": [", (long)d->pid);
-    for (uint64_t i = 0; i < d->hdr->argc; i++) {
-        if (i)
-            fputs(", ", stdout);
-        json_strn(d->hdr->argv[i]);
-    }
-    fputs("], \"python\": ", stdout);
-    json_strn(d->hdr->python_version);
-    printf(", \"snapshot\": %" PRIu64 ", \"log\": ", d->snapshot_id);
-    cli_json_str(stdout, d->path);
-    fputs(", \"threads\": [", stdout);
+    jsonw w;
+    jsonw_init(&w, stdout, 0);
+    jsonw_begin_object(&w);
+    jsonw_key_i64(&w, "pid", d->pid);
+    jsonw_key(&w, "argv");
+    jsonw_begin_array(&w);
+    for (uint64_t i = 0; i < d->hdr->argc; i++)
+        json_strn(&w, d->hdr->argv[i]);
+    jsonw_end_array(&w);
+    jsonw_key(&w, "python");
+    json_strn(&w, d->hdr->python_version);
+    jsonw_key_u64(&w, "snapshot", d->snapshot_id);
+    jsonw_key_string(&w, "log", d->path);
+    jsonw_key(&w, "threads");
+    jsonw_begin_array(&w);
     for (uint64_t i = 0; i < s->nthreads; i++) {
         const pyprof_snap_thread *t = &s->threads[i];
         const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
         char sb[8];
-        fputs(i ? ",\n  {" : "\n  {", stdout);
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key(&w, "tid");
         if (th)
-            printf("\"tid\": %" PRIu64 ", \"name\": ", th->tid);
+            jsonw_u64(&w, th->tid);
         else
-            fputs("\"tid\": null, \"name\": ", stdout);
-        cli_json_str(stdout, th ? th->name : "");
-        fputs(", \"state\": ", stdout);
-        cli_json_str(stdout, state_word(t->os_state, sb, sizeof sb));
+            jsonw_null(&w);
+        jsonw_key_string(&w, "name", th ? th->name : "");
+        jsonw_key_string(&w, "state", state_word(t->os_state, sb, sizeof sb));
         char os[2] = {(char)(t->os_state >= 0x20 && t->os_state < 0x7f ? t->os_state : 0), 0};
-        fputs(", \"os_state\": ", stdout);
+        jsonw_key(&w, "os_state");
         if (os[0])
-            cli_json_str(stdout, os);
+            jsonw_string(&w, os);
         else
-            fputs("null", stdout);
-        printf(", \"gil\": %s, \"changed\": %s, \"frames\": [",
-               t->flags & PYPROF_SNAP_F_GIL ? "true" : "false",
-               t->flags & PYPROF_SNAP_F_CHANGED ? "true" : "false");
+            jsonw_null(&w);
+        jsonw_key_bool(&w, "gil", (t->flags & PYPROF_SNAP_F_GIL) != 0);
+        jsonw_key_bool(&w, "changed", (t->flags & PYPROF_SNAP_F_CHANGED) != 0);
+        jsonw_key(&w, "frames");
+        jsonw_begin_array(&w);
         const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id) : NULL;
-        for (uint64_t k = st ? st->nframes : 0, first = 1; k-- > 0; first = 0) {
-            if (!first)
-                fputs(", ", stdout);
-            print_frame_json(d, &st->frames[k]);
-        }
-        fputs("]}", stdout);
+        for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
+            print_frame_json(&w, d, &st->frames[k]);
+        jsonw_end_array(&w);
+        jsonw_end_object(&w);
     }
-    puts("\n]}");
+    jsonw_break(&w, 0);
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    jsonw_finish(&w);
 }
 
 /* Reads the log up to snapshot d->snapshot_id and prints it. */

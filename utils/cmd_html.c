@@ -21,9 +21,9 @@
  *     at its edges would only be counted in proportion).
  *
  * Every string from the logs (function names, files, thread names, argv) is data: it is
- * written with cli_json_str, and then every '<', '>' and '&' of the JSON text is written
- * as a \u escape, so no name can close the script element or open a comment; the page
- * puts names in the document with textContent or canvas text only.
+ * written by jsonw with every '<', '>' and '&' as a \u escape (JSONW_HTML), so no name
+ * can close the script element or open a comment; the page puts names in the document
+ * with textContent or canvas text only.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +38,7 @@
 #include "read/calltree.h"
 #include "read/spans.h"
 #include "cli.h"
+#include "jsonw.h"
 
 /* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
  * makes this object depend on the file; the path is relative to the top of the source
@@ -104,6 +105,8 @@ typedef struct page {
     int64_t *proc_offset_us; /* process start, from the earliest process's start */
     uint64_t t0_unix_ns;
     int64_t t_min_us, t_max_us;
+    spans_index spans;     /* the samples inside each span */
+    uint32_t *span_stacks; /* room for one span's samples' stacks */
 } page;
 
 static void page_free(page *g)
@@ -117,6 +120,8 @@ static void page_free(page *g)
     free(g->order);
     free(g->thread_first);
     free(g->proc_offset_us);
+    spans_index_free(&g->spans);
+    free(g->span_stacks);
 }
 
 static int64_t period_us(const profile_process *pr)
@@ -148,8 +153,10 @@ static int page_build(page *g, const profile *p)
     g->order = aggregate_samples_by_thread(p);
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
+    g->span_stacks = malloc((p->nsamples ? p->nsamples : 1) * sizeof *g->span_stacks);
     if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list ||
-        !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us)
+        !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us ||
+        !g->span_stacks || spans_index_build(p, &g->spans) < 0)
         return -1;
     memset(g->func_out, 0xff, nf * sizeof *g->func_out);
     memset(g->stack_out, 0xff, ns * sizeof *g->stack_out);
@@ -261,7 +268,10 @@ static int page_build(page *g, const profile *p)
 
 /* ---- the JSON document ------------------------------------------------------------- */
 
-static void write_argv_line(FILE *f, const profile_process *pr)
+/* The document is compact, with a line break before each top-level member and between
+ * the elements of its long arrays (docs/JSON.md, "html"). */
+
+static void write_argv_line(jsonw *j, const profile_process *pr)
 {
     char *line = NULL;
     size_t len = 0;
@@ -269,76 +279,85 @@ static void write_argv_line(FILE *f, const profile_process *pr)
     if (m) {
         cli_print_argv(m, pr->argv, pr->argc);
         if (fclose(m) == 0 && line) {
-            cli_json_str(f, line);
+            jsonw_string(j, line);
             free(line);
             return;
         }
         free(line);
     }
-    cli_json_str(f, "");
+    jsonw_string(j, "");
 }
 
-static void write_procs(FILE *f, const page *g)
+static void write_procs(jsonw *j, const page *g)
 {
     const profile *p = g->p;
-    fputs(",\n\"procs\":[", f);
+    jsonw_break(j, 0);
+    jsonw_key(j, "procs");
+    jsonw_begin_array(j);
     for (size_t i = 0; i < p->nprocs; i++) {
         const profile_process *pr = &p->procs[i];
         char buf[256];
-        fprintf(f, "%s{\"pid\":%" PRIu64 ",\"ppid\":%" PRIu64 ",\"run\":", i ? ",\n" : "",
-                pr->pid, pr->ppid);
-        cli_json_str(f, pr->run_id);
-        fputs(",\"cmd\":", f);
-        write_argv_line(f, pr);
-        fputs(",\"python\":", f);
-        cli_json_str(f, pr->python_version);
-        fputs(",\"log\":", f);
-        cli_json_str(f, pr->path);
-        fputs(",\"ended\":", f);
-        cli_json_str(f, cli_fmt_end(pr, buf, sizeof buf));
-        fprintf(f,
-                ",\"clock\":\"%s\",\"period_us\":%" PRId64 ",\"start_us\":%" PRId64
-                ",\"duration_s\":%.6f,\"samples\":%" PRIu64 ",\"dropped\":%" PRIu64
-                ",\"rss\":[",
-                cli_clock_name(pr->clock), period_us(pr), g->proc_offset_us[i],
-                aggregate_process_duration(p, i), pr->samples, aggregate_process_dropped(p, i));
+        if (i)
+            jsonw_break(j, 0);
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "pid", pr->pid);
+        jsonw_key_u64(j, "ppid", pr->ppid);
+        jsonw_key_string(j, "run", pr->run_id);
+        jsonw_key(j, "cmd");
+        write_argv_line(j, pr);
+        jsonw_key_string(j, "python", pr->python_version);
+        jsonw_key_string(j, "log", pr->path);
+        jsonw_key_string(j, "ended", cli_fmt_end(pr, buf, sizeof buf));
+        jsonw_key_string(j, "clock", cli_clock_name(pr->clock));
+        jsonw_key_i64(j, "period_us", period_us(pr));
+        jsonw_key_i64(j, "start_us", g->proc_offset_us[i]);
+        jsonw_key_double(j, "duration_s", aggregate_process_duration(p, i), 6);
+        jsonw_key_u64(j, "samples", pr->samples);
+        jsonw_key_u64(j, "dropped", aggregate_process_dropped(p, i));
         /* RSS points as (microseconds since the previous point, KiB). */
+        jsonw_key(j, "rss");
+        jsonw_begin_array(j);
         int64_t prev = 0;
-        const char *sep = "";
         for (size_t r = 0; r < p->nrss; r++) {
             if (p->rss[r].process != i)
                 continue;
             int64_t ts = g->proc_offset_us[i] + p->rss[r].t_us;
-            fprintf(f, "%s%" PRId64 ",%" PRIu64, sep, ts - prev, p->rss[r].bytes / 1024);
+            jsonw_i64(j, ts - prev);
+            jsonw_u64(j, p->rss[r].bytes / 1024);
             prev = ts;
-            sep = ",";
         }
-        fputs("]}", f);
+        jsonw_end_array(j);
+        jsonw_end_object(j);
     }
-    fputc(']', f);
+    jsonw_end_array(j);
 }
 
 /* Each thread's runs: (start - end of the previous run, end - start, stack, samples), the
  * times in microseconds on the common axis, a run's end being its last sample's time. */
-static void write_threads(FILE *f, const page *g)
+static void write_threads(jsonw *j, const page *g)
 {
     const profile *p = g->p;
-    fputs(",\n\"threads\":[", f);
-    const char *tsep = "";
+    jsonw_break(j, 0);
+    jsonw_key(j, "threads");
+    jsonw_begin_array(j);
+    int any = 0;
     for (size_t t = 0; t < p->nthreads; t++) {
         if (g->thread_out[t] == UINT32_MAX)
             continue;
         const profile_thread *th = &p->threads[t];
-        fprintf(f, "%s{\"p\":%" PRIu32 ",\"tid\":%" PRIu64 ",\"name\":", tsep, th->process,
-                th->tid);
-        tsep = ",\n";
-        cli_json_str(f, th->name);
-        fprintf(f, ",\"samples\":%" PRIu64 ",\"runs\":[", th->samples);
+        if (any++)
+            jsonw_break(j, 0);
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "p", th->process);
+        jsonw_key_u64(j, "tid", th->tid);
+        jsonw_key_string(j, "name", th->name);
+        jsonw_key_u64(j, "samples", th->samples);
+        jsonw_key(j, "runs");
+        jsonw_begin_array(j);
         int64_t gap = RUN_GAP_PERIODS * period_us(&p->procs[th->process]);
         int64_t prev_end = 0, start = 0, last = 0;
         uint32_t stack = 0;
         uint64_t count = 0;
-        const char *sep = "";
         for (size_t k = g->thread_first[t]; k <= g->thread_first[t + 1]; k++) {
             int64_t ts = 0;
             uint32_t st = 0;
@@ -353,47 +372,64 @@ static void write_threads(FILE *f, const page *g)
                 }
             }
             if (count) {
-                fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRIu64, sep,
-                        start - prev_end, last - start, stack, count);
-                sep = ",";
+                jsonw_i64(j, start - prev_end);
+                jsonw_i64(j, last - start);
+                jsonw_u64(j, stack);
+                jsonw_u64(j, count);
                 prev_end = last;
             }
             start = last = ts;
             stack = st;
             count = 1;
         }
-        fputs("]}", f);
+        jsonw_end_array(j);
+        jsonw_end_object(j);
     }
-    fputc(']', f);
+    jsonw_end_array(j);
 }
 
-static void write_funcs_nodes_stacks(FILE *f, const page *g)
+static void write_funcs_nodes_stacks(jsonw *j, const page *g)
 {
     const profile *p = g->p;
-    fputs(",\n\"funcs\":[", f);
+    /* Functions as (name, file, first line, 1 when native). */
+    jsonw_break(j, 0);
+    jsonw_key(j, "funcs");
+    jsonw_begin_array(j);
     for (size_t i = 0; i < g->nfuncs; i++) {
         const profile_func *fn = &p->funcs[g->func_list[i]];
-        fputs(i ? ",\n[" : "\n[", f);
-        cli_json_str(f, fn->name);
-        fputc(',', f);
-        cli_json_str(f, fn->file);
-        fprintf(f, ",%" PRId64 ",%d]", fn->line, fn->kind == PROFILE_FUNC_NATIVE);
+        jsonw_break(j, 0);
+        jsonw_begin_array(j);
+        jsonw_string(j, fn->name);
+        jsonw_string(j, fn->file);
+        jsonw_i64(j, fn->line);
+        jsonw_u64(j, fn->kind == PROFILE_FUNC_NATIVE);
+        jsonw_end_array(j);
     }
+    jsonw_end_array(j);
     /* Nodes 1.. as (parent, function); node 0, the root, is implicit. */
-    fputs("],\n\"nodes\":[", f);
-    for (size_t i = 1; i < g->tree.nnodes; i++)
-        fprintf(f, "%s%" PRIu32 ",%" PRIu32, i > 1 ? "," : "", g->tree.nodes[i].parent,
-                g->func_out[g->tree.nodes[i].func]);
+    jsonw_break(j, 0);
+    jsonw_key(j, "nodes");
+    jsonw_begin_array(j);
+    for (size_t i = 1; i < g->tree.nnodes; i++) {
+        jsonw_u64(j, g->tree.nodes[i].parent);
+        jsonw_u64(j, g->func_out[g->tree.nodes[i].func]);
+    }
+    jsonw_end_array(j);
     /* Stacks as (leaf node, the line of each frame outermost first; -1: unknown). */
-    fputs("],\n\"stacks\":[", f);
+    jsonw_break(j, 0);
+    jsonw_key(j, "stacks");
+    jsonw_begin_array(j);
     for (size_t i = 0; i < g->nstacks; i++) {
         const profile_stack *st = &p->stacks[g->stack_list[i]];
-        fprintf(f, "%s[%" PRIu32, i ? ",\n" : "", g->tree.stack_leaf[g->stack_list[i]]);
+        if (i)
+            jsonw_break(j, 0);
+        jsonw_begin_array(j);
+        jsonw_u64(j, g->tree.stack_leaf[g->stack_list[i]]);
         for (uint32_t d = 0; d < st->nframes; d++)
-            fprintf(f, ",%" PRId32, p->frames[st->first + d].line);
-        fputc(']', f);
+            jsonw_i64(j, p->frames[st->first + d].line);
+        jsonw_end_array(j);
     }
-    fputc(']', f);
+    jsonw_end_array(j);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -404,126 +440,120 @@ static int cmp_u32(const void *a, const void *b)
 
 /* Spans: thread (index in "threads"), name, start and stop on the common axis, nesting
  * depth, unfinished, span id, trace_id, base_id, and "st": their samples as pairs
- * (stack in "stacks", samples).  Returns 0, or -1 when out of memory. */
-static int write_spans(FILE *f, const page *g)
+ * (stack in "stacks", samples). */
+static void write_spans(jsonw *j, const page *g)
 {
     const profile *p = g->p;
-    spans_index ix;
-    if (spans_index_build(p, &ix) < 0)
-        return -1;
-    uint32_t *st = malloc((p->nsamples ? p->nsamples : 1) * sizeof *st);
-    if (!st) {
-        spans_index_free(&ix);
-        return -1;
-    }
-    fputs(",\n\"spans\":[", f);
+    uint32_t *st = g->span_stacks;
+    jsonw_break(j, 0);
+    jsonw_key(j, "spans");
+    jsonw_begin_array(j);
     for (size_t i = 0; i < p->nspans; i++) {
         const profile_span *sp = &p->spans[i];
-        fprintf(f, "%s{\"th\":%" PRIu32 ",\"name\":", i ? ",\n" : "", g->thread_out[sp->thread]);
-        cli_json_str(f, sp->name);
-        fprintf(f,
-                ",\"t0\":%" PRId64 ",\"t1\":%" PRId64 ",\"d\":%" PRIu32 ",\"u\":%d,\"id\":%" PRIu64
-                ",\"trace\":",
-                g->proc_offset_us[sp->process] + sp->start_us,
-                g->proc_offset_us[sp->process] + sp->stop_us, sp->depth, sp->unfinished,
-                sp->id);
-        cli_json_str(f, sp->trace_id);
-        fputs(",\"base\":", f);
-        cli_json_str(f, sp->base_id);
+        if (i)
+            jsonw_break(j, 0);
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "th", g->thread_out[sp->thread]);
+        jsonw_key_string(j, "name", sp->name);
+        jsonw_key_i64(j, "t0", g->proc_offset_us[sp->process] + sp->start_us);
+        jsonw_key_i64(j, "t1", g->proc_offset_us[sp->process] + sp->stop_us);
+        jsonw_key_u64(j, "d", sp->depth);
+        jsonw_key_i64(j, "u", sp->unfinished);
+        jsonw_key_u64(j, "id", sp->id);
+        jsonw_key_string(j, "trace", sp->trace_id);
+        jsonw_key_string(j, "base", sp->base_id);
         size_t a, b, n = 0;
-        spans_samples(p, &ix, (uint32_t)i, &a, &b);
+        spans_samples(p, &g->spans, (uint32_t)i, &a, &b);
         for (size_t k = a; k < b; k++)
-            st[n++] = g->stack_out[p->samples[ix.order[k]].stack];
+            st[n++] = g->stack_out[p->samples[g->spans.order[k]].stack];
         qsort(st, n, sizeof *st, cmp_u32);
-        fputs(",\"st\":[", f);
+        jsonw_key(j, "st");
+        jsonw_begin_array(j);
         for (size_t k = 0; k < n;) {
-            size_t j = k;
-            while (j < n && st[j] == st[k])
-                j++;
-            fprintf(f, "%s%" PRIu32 ",%zu", k ? "," : "", st[k], j - k);
-            k = j;
+            size_t e = k;
+            while (e < n && st[e] == st[k])
+                e++;
+            jsonw_u64(j, st[k]);
+            jsonw_u64(j, e - k);
+            k = e;
         }
-        fputs("]}", f);
+        jsonw_end_array(j);
+        jsonw_end_object(j);
     }
-    fputc(']', f);
-    free(st);
-    spans_index_free(&ix);
-    return 0;
+    jsonw_end_array(j);
 }
 
 /* Snapshots: process, id, time on the common axis, and every thread as (tid, name, stack
  * in "stacks" or -1 without a Python frame, flags, the kernel's state letter or ""). */
-static void write_snaps(FILE *f, const page *g)
+static void write_snaps(jsonw *j, const page *g)
 {
     const profile *p = g->p;
-    fputs(",\n\"snaps\":[", f);
+    jsonw_break(j, 0);
+    jsonw_key(j, "snaps");
+    jsonw_begin_array(j);
     for (size_t i = 0; i < p->nsnapshots; i++) {
         const profile_snapshot *sn = &p->snapshots[i];
-        fprintf(f, "%s{\"p\":%" PRIu32 ",\"id\":%" PRIu64 ",\"t\":%" PRId64 ",\"threads\":[",
-                i ? ",\n" : "", sn->process, sn->id,
-                g->proc_offset_us[sn->process] + sn->t_us);
+        if (i)
+            jsonw_break(j, 0);
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "p", sn->process);
+        jsonw_key_u64(j, "id", sn->id);
+        jsonw_key_i64(j, "t", g->proc_offset_us[sn->process] + sn->t_us);
+        jsonw_key(j, "threads");
+        jsonw_begin_array(j);
         for (uint32_t k = 0; k < sn->nthreads; k++) {
             const profile_snap_thread *st = &p->snap_threads[sn->first + k];
             const profile_thread *th = &p->threads[st->thread];
-            fprintf(f, "%s[%" PRIu64 ",", k ? "," : "", th->tid);
-            cli_json_str(f, th->name);
+            jsonw_begin_array(j);
+            jsonw_u64(j, th->tid);
+            jsonw_string(j, th->name);
             if (st->stack == PROFILE_NO_STACK)
-                fputs(",-1", f);
+                jsonw_i64(j, -1);
             else
-                fprintf(f, ",%" PRIu32, g->stack_out[st->stack]);
+                jsonw_u64(j, g->stack_out[st->stack]);
             char state[2] = {(char)(st->os_state >= 0x21 && st->os_state < 0x7f ? st->os_state
                                                                                   : 0), 0};
-            fprintf(f, ",%" PRIu32 ",", st->flags);
-            cli_json_str(f, state);
-            fputc(']', f);
+            jsonw_u64(j, st->flags);
+            jsonw_string(j, state);
+            jsonw_end_array(j);
         }
-        fputs("]}", f);
+        jsonw_end_array(j);
+        jsonw_end_object(j);
     }
-    fputc(']', f);
+    jsonw_end_array(j);
 }
 
+/* The page's data, as JSON inside its <script> element: '<', '>' and '&' only occur
+ * inside strings there, and as \u escapes (JSONW_HTML) they cannot end the element
+ * ("</script>"), open a comment ("<!--") or be read as markup, while JSON.parse gives
+ * the same string back.  Returns the errno of the first write that failed, or 0. */
 static int write_json(FILE *f, const page *g, const char *title)
 {
     const profile *p = g->p;
-    fputs("{\"format\":1,\"tool\":", f);
-    cli_json_str(f, "pyprof " PYPROF_VERSION_STRING);
-    fputs(",\"title\":", f);
-    cli_json_str(f, title);
-    fprintf(f,
-            ",\"t0_unix_ns\":%" PRIu64 ",\"t_min_us\":%" PRId64 ",\"t_max_us\":%" PRId64
-            ",\"samples\":%zu,\n\"warnings\":[",
-            g->t0_unix_ns, g->t_min_us, g->t_max_us, p->nsamples);
-    for (size_t i = 0; i < p->nwarnings; i++) {
-        if (i)
-            fputc(',', f);
-        cli_json_str(f, p->warnings[i]);
-    }
-    fputc(']', f);
-    write_procs(f, g);
-    write_threads(f, g);
-    write_funcs_nodes_stacks(f, g);
-    write_snaps(f, g);
-    int rc = write_spans(f, g);
-    fputs("}", f);
-    return rc;
-}
-
-/* Writes JSON text into the page: '<', '>' and '&' only occur inside strings there, and
- * as \u escapes they cannot end the script element ("</script>"), open a comment ("<!--")
- * or be read as markup, while JSON.parse gives the same string back. */
-static void write_escaped_json(FILE *out, const char *s, size_t len)
-{
-    size_t from = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *esc = s[i] == '<' ? "\\u003c" : s[i] == '>' ? "\\u003e"
-                                                  : s[i] == '&' ? "\\u0026" : NULL;
-        if (!esc)
-            continue;
-        fwrite(s + from, 1, i - from, out);
-        fputs(esc, out);
-        from = i + 1;
-    }
-    fwrite(s + from, 1, len - from, out);
+    jsonw j;
+    jsonw_init(&j, f, JSONW_HTML);
+    jsonw_set_compact(&j, 1);
+    jsonw_begin_object(&j);
+    jsonw_key_u64(&j, "format", 1);
+    jsonw_key_string(&j, "tool", "pyprof " PYPROF_VERSION_STRING);
+    jsonw_key_string(&j, "title", title);
+    jsonw_key_u64(&j, "t0_unix_ns", g->t0_unix_ns);
+    jsonw_key_i64(&j, "t_min_us", g->t_min_us);
+    jsonw_key_i64(&j, "t_max_us", g->t_max_us);
+    jsonw_key_u64(&j, "samples", p->nsamples);
+    jsonw_break(&j, 0);
+    jsonw_key(&j, "warnings");
+    jsonw_begin_array(&j);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        jsonw_string(&j, p->warnings[i]);
+    jsonw_end_array(&j);
+    write_procs(&j, g);
+    write_threads(&j, g);
+    write_funcs_nodes_stacks(&j, g);
+    write_snaps(&j, g);
+    write_spans(&j, g);
+    jsonw_end_object(&j);
+    return jsonw_error(&j);
 }
 
 static int write_page(const page *g, const char *title, const char *path)
@@ -535,23 +565,10 @@ static int write_page(const page *g, const char *title, const char *path)
         cli_error("html: the embedded page template has no data marker (a build problem)");
         return CLI_EXIT_BAD_INPUT;
     }
-    char *json = NULL;
-    size_t json_len = 0;
-    FILE *m = open_memstream(&json, &json_len);
-    if (!m) {
-        return cli_oom();
-    }
-    int unwritten = write_json(m, g, title) < 0;
-    if (ferror(m) | fclose(m) | unwritten) {
-        free(json);
-        return cli_oom();
-    }
-
     int to_stdout = !strcmp(path, "-");
     FILE *out = to_stdout ? stdout : fopen(path, "w");
     if (!out) {
         cli_error("%s: cannot create: %s", path, strerror(errno));
-        free(json);
         return CLI_EXIT_BAD_INPUT;
     }
     /* A page cut short is removed, but only a regular file: never a device or a pipe the
@@ -559,13 +576,14 @@ static int write_page(const page *g, const char *title, const char *path)
     struct stat st;
     int regular = !to_stdout && fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode);
     fwrite(tpl, 1, (size_t)(mark - tpl), out);
-    write_escaped_json(out, json, json_len);
+    int err = write_json(out, g, title);
     const char *rest = mark + strlen(DATA_MARKER);
     fwrite(rest, 1, (size_t)(tpl + tpl_len - rest), out);
-    free(json);
     if (to_stdout)
         return CLI_EXIT_OK; /* main checks that stdout got everything */
-    int bad = ferror(out), err = errno;
+    int bad = ferror(out);
+    if (!err)
+        err = errno;
     if (fclose(out) != 0 && !bad) {
         bad = 1;
         err = errno;

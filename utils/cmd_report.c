@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "jsonw.h"
 
 const char cmd_report_usage[] =
     "usage: pyprof report [options] LOG... | DIR...\n"
@@ -175,187 +176,211 @@ static int print_text(const profile *p, const aggregate_counts *a, size_t top)
     return CLI_EXIT_OK;
 }
 
-static void json_u64_or_null(int known, uint64_t v)
+static void json_u64_or_null(jsonw *w, const char *key, int known, uint64_t v)
 {
+    jsonw_key(w, key);
     if (known)
-        printf("%" PRIu64, v);
+        jsonw_u64(w, v);
     else
-        fputs("null", stdout);
+        jsonw_null(w);
 }
 
 /* The footer's cost section: handler, writer and thread-timer time, the threads' CPU
  * no timer counted (null for logs without it), and per stack-depth bucket the
  * samples and the median and p90 handler time; null for a log without it. */
-static void print_cost_json(const profile_process *pr)
+static void print_cost_json(jsonw *w, const profile_process *pr)
 {
     const pyprof_footer *f = &pr->footer;
+    jsonw_key(w, "cost");
     if (!pr->has_footer || !f->has_cost) {
-        fputs("null", stdout);
+        jsonw_null(w);
         return;
     }
-    printf("{\"handler_ns\": %" PRIu64 ", \"writer_ns\": %" PRIu64 ", \"timer_ns\": ",
-           f->handler_ns, f->writer_ns);
-    json_u64_or_null(f->has_timers, f->timer_ns);
-    fputs(", \"untimed_ns\": ", stdout);
-    json_u64_or_null(f->has_timers, f->untimed_ns);
-    fputs(", \"signal_cost_ns\": ", stdout);
-    json_u64_or_null(f->has_whole && f->signal_cost_ns, f->signal_cost_ns);
-    fputs(", \"calib_signals\": ", stdout);
-    json_u64_or_null(f->has_whole, f->calib_signals);
-    fputs(", \"calib_ns\": ", stdout);
-    json_u64_or_null(f->has_whole, f->calib_ns);
-    fputs(", \"process_cpu_ns\": ", stdout);
-    json_u64_or_null(f->has_whole, f->process_cpu_ns);
-    fputs(", \"whole_ns\": ", stdout);
-    json_u64_or_null(f->has_whole && f->signal_cost_ns,
+    jsonw_begin_object(w);
+    jsonw_key_u64(w, "handler_ns", f->handler_ns);
+    jsonw_key_u64(w, "writer_ns", f->writer_ns);
+    json_u64_or_null(w, "timer_ns", f->has_timers, f->timer_ns);
+    json_u64_or_null(w, "untimed_ns", f->has_timers, f->untimed_ns);
+    json_u64_or_null(w, "signal_cost_ns", f->has_whole && f->signal_cost_ns,
+                     f->signal_cost_ns);
+    json_u64_or_null(w, "calib_signals", f->has_whole, f->calib_signals);
+    json_u64_or_null(w, "calib_ns", f->has_whole, f->calib_ns);
+    json_u64_or_null(w, "process_cpu_ns", f->has_whole, f->process_cpu_ns);
+    json_u64_or_null(w, "whole_ns", f->has_whole && f->signal_cost_ns,
                      f->lib_cpu_ns + f->signals * f->signal_cost_ns);
-    fputs(", \"by_depth\": [", stdout);
+    jsonw_key(w, "by_depth");
+    jsonw_begin_array(w);
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {
-        printf("%s{\"max_depth\": ", d ? ", " : "");
-        json_u64_or_null(f->cost_depth_bound[d] != 0, f->cost_depth_bound[d]);
-        printf(", \"samples\": %" PRIu64 ", \"median_ns\": %.0f, \"p90_ns\": %.0f}",
-               cli_cost_samples(f, d), cli_cost_quantile_ns(f, d, 0.5),
-               cli_cost_quantile_ns(f, d, 0.9));
+        jsonw_begin_object(w);
+        json_u64_or_null(w, "max_depth", f->cost_depth_bound[d] != 0, f->cost_depth_bound[d]);
+        jsonw_key_u64(w, "samples", cli_cost_samples(f, d));
+        jsonw_key_double(w, "median_ns", cli_cost_quantile_ns(f, d, 0.5), 0);
+        jsonw_key_double(w, "p90_ns", cli_cost_quantile_ns(f, d, 0.9), 0);
+        jsonw_end_object(w);
     }
-    fputs("]}", stdout);
+    jsonw_end_array(w);
+    jsonw_end_object(w);
 }
 
 /* Native mode: the footer's walk counts and time (null without a footer), and what
  * loading made of the native stacks; null for a log without native frames. */
-static void print_native_json(const profile_process *pr)
+static void print_native_json(jsonw *w, const profile_process *pr)
 {
     const pyprof_footer *f = &pr->footer;
+    jsonw_key(w, "native");
     if (!(pr->flags & PYPROF_HDR_NATIVE)) {
-        fputs("null", stdout);
+        jsonw_null(w);
         return;
     }
     int has = pr->has_footer && f->has_native;
-    fputs("{\"ok\": ", stdout);
-    json_u64_or_null(has, f->native_ok);
-    fputs(", \"truncated\": ", stdout);
-    json_u64_or_null(has, f->native_truncated);
-    fputs(", \"skipped\": ", stdout);
-    json_u64_or_null(has, f->native_skipped);
-    fputs(", \"walk_ns\": ", stdout);
-    json_u64_or_null(has, f->native_ns);
-    printf(", \"samples\": %" PRIu64 ", \"unmerged\": %" PRIu64
-           ", \"unresolved_addresses\": %" PRIu64 "}",
-           pr->native_samples, pr->native_unmerged, pr->native_unresolved);
+    jsonw_begin_object(w);
+    json_u64_or_null(w, "ok", has, f->native_ok);
+    json_u64_or_null(w, "truncated", has, f->native_truncated);
+    json_u64_or_null(w, "skipped", has, f->native_skipped);
+    json_u64_or_null(w, "walk_ns", has, f->native_ns);
+    jsonw_key_u64(w, "samples", pr->native_samples);
+    jsonw_key_u64(w, "unmerged", pr->native_unmerged);
+    jsonw_key_u64(w, "unresolved_addresses", pr->native_unresolved);
+    jsonw_end_object(w);
 }
 
-static void print_process_json(const profile *p, size_t i)
+static void print_process_json(jsonw *w, const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
     const pyprof_footer *f = &pr->footer;
-    printf("{\"pid\": %" PRIu64 ", \"ppid\": %" PRIu64 ", \"run_id\": ", pr->pid, pr->ppid);
-    cli_json_str(stdout, pr->run_id);
-    fputs(", \"argv\": [", stdout);
-    for (size_t k = 0; k < pr->argc; k++) {
-        if (k)
-            fputs(", ", stdout);
-        cli_json_str(stdout, pr->argv[k]);
-    }
-    fputs("], \"exe\": ", stdout);
-    cli_json_str(stdout, pr->exe);
-    fputs(", \"host\": ", stdout);
-    cli_json_str(stdout, pr->host);
-    fputs(", \"python\": ", stdout);
-    cli_json_str(stdout, pr->python_version);
-    printf(", \"window\": %" PRIu64 ", \"start_unix_ns\": %" PRIu64
-           ", \"period_ns\": %" PRIu64 ", \"clock\": \"%s\", \"timer\": ",
-           pr->window, pr->start_unix_ns, pr->period_ns, cli_clock_name(pr->clock));
-    cli_json_str(stdout, pr->timer);
-    printf(", \"samples\": %" PRIu64 ", \"samples_in_log\": %" PRIu64
-           ", \"duration_s\": %.6f, \"ended\": ",
-           pr->samples, pr->samples_read, aggregate_process_duration(p, i));
-    cli_json_str(stdout, pr->has_footer ? cli_end_text(f->end) : "truncated");
-    fputs(", \"exit_status\": ", stdout);
-    if (pr->has_footer && f->status_known && f->end != PYPROF_END_SIGNAL)
-        printf("%" PRId64, f->status);
+    jsonw_begin_object(w);
+    jsonw_key_u64(w, "pid", pr->pid);
+    jsonw_key_u64(w, "ppid", pr->ppid);
+    jsonw_key_string(w, "run_id", pr->run_id);
+    jsonw_key(w, "argv");
+    jsonw_begin_array(w);
+    for (size_t k = 0; k < pr->argc; k++)
+        jsonw_string(w, pr->argv[k]);
+    jsonw_end_array(w);
+    jsonw_key_string(w, "exe", pr->exe);
+    jsonw_key_string(w, "host", pr->host);
+    jsonw_key_string(w, "python", pr->python_version);
+    jsonw_key_u64(w, "window", pr->window);
+    jsonw_key_u64(w, "start_unix_ns", pr->start_unix_ns);
+    jsonw_key_u64(w, "period_ns", pr->period_ns);
+    jsonw_key_string(w, "clock", cli_clock_name(pr->clock));
+    jsonw_key_string(w, "timer", pr->timer);
+    jsonw_key_u64(w, "samples", pr->samples);
+    jsonw_key_u64(w, "samples_in_log", pr->samples_read);
+    jsonw_key_double(w, "duration_s", aggregate_process_duration(p, i), 6);
+    jsonw_key_string(w, "ended", pr->has_footer ? cli_end_text(f->end) : "truncated");
+    int status = pr->has_footer && f->status_known;
+    jsonw_key(w, "exit_status");
+    if (status && f->end != PYPROF_END_SIGNAL)
+        jsonw_i64(w, f->status);
     else
-        fputs("null", stdout);
-    fputs(", \"signal\": ", stdout);
-    if (pr->has_footer && f->status_known && f->end == PYPROF_END_SIGNAL)
-        printf("%" PRId64, f->status);
+        jsonw_null(w);
+    jsonw_key(w, "signal");
+    if (status && f->end == PYPROF_END_SIGNAL)
+        jsonw_i64(w, f->status);
     else
-        fputs("null", stdout);
-    printf(", \"truncated\": %s, \"dropped\": {", pr->has_footer ? "false" : "true");
+        jsonw_null(w);
+    jsonw_key_bool(w, "truncated", !pr->has_footer);
+    jsonw_key(w, "dropped");
+    jsonw_begin_object(w);
     if (pr->has_footer) {
         for (int d = 0; d < PYPROF_DROP_COUNT; d++)
-            printf("%s\"%s\": %" PRIu64, d ? ", " : "", cli_drop_name(d), f->dropped[d]);
+            jsonw_key_u64(w, cli_drop_name(d), f->dropped[d]);
     }
-    fputs("}, \"achieved_hz\": ", stdout);
+    jsonw_end_object(w);
+    jsonw_key(w, "achieved_hz");
     if (pr->has_footer)
-        printf("%.3f", (double)f->achieved_hz_milli / 1000.0);
+        jsonw_double(w, (double)f->achieved_hz_milli / 1000.0, 3);
     else
-        fputs("null", stdout);
-    fputs(", \"library_cpu_ns\": ", stdout);
-    json_u64_or_null(pr->has_footer, f->lib_cpu_ns);
-    fputs(", \"cost\": ", stdout);
-    print_cost_json(pr);
-    fputs(", \"native\": ", stdout);
-    print_native_json(pr);
-    fputs(", \"rss\": {\"start\": ", stdout);
-    json_u64_or_null(pr->has_rss, pr->rss_start);
-    fputs(", \"peak\": ", stdout);
-    json_u64_or_null(pr->has_rss, pr->rss_peak);
-    fputs(", \"end\": ", stdout);
-    json_u64_or_null(pr->has_rss, pr->rss_end);
-    fputs("}, \"path\": ", stdout);
-    cli_json_str(stdout, pr->path);
+        jsonw_null(w);
+    json_u64_or_null(w, "library_cpu_ns", pr->has_footer, f->lib_cpu_ns);
+    print_cost_json(w, pr);
+    print_native_json(w, pr);
+    jsonw_key(w, "rss");
+    jsonw_begin_object(w);
+    json_u64_or_null(w, "start", pr->has_rss, pr->rss_start);
+    json_u64_or_null(w, "peak", pr->has_rss, pr->rss_peak);
+    json_u64_or_null(w, "end", pr->has_rss, pr->rss_end);
+    jsonw_end_object(w);
+    jsonw_key_string(w, "path", pr->path);
     /* A rotated series is one process of several files. */
-    printf(", \"files\": %zu, \"snapshots\": %" PRIu64, pr->nfiles, pr->snapshots);
+    jsonw_key_u64(w, "files", pr->nfiles);
+    jsonw_key_u64(w, "snapshots", pr->snapshots);
     /* Spans: kept, of which without a stop in the logs; stops whose start is not there. */
-    printf(", \"spans\": %" PRIu64 ", \"spans_unfinished\": %" PRIu64
-           ", \"span_stops_unmatched\": %" PRIu64 ", \"spans_lost\": ",
-           pr->spans, pr->spans_unfinished, pr->span_stops_unmatched);
+    jsonw_key_u64(w, "spans", pr->spans);
+    jsonw_key_u64(w, "spans_unfinished", pr->spans_unfinished);
+    jsonw_key_u64(w, "span_stops_unmatched", pr->span_stops_unmatched);
     /* Starts and stops the library could not queue (the footer's span section; null
      * without it: no footer, or an older writer). */
-    json_u64_or_null(pr->has_footer && f->has_spans, f->spans_lost);
-    fputc('}', stdout);
+    json_u64_or_null(w, "spans_lost", pr->has_footer && f->has_spans, f->spans_lost);
+    jsonw_end_object(w);
 }
 
+/* docs/JSON.md, "report", describes every key. */
 static int print_json(const profile *p, const aggregate_counts *a, const report_opts *o)
 {
     uint32_t *order, *threads;
     if (orders(p, &order, &threads) < 0)
         return cli_oom();
-    printf("{\"samples\": %zu, \"dropped\": %" PRIu64 ", \"duration_s\": %.6f,\n"
-           " \"processes\": [",
-           p->nsamples, aggregate_dropped(p), aggregate_duration(p));
+    jsonw w;
+    jsonw_init(&w, stdout, 0);
+    jsonw_begin_object(&w);
+    jsonw_key_u64(&w, "samples", p->nsamples);
+    jsonw_key_u64(&w, "dropped", aggregate_dropped(p));
+    jsonw_key_double(&w, "duration_s", aggregate_duration(p), 6);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "processes");
+    jsonw_begin_array(&w);
     for (size_t i = 0; i < p->nprocs; i++) {
-        fputs(i ? ",\n  " : "\n  ", stdout);
-        print_process_json(p, i);
+        jsonw_break(&w, 2);
+        print_process_json(&w, p, i);
     }
-    fputs("],\n \"threads\": [", stdout);
+    jsonw_end_array(&w);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "threads");
+    jsonw_begin_array(&w);
     for (size_t k = 0; k < p->nthreads; k++) {
         const profile_thread *t = &p->threads[threads[k]];
-        printf("%s{\"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"name\": ",
-               k ? ",\n  " : "\n  ", p->procs[t->process].pid, t->tid);
-        cli_json_str(stdout, t->name);
-        printf(", \"samples\": %" PRIu64 "}", t->samples);
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_u64(&w, "pid", p->procs[t->process].pid);
+        jsonw_key_u64(&w, "tid", t->tid);
+        jsonw_key_string(&w, "name", t->name);
+        jsonw_key_u64(&w, "samples", t->samples);
+        jsonw_end_object(&w);
     }
-    fputs("],\n \"functions\": [", stdout);
+    jsonw_end_array(&w);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "functions");
+    jsonw_begin_array(&w);
     size_t n = aggregate_sort_funcs(p, a, a->self, order);
     if (o->top_given && n > o->top)
         n = o->top;
     for (size_t k = 0; k < n; k++) {
         uint32_t f = order[k];
         const profile_func *fn = &p->funcs[f];
-        fputs(k ? ",\n  {\"name\": " : "\n  {\"name\": ", stdout);
-        cli_json_str(stdout, fn->name);
-        fputs(", \"file\": ", stdout);
-        cli_json_str(stdout, fn->file);
-        printf(", \"line\": %" PRId64 ", \"kind\": \"%s\", \"self\": %" PRIu64
-               ", \"total\": %" PRIu64 ", \"lines\": [",
-               fn->line, fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python", a->self[f],
-               a->total[f]);
-        for (size_t l = a->line_first[f]; l < a->line_first[f + 1]; l++)
-            printf("%s{\"line\": %" PRId32 ", \"self\": %" PRIu64 "}",
-                   l > a->line_first[f] ? ", " : "", a->lines[l].line, a->lines[l].self);
-        fputs("]}", stdout);
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_string(&w, "name", fn->name);
+        jsonw_key_string(&w, "file", fn->file);
+        jsonw_key_i64(&w, "line", fn->line);
+        jsonw_key_string(&w, "kind", fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
+        jsonw_key_u64(&w, "self", a->self[f]);
+        jsonw_key_u64(&w, "total", a->total[f]);
+        jsonw_key(&w, "lines");
+        jsonw_begin_array(&w);
+        for (size_t l = a->line_first[f]; l < a->line_first[f + 1]; l++) {
+            jsonw_begin_object(&w);
+            jsonw_key_i64(&w, "line", a->lines[l].line);
+            jsonw_key_u64(&w, "self", a->lines[l].self);
+            jsonw_end_object(&w);
+        }
+        jsonw_end_array(&w);
+        jsonw_end_object(&w);
     }
-    fputs("]}\n", stdout);
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    jsonw_finish(&w);
     free(order);
     free(threads);
     return CLI_EXIT_OK;

@@ -15,7 +15,7 @@
  * (process, thread, span id, whether it is unfinished, microsecond times, samples, CPU
  * and top functions) and a top-level `pyprof` (the trace id, its processes).
  *
- * Every string from the logs is data: JSON through cli_json_str (invalid UTF-8 becomes
+ * Every string from the logs is data: JSON through jsonw (invalid UTF-8 becomes
  * U+FFFD); a span's info is copied as an object only when jsonscan says it is one, else
  * as text; the page's JSON has '<', '>' and '&' as \u escapes (as `pyprof html`'s); dot
  * labels have '"' and '\' escaped and control characters as '?'; text output shows
@@ -36,6 +36,7 @@
 #include "read/spans.h"
 #include "read/trace.h"
 #include "cli.h"
+#include "jsonw.h"
 
 /* The trace page's template, as cmd_html.c embeds the viewer's. */
 __asm__(".section .rodata\n"
@@ -108,6 +109,7 @@ typedef struct trace_out {
     size_t t; /* the trace shown */
     const trace_opts *o;
     spans_func *funcs; /* room for o->top */
+    jsonw *j;          /* the JSON being written (put_json) */
     int oom;
 } trace_out;
 
@@ -161,39 +163,36 @@ static char *info_member(const profile_span *sp, const char *key, const char *df
 }
 
 /* A span's info, as an object: the program's when it is one, else its text in one. */
-static void put_info_obj(FILE *f, const char *info)
+static void put_info_obj(jsonw *j, const char *info)
 {
     if (jsonscan_is_object(info)) {
-        fputs(info, f);
+        jsonw_raw(j, info);
         return;
     }
-    fputs("{\"unparsed\": ", f);
-    cli_json_str(f, info);
-    fputc('}', f);
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "unparsed", info);
+    jsonw_end_object(j);
 }
 
 /* Walks the trace's tree depth first without recursion (a tree may be as deep as the
  * spans are many): `enter` for each span, `leave` after its children. */
-typedef void (*visit_fn)(trace_out *w, uint32_t s, uint32_t depth, int first);
+typedef void (*visit_fn)(trace_out *w, uint32_t s, uint32_t depth);
 static void walk_tree(trace_out *w, visit_fn enter, visit_fn leave)
 {
     const trace_set *ts = w->ts;
     uint32_t cur = ts->traces[w->t].first_root, depth = 0;
-    int first = 1;
     while (cur != PROFILE_NO_SPAN) {
-        enter(w, cur, depth, first);
+        enter(w, cur, depth);
         if (ts->first_child[cur] != PROFILE_NO_SPAN) {
             cur = ts->first_child[cur];
             depth++;
-            first = 1;
             continue;
         }
         for (;;) {
             if (leave)
-                leave(w, cur, depth, 0);
+                leave(w, cur, depth);
             if (ts->next_sibling[cur] != PROFILE_NO_SPAN) {
                 cur = ts->next_sibling[cur];
-                first = 0;
                 break;
             }
             cur = ts->tparent[cur];
@@ -206,29 +205,39 @@ static void walk_tree(trace_out *w, visit_fn enter, visit_fn leave)
 
 /* ---- list --------------------------------------------------------------------------- */
 
+/* docs/JSON.md, "trace list", describes every key. */
 static int do_list(FILE *f, const profile *p, const trace_set *ts, int json)
 {
     char b[64];
     if (json) {
-        fputs("{\"traces\": [", f);
+        jsonw j;
+        jsonw_init(&j, f, 0);
+        jsonw_begin_object(&j);
+        jsonw_key(&j, "traces");
+        jsonw_begin_array(&j);
         for (size_t i = 0; i < ts->ntraces; i++) {
             const trace *t = &ts->traces[i];
-            const profile_span *root = &p->spans[t->first_root];
-            fputs(i ? ",\n  {\"trace_id\": " : "\n  {\"trace_id\": ", f);
-            cli_json_str(f, t->id);
+            jsonw_break(&j, 2);
+            jsonw_begin_object(&j);
+            jsonw_key_string(&j, "trace_id", t->id);
             fmt_iso(t->start_unix_ns, b, sizeof b);
-            fprintf(f,
-                    ", \"started\": \"%s\", \"started_unix_ns\": %" PRIu64
-                    ", \"duration_ms\": %.3f, \"root\": ",
-                    b, t->start_unix_ns, (double)(t->end_unix_ns - t->start_unix_ns) / 1e6);
-            cli_json_str(f, root->name);
-            fprintf(f, ", \"spans\": %zu, \"unfinished\": %zu, \"pids\": [", t->nspans,
-                    t->unfinished);
+            jsonw_key_string(&j, "started", b);
+            jsonw_key_u64(&j, "started_unix_ns", t->start_unix_ns);
+            jsonw_key_double(&j, "duration_ms",
+                             (double)(t->end_unix_ns - t->start_unix_ns) / 1e6, 3);
+            jsonw_key_string(&j, "root", p->spans[t->first_root].name);
+            jsonw_key_u64(&j, "spans", t->nspans);
+            jsonw_key_u64(&j, "unfinished", t->unfinished);
+            jsonw_key(&j, "pids");
+            jsonw_begin_array(&j);
             for (size_t k = 0; k < t->npids; k++)
-                fprintf(f, "%s%" PRIu64, k ? ", " : "", t->pids[k]);
-            fputs("]}", f);
+                jsonw_u64(&j, t->pids[k]);
+            jsonw_end_array(&j);
+            jsonw_end_object(&j);
         }
-        fputs("]}\n", f);
+        jsonw_end_array(&j);
+        jsonw_end_object(&j);
+        jsonw_finish(&j);
         return CLI_EXIT_OK;
     }
     if (!ts->ntraces) {
@@ -292,61 +301,38 @@ static void put_payload(trace_out *w, uint32_t s, int stop, const char *service,
                         const char *project, const char *host, const char *tid,
                         const char *pid)
 {
-    FILE *f = w->f;
+    static const char prefix[] = "meta.raw_payload.";
+    jsonw *j = w->j;
     const profile_span *sp = &w->p->spans[s];
     char *key = NULL, ts[64];
-    if (asprintf(&key, "%s-%s", sp->name, stop ? "stop" : "start") < 0) {
+    if (asprintf(&key, "%s%s-%s", prefix, sp->name, stop ? "stop" : "start") < 0) {
         w->oom = 1;
         return;
     }
-    fputs("\"meta.raw_payload.", f);
-    {
-        /* The key's text after the prefix, escaped as a string's inside. */
-        char *m = NULL;
-        size_t mlen = 0;
-        FILE *mf = open_memstream(&m, &mlen);
-        if (!mf) {
-            free(key);
-            w->oom = 1;
-            return;
-        }
-        cli_json_str(mf, key);
-        fclose(mf);
-        if (!m) {
-            free(key);
-            w->oom = 1;
-            return;
-        }
-        fwrite(m + 1, 1, mlen - 1, f); /* without the opening quote */
-        free(m);
-    }
-    fputs(": {\"name\": ", f);
-    cli_json_str(f, key);
+    jsonw_break(j, 2);
+    jsonw_key(j, key);
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "name", key + strlen(prefix));
     free(key);
-    fputs(", \"base_id\": ", f);
-    cli_json_str(f, sp->base_id[0] ? sp->base_id : w->ts->traces[w->t].id);
-    fputs(", \"trace_id\": ", f);
-    cli_json_str(f, tid);
-    fputs(", \"parent_id\": ", f);
-    cli_json_str(f, pid);
+    jsonw_key_string(j, "base_id", sp->base_id[0] ? sp->base_id : w->ts->traces[w->t].id);
+    jsonw_key_string(j, "trace_id", tid);
+    jsonw_key_string(j, "parent_id", pid);
     fmt_iso(trace_span_unix_ns(w->p, s, stop), ts, sizeof ts);
-    fprintf(f, ", \"timestamp\": \"%s\", \"project\": ", ts);
-    cli_json_str(f, project);
-    fputs(", \"service\": ", f);
-    cli_json_str(f, service);
-    fputs(", \"host\": ", f);
-    cli_json_str(f, host);
+    jsonw_key_string(j, "timestamp", ts);
+    jsonw_key_string(j, "project", project);
+    jsonw_key_string(j, "service", service);
+    jsonw_key_string(j, "host", host);
     const char *info = stop ? sp->stop_info : sp->info;
     if (info[0]) {
-        fputs(", \"info\": ", f);
-        put_info_obj(f, info);
+        jsonw_key(j, "info");
+        put_info_obj(j, info);
     }
-    fputc('}', f);
+    jsonw_end_object(j);
 }
 
-static void json_enter(trace_out *w, uint32_t s, uint32_t depth, int first)
+static void json_enter(trace_out *w, uint32_t s, uint32_t depth)
 {
-    FILE *f = w->f;
+    jsonw *j = w->j;
     const profile *p = w->p;
     const profile_span *sp = &p->spans[s];
     const profile_process *pr = &p->procs[sp->process];
@@ -363,66 +349,70 @@ static void json_enter(trace_out *w, uint32_t s, uint32_t depth, int first)
     }
     span_tid(p, s, tid, sizeof tid);
     span_parent_id(w, s, pid, sizeof pid);
-    fprintf(f, "%s%*s{\"info\": {\"name\": ", first ? "\n" : ",\n", (int)(depth < 32 ? depth : 32),
-            "");
-    cli_json_str(f, sp->name);
-    fputs(", \"service\": ", f);
-    cli_json_str(f, service);
-    fputs(", \"project\": ", f);
-    cli_json_str(f, project);
-    fputs(", \"host\": ", f);
-    cli_json_str(f, host);
-    fprintf(f, ", \"started\": %" PRId64 ", \"finished\": %" PRId64, ms_since(t0, a),
-            ms_since(t0, b));
+    jsonw_break(j, depth < 32 ? (int)depth : 32);
+    jsonw_begin_object(j);
+    jsonw_key(j, "info");
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "name", sp->name);
+    jsonw_key_string(j, "service", service);
+    jsonw_key_string(j, "project", project);
+    jsonw_key_string(j, "host", host);
+    jsonw_key_i64(j, "started", ms_since(t0, a));
+    jsonw_key_i64(j, "finished", ms_since(t0, b));
     if (!sp->unfinished) {
         char *etype = jsonscan_string(sp->stop_info, "etype");
-        fputs(", \"exception\": ", f);
-        cli_json_str(f, etype ? etype : "None");
+        jsonw_key_string(j, "exception", etype ? etype : "None");
         free(etype);
     }
-    fputs(",\n  ", f);
     put_payload(w, s, 0, service, project, host, tid, pid);
-    if (!sp->unfinished) {
-        fputs(",\n  ", f);
+    if (!sp->unfinished)
         put_payload(w, s, 1, service, project, host, tid, pid);
-    }
     spans_cost cost;
     size_t n = span_top(w, s, &cost);
-    fprintf(f,
-            ",\n  \"pyprof\": {\"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"thread\": ",
-            pr->pid, th->tid);
-    cli_json_str(f, th->name);
-    fprintf(f,
-            ", \"span_id\": %" PRIu64 ", \"parent_span_id\": %" PRIu64
-            ", \"unfinished\": %s, \"started_us\": %" PRId64 ", \"finished_us\": %" PRId64
-            ", \"samples\": %" PRIu64 ", \"cpu_ms\": %.3f, \"top_functions\": [",
-            sp->id, sp->parent_span_id, sp->unfinished ? "true" : "false",
-            (int64_t)(a - t0) / 1000, (int64_t)(b - t0) / 1000, cost.samples,
-            (double)cost.us / 1000.0);
+    jsonw_break(j, 2);
+    jsonw_key(j, "pyprof");
+    jsonw_begin_object(j);
+    jsonw_key_u64(j, "pid", pr->pid);
+    jsonw_key_u64(j, "tid", th->tid);
+    jsonw_key_string(j, "thread", th->name);
+    jsonw_key_u64(j, "span_id", sp->id);
+    jsonw_key_u64(j, "parent_span_id", sp->parent_span_id);
+    jsonw_key_bool(j, "unfinished", sp->unfinished);
+    jsonw_key_i64(j, "started_us", (int64_t)(a - t0) / 1000);
+    jsonw_key_i64(j, "finished_us", (int64_t)(b - t0) / 1000);
+    jsonw_key_u64(j, "samples", cost.samples);
+    jsonw_key_double(j, "cpu_ms", (double)cost.us / 1000.0, 3);
+    jsonw_key(j, "top_functions");
+    jsonw_begin_array(j);
     for (size_t k = 0; k < n; k++) {
         const profile_func *fn = &p->funcs[w->funcs[k].func];
-        fputs(k ? ", {\"function\": " : "{\"function\": ", f);
-        cli_json_str(f, fn->name);
-        fputs(", \"file\": ", f);
-        cli_json_str(f, fn->file);
-        fprintf(f, ", \"line\": %" PRId64 ", \"samples\": %" PRIu64 ", \"self_ms\": %.3f}",
-                fn->line, w->funcs[k].samples, (double)w->funcs[k].self_us / 1000.0);
+        jsonw_begin_object(j);
+        jsonw_key_string(j, "function", fn->name);
+        jsonw_key_string(j, "file", fn->file);
+        jsonw_key_i64(j, "line", fn->line);
+        jsonw_key_u64(j, "samples", w->funcs[k].samples);
+        jsonw_key_double(j, "self_ms", (double)w->funcs[k].self_us / 1000.0, 3);
+        jsonw_end_object(j);
     }
-    fputs("]}},\n  \"trace_id\": ", f);
-    cli_json_str(f, tid);
-    fputs(", \"parent_id\": ", f);
-    cli_json_str(f, pid);
-    fputs(", \"children\": [", f);
+    jsonw_end_array(j);
+    jsonw_end_object(j); /* pyprof */
+    jsonw_end_object(j); /* info */
+    jsonw_break(j, 2);
+    jsonw_key_string(j, "trace_id", tid);
+    jsonw_key_string(j, "parent_id", pid);
+    jsonw_key(j, "children");
+    jsonw_begin_array(j);
 done:
     free(service);
     free(project);
     free(host);
 }
 
-static void json_leave(trace_out *w, uint32_t s, uint32_t depth, int first)
+static void json_leave(trace_out *w, uint32_t s, uint32_t depth)
 {
-    (void)s, (void)depth, (void)first;
-    fputs("]}", w->f);
+    (void)s, (void)depth;
+    jsonw_end_array(w->j);
+    jsonw_end_object(w->j);
 }
 
 /* For stats: the trace's spans by name (as written: invalid UTF-8 replaced, so two
@@ -460,72 +450,93 @@ static void put_stats(trace_out *w)
         n++;
     }
     qsort(v, n, sizeof *v, cmp_named);
-    fputs("\"stats\": {", w->f);
+    jsonw_break(w->j, 0);
+    jsonw_key(w->j, "stats");
+    jsonw_begin_object(w->j);
     for (size_t i = 0; i < n;) {
         size_t j = i;
         int64_t ms = 0;
         for (; j < n && !strcmp(v[j].name, v[i].name); j++)
             ms += v[j].ms;
-        fputs(i ? ", " : "", w->f);
-        cli_json_str(w->f, v[i].name);
-        fprintf(w->f, ": {\"count\": %zu, \"duration\": %" PRId64 "}", j - i, ms);
+        jsonw_key(w->j, v[i].name);
+        jsonw_begin_object(w->j);
+        jsonw_key_u64(w->j, "count", j - i);
+        jsonw_key_i64(w->j, "duration", ms);
+        jsonw_end_object(w->j);
         i = j;
     }
-    fputs("}", w->f);
+    jsonw_end_object(w->j);
     for (size_t i = 0; i < n; i++)
         free(v[i].name);
     free(v);
 }
 
-static void put_json(trace_out *w)
+/* OSProfiler's report and ours (docs/JSON.md, "trace show"); `flags`: JSONW_HTML for
+ * the page, else 0. */
+static void put_json(trace_out *w, unsigned flags)
 {
-    FILE *f = w->f;
     const profile *p = w->p;
     const trace *t = &w->ts->traces[w->t];
+    jsonw j;
+    jsonw_init(&j, w->f, flags);
+    w->j = &j;
     uint64_t last = t->start_unix_ns;
     for (size_t i = 0; i < p->nspans; i++)
         if (w->ts->trace_of[i] == w->t && trace_span_unix_ns(p, (uint32_t)i, 0) > last)
             last = trace_span_unix_ns(p, (uint32_t)i, 0);
-    fprintf(f,
-            "{\"info\": {\"name\": \"total\", \"started\": 0, \"finished\": %" PRId64
-            ", \"last_trace_started\": %" PRId64 "},\n\"children\": [",
-            ms_since(t->start_unix_ns, t->end_unix_ns), ms_since(t->start_unix_ns, last));
+    jsonw_begin_object(&j);
+    jsonw_key(&j, "info");
+    jsonw_begin_object(&j);
+    jsonw_key_string(&j, "name", "total");
+    jsonw_key_i64(&j, "started", 0);
+    jsonw_key_i64(&j, "finished", ms_since(t->start_unix_ns, t->end_unix_ns));
+    jsonw_key_i64(&j, "last_trace_started", ms_since(t->start_unix_ns, last));
+    jsonw_end_object(&j);
+    jsonw_break(&j, 0);
+    jsonw_key(&j, "children");
+    jsonw_begin_array(&j);
     walk_tree(w, json_enter, json_leave);
-    fputs("],\n", f);
+    jsonw_end_array(&j);
     put_stats(w);
-    fputs(",\n\"pyprof\": {\"trace_id\": ", f);
-    cli_json_str(f, t->id);
-    fprintf(f,
-            ", \"started_unix_ns\": %" PRIu64 ", \"finished_unix_ns\": %" PRIu64
-            ", \"spans\": %zu, \"unfinished\": %zu, \"tool\": ",
-            t->start_unix_ns, t->end_unix_ns, t->nspans, t->unfinished);
-    cli_json_str(f, "pyprof " PYPROF_VERSION_STRING);
-    fputs(", \"processes\": [", f);
+    jsonw_break(&j, 0);
+    jsonw_key(&j, "pyprof");
+    jsonw_begin_object(&j);
+    jsonw_key_string(&j, "trace_id", t->id);
+    jsonw_key_u64(&j, "started_unix_ns", t->start_unix_ns);
+    jsonw_key_u64(&j, "finished_unix_ns", t->end_unix_ns);
+    jsonw_key_u64(&j, "spans", t->nspans);
+    jsonw_key_u64(&j, "unfinished", t->unfinished);
+    jsonw_key_string(&j, "tool", "pyprof " PYPROF_VERSION_STRING);
+    jsonw_key(&j, "processes");
+    jsonw_begin_array(&j);
     for (size_t k = 0; k < t->npids; k++) {
         /* The first process of the logs with that pid among the trace's spans. */
         const profile_process *pr = NULL;
         for (size_t i = 0; i < p->nspans && !pr; i++)
             if (w->ts->trace_of[i] == w->t && p->procs[p->spans[i].process].pid == t->pids[k])
                 pr = &p->procs[p->spans[i].process];
-        fprintf(f, "%s{\"pid\": %" PRIu64 ", \"host\": ", k ? ", " : "", pr->pid);
-        cli_json_str(f, pr->host);
-        fputs(", \"argv\": [", f);
-        for (size_t a = 0; a < pr->argc; a++) {
-            fputs(a ? ", " : "", f);
-            cli_json_str(f, pr->argv[a]);
-        }
-        fputs("], \"log\": ", f);
-        cli_json_str(f, pr->path);
-        fputc('}', f);
+        jsonw_begin_object(&j);
+        jsonw_key_u64(&j, "pid", pr->pid);
+        jsonw_key_string(&j, "host", pr->host);
+        jsonw_key(&j, "argv");
+        jsonw_begin_array(&j);
+        for (size_t a = 0; a < pr->argc; a++)
+            jsonw_string(&j, pr->argv[a]);
+        jsonw_end_array(&j);
+        jsonw_key_string(&j, "log", pr->path);
+        jsonw_end_object(&j);
     }
-    fputs("]}}\n", f);
+    jsonw_end_array(&j);
+    jsonw_end_object(&j);
+    jsonw_end_object(&j);
+    jsonw_finish(&j);
+    w->j = NULL;
 }
 
 /* ---- show: text --------------------------------------------------------------------- */
 
-static void text_enter(trace_out *w, uint32_t s, uint32_t depth, int first)
+static void text_enter(trace_out *w, uint32_t s, uint32_t depth)
 {
-    (void)first;
     FILE *f = w->f;
     const profile *p = w->p;
     const profile_span *sp = &p->spans[s];
@@ -593,9 +604,9 @@ static void put_dot_str(FILE *f, const char *s)
     putc('"', f);
 }
 
-static void dot_enter(trace_out *w, uint32_t s, uint32_t depth, int first)
+static void dot_enter(trace_out *w, uint32_t s, uint32_t depth)
 {
-    (void)depth, (void)first;
+    (void)depth;
     FILE *f = w->f;
     const profile *p = w->p;
     const profile_span *sp = &p->spans[s];
@@ -683,47 +694,17 @@ static void put_dot(trace_out *w)
 
 static void put_html(trace_out *w)
 {
-    char *json = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&json, &len);
-    if (!m) {
-        w->oom = 1;
-        return;
-    }
-    FILE *f = w->f;
-    w->f = m;
-    put_json(w);
-    w->f = f;
-    if (fclose(m) || !json) {
-        free(json);
-        w->oom = 1;
-        return;
-    }
     const char *tpl = pyprof_trace_html;
     size_t tpl_len = (size_t)(pyprof_trace_html_end - pyprof_trace_html);
     const char *mark = memmem(tpl, tpl_len, DATA_MARKER, strlen(DATA_MARKER));
     if (!mark) {
-        free(json);
         w->oom = 1;
         return;
     }
-    fwrite(tpl, 1, (size_t)(mark - tpl), f);
-    /* '<', '>' and '&' only occur inside strings in the JSON: as \u escapes they cannot
-     * end the script element or open a comment. */
-    for (size_t i = 0; i < len; i++) {
-        char c = json[i];
-        if (c == '<')
-            fputs("\\u003c", f);
-        else if (c == '>')
-            fputs("\\u003e", f);
-        else if (c == '&')
-            fputs("\\u0026", f);
-        else
-            putc(c, f);
-    }
+    fwrite(tpl, 1, (size_t)(mark - tpl), w->f);
+    put_json(w, JSONW_HTML);
     const char *rest = mark + strlen(DATA_MARKER);
-    fwrite(rest, 1, (size_t)(tpl + tpl_len - rest), f);
-    free(json);
+    fwrite(rest, 1, (size_t)(tpl + tpl_len - rest), w->f);
 }
 
 /* ---- the command -------------------------------------------------------------------- */
@@ -744,7 +725,7 @@ static int do_show(const profile *p, const trace_set *ts, const char *id, const 
                   shown, id[k] ? "..." : "", ts->ntraces, ts->ntraces == 1 ? "" : "s");
         return CLI_EXIT_BAD_INPUT;
     }
-    trace_out w = {f, p, ts, {0}, (size_t)t, o, NULL, 0};
+    trace_out w = {f, p, ts, {0}, (size_t)t, o, NULL, NULL, 0};
     w.funcs = malloc(o->top * sizeof *w.funcs);
     if (!w.funcs || spans_index_build(p, &w.ix) < 0) {
         free(w.funcs);
@@ -752,7 +733,7 @@ static int do_show(const profile *p, const trace_set *ts, const char *id, const 
     }
     switch (o->format) {
     case OUT_JSON:
-        put_json(&w);
+        put_json(&w, 0);
         break;
     case OUT_HTML:
         put_html(&w);

@@ -12,6 +12,7 @@
 
 #include "read/calltree.h"
 #include "cli.h"
+#include "jsonw.h"
 
 const char cmd_tree_usage[] =
     "usage: pyprof tree [options] LOG... | DIR...\n"
@@ -129,25 +130,24 @@ static void print_text_node(tree_out *w, uint32_t n, char *prefix, size_t plen, 
     free(kids);
 }
 
-static void print_json_node(tree_out *w, uint32_t n)
+static void print_json_node(tree_out *w, jsonw *j, uint32_t n)
 {
     const calltree_node *node = &w->t->nodes[n];
     const profile_func *f = &w->p->funcs[node->func];
-    fputs("{\"name\": ", stdout);
-    cli_json_str(stdout, f->name);
-    fputs(", \"file\": ", stdout);
-    cli_json_str(stdout, f->file);
-    printf(", \"line\": %" PRId64 ", \"total\": %" PRIu64 ", \"self\": %" PRIu64
-           ", \"children\": [",
-           f->line, node->total, node->self);
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "name", f->name);
+    jsonw_key_string(j, "file", f->file);
+    jsonw_key_i64(j, "line", f->line);
+    jsonw_key_u64(j, "total", node->total);
+    jsonw_key_u64(j, "self", node->self);
+    jsonw_key(j, "children");
+    jsonw_begin_array(j);
     size_t nk;
     uint32_t *kids = shown_children(w, n, &nk);
-    for (size_t k = 0; k < nk && !w->oom; k++) {
-        if (k)
-            fputs(", ", stdout);
-        print_json_node(w, kids[k]);
-    }
-    fputs("]}", stdout);
+    for (size_t k = 0; k < nk && !w->oom; k++)
+        print_json_node(w, j, kids[k]);
+    jsonw_end_array(j);
+    jsonw_end_object(j);
     free(kids);
 }
 
@@ -159,17 +159,29 @@ static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
     size_t nk;
     uint32_t *roots = shown_children(&w, CALLTREE_ROOT, &nk);
     if (o->json) {
-        printf("{\"samples\": %zu, \"min_percent\": %g, \"depth\": ", p->nsamples, o->min_pct);
+        /* docs/JSON.md, "tree", describes every key. */
+        jsonw j;
+        jsonw_init(&j, stdout, 0);
+        jsonw_begin_object(&j);
+        jsonw_key_u64(&j, "samples", p->nsamples);
+        char pct[32];
+        snprintf(pct, sizeof pct, "%g", o->min_pct); /* a percentage the user gave: 0-100 */
+        jsonw_key(&j, "min_percent");
+        jsonw_raw(&j, pct);
+        jsonw_key(&j, "depth");
         if (o->depth)
-            printf("%" PRIu32, o->depth);
+            jsonw_u64(&j, o->depth);
         else
-            fputs("null", stdout);
-        fputs(", \"roots\": [", stdout);
+            jsonw_null(&j);
+        jsonw_key(&j, "roots");
+        jsonw_begin_array(&j);
         for (size_t k = 0; k < nk && !w.oom; k++) {
-            fputs(k ? ",\n  " : "\n  ", stdout);
-            print_json_node(&w, roots[k]);
+            jsonw_break(&j, 2);
+            print_json_node(&w, &j, roots[k]);
         }
-        fputs("]}\n", stdout);
+        jsonw_end_array(&j);
+        jsonw_end_object(&j);
+        jsonw_finish(&j);
     } else {
         printf("pyprof tree: %zu process%s, %zu thread%s, %zu samples, merged", p->nprocs,
                p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",

@@ -27,8 +27,8 @@
 #include <pyprof/pyprof.h>
 
 #include "read/jsonscan.h"
-#include "cli.h"
 #include "export.h"
+#include "jsonw.h"
 
 typedef struct open_frame {
     uint32_t func;
@@ -36,33 +36,33 @@ typedef struct open_frame {
 } open_frame;
 
 typedef struct chrome_out {
-    FILE *out;
+    jsonw *j;
     const profile *p;
     int64_t *base_us; /* per process: its start, from the earliest one */
     open_frame *open; /* the frames open in the current run */
     size_t nopen;
     uint64_t pid, tid; /* of the thread being written */
-    int first;         /* no event written yet */
 } chrome_out;
-
-static void put_sep(chrome_out *w)
-{
-    fputs(w->first ? "\n  " : ",\n  ", w->out);
-    w->first = 0;
-}
 
 static void put_event(chrome_out *w, const open_frame *f, int64_t end)
 {
     const profile_func *fn = &w->p->funcs[f->func];
-    put_sep(w);
-    fputs("{\"ph\": \"X\", \"cat\": \"python\", \"name\": ", w->out);
-    cli_json_str(w->out, fn->name);
-    fprintf(w->out,
-            ", \"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"ts\": %" PRId64
-            ", \"dur\": %" PRId64 ", \"args\": {\"file\": ",
-            w->pid, w->tid, f->begin, end - f->begin);
-    cli_json_str(w->out, fn->file);
-    fprintf(w->out, ", \"line\": %" PRId64 "}}", fn->line);
+    jsonw *j = w->j;
+    jsonw_break(j, 2);
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "ph", "X");
+    jsonw_key_string(j, "cat", "python");
+    jsonw_key_string(j, "name", fn->name);
+    jsonw_key_u64(j, "pid", w->pid);
+    jsonw_key_u64(j, "tid", w->tid);
+    jsonw_key_i64(j, "ts", f->begin);
+    jsonw_key_i64(j, "dur", end - f->begin);
+    jsonw_key(j, "args");
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "file", fn->file);
+    jsonw_key_i64(j, "line", fn->line);
+    jsonw_end_object(j);
+    jsonw_end_object(j);
 }
 
 /* Closes the open frames deeper than `keep` at time `end`.  The outer ones are written
@@ -106,6 +106,22 @@ static void put_thread(chrome_out *w, const uint32_t *order, size_t begin, size_
     close_frames(w, 0, last_end);
 }
 
+/* A metadata event naming a process or a thread. */
+static void put_name(jsonw *j, const char *what, uint64_t pid, uint64_t tid, const char *name)
+{
+    jsonw_break(j, 2);
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "ph", "M");
+    jsonw_key_string(j, "name", what);
+    jsonw_key_u64(j, "pid", pid);
+    jsonw_key_u64(j, "tid", tid);
+    jsonw_key(j, "args");
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "name", name);
+    jsonw_end_object(j);
+    jsonw_end_object(j);
+}
+
 static void put_metadata(chrome_out *w)
 {
     const profile *p = w->p;
@@ -120,34 +136,24 @@ static void put_metadata(chrome_out *w)
         size_t at = 0;
         for (size_t k = 0; k < pr->argc; k++)
             at += (size_t)snprintf(name + at, len - at, "%s%s", k ? " " : "", pr->argv[k]);
-        put_sep(w);
-        fprintf(w->out,
-                "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %" PRIu64
-                ", \"tid\": 0, \"args\": {\"name\": ",
-                pr->pid);
-        cli_json_str(w->out, at ? name : "python");
-        fputs("}}", w->out);
+        put_name(w->j, "process_name", pr->pid, 0, at ? name : "python");
         free(name);
     }
     for (size_t i = 0; i < p->nthreads; i++) {
         const profile_thread *t = &p->threads[i];
-        put_sep(w);
-        fprintf(w->out,
-                "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %" PRIu64
-                ", \"tid\": %" PRIu64 ", \"args\": {\"name\": ",
-                p->procs[t->process].pid, t->tid);
-        cli_json_str(w->out, t->name[0] ? t->name : "thread");
-        fputs("}}", w->out);
+        put_name(w->j, "thread_name", p->procs[t->process].pid, t->tid,
+                 t->name[0] ? t->name : "thread");
     }
 }
 
-static void put_info_arg(FILE *out, const char *key, const char *info)
+/* A span's info: the program's JSON object when it is one, else its text. */
+static void put_info_arg(jsonw *j, const char *key, const char *info)
 {
-    fprintf(out, ", \"%s\": ", key);
+    jsonw_key(j, key);
     if (jsonscan_is_object(info))
-        fputs(info, out);
+        jsonw_raw(j, info);
     else
-        cli_json_str(out, info);
+        jsonw_string(j, info);
 }
 
 static void put_spans(chrome_out *w)
@@ -155,24 +161,28 @@ static void put_spans(chrome_out *w)
     const profile *p = w->p;
     for (size_t i = 0; i < p->nspans; i++) {
         const profile_span *s = &p->spans[i];
-        put_sep(w);
-        fputs("{\"ph\": \"X\", \"cat\": \"span\", \"name\": ", w->out);
-        cli_json_str(w->out, s->name);
-        fprintf(w->out,
-                ", \"pid\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"ts\": %" PRId64
-                ", \"dur\": %" PRId64 ", \"args\": {\"span_id\": %" PRIu64
-                ", \"parent_span_id\": %" PRIu64 ", \"unfinished\": %s, \"trace_id\": ",
-                p->procs[s->process].pid, p->threads[s->thread].tid,
-                w->base_us[s->process] + s->start_us, s->stop_us - s->start_us, s->id,
-                s->parent_span_id, s->unfinished ? "true" : "false");
-        cli_json_str(w->out, s->trace_id);
-        fputs(", \"parent_id\": ", w->out);
-        cli_json_str(w->out, s->parent_id);
-        fputs(", \"base_id\": ", w->out);
-        cli_json_str(w->out, s->base_id);
-        put_info_arg(w->out, "info", s->info);
-        put_info_arg(w->out, "stop_info", s->stop_info);
-        fputs("}}", w->out);
+        jsonw *j = w->j;
+        jsonw_break(j, 2);
+        jsonw_begin_object(j);
+        jsonw_key_string(j, "ph", "X");
+        jsonw_key_string(j, "cat", "span");
+        jsonw_key_string(j, "name", s->name);
+        jsonw_key_u64(j, "pid", p->procs[s->process].pid);
+        jsonw_key_u64(j, "tid", p->threads[s->thread].tid);
+        jsonw_key_i64(j, "ts", w->base_us[s->process] + s->start_us);
+        jsonw_key_i64(j, "dur", s->stop_us - s->start_us);
+        jsonw_key(j, "args");
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "span_id", s->id);
+        jsonw_key_u64(j, "parent_span_id", s->parent_span_id);
+        jsonw_key_bool(j, "unfinished", s->unfinished);
+        jsonw_key_string(j, "trace_id", s->trace_id);
+        jsonw_key_string(j, "parent_id", s->parent_id);
+        jsonw_key_string(j, "base_id", s->base_id);
+        put_info_arg(j, "info", s->info);
+        put_info_arg(j, "stop_info", s->stop_info);
+        jsonw_end_object(j);
+        jsonw_end_object(j);
     }
 }
 
@@ -194,7 +204,9 @@ static int64_t *process_bases(const profile *p)
 int export_chrome(FILE *out, const profile *p, const export_opts *o)
 {
     (void)o;
-    chrome_out w = {out, p, process_bases(p), NULL, 0, 0, 0, 1};
+    jsonw j;
+    jsonw_init(&j, out, 0);
+    chrome_out w = {&j, p, process_bases(p), NULL, 0, 0, 0};
     w.open = malloc(((size_t)aggregate_max_depth(p) + 1) * sizeof *w.open);
     uint32_t *order = aggregate_samples_by_thread(p);
     if (!w.base_us || !w.open || !order) {
@@ -203,9 +215,15 @@ int export_chrome(FILE *out, const profile *p, const export_opts *o)
         free(order);
         return export_oom();
     }
-    fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": {\"exporter\": "
-          "\"pyprof " PYPROF_VERSION_STRING "\"},\n \"traceEvents\": [",
-          out);
+    jsonw_begin_object(&j);
+    jsonw_key_string(&j, "displayTimeUnit", "ms");
+    jsonw_key(&j, "otherData");
+    jsonw_begin_object(&j);
+    jsonw_key_string(&j, "exporter", "pyprof " PYPROF_VERSION_STRING);
+    jsonw_end_object(&j);
+    jsonw_break(&j, 1);
+    jsonw_key(&j, "traceEvents");
+    jsonw_begin_array(&j);
     put_metadata(&w);
     for (size_t i = 0; i < p->nsamples;) {
         const profile_sample *s = &p->samples[order[i]];
@@ -219,7 +237,9 @@ int export_chrome(FILE *out, const profile *p, const export_opts *o)
         i = end;
     }
     put_spans(&w);
-    fputs("]}\n", out);
+    jsonw_end_array(&j);
+    jsonw_end_object(&j);
+    jsonw_finish(&j);
     free(w.base_us);
     free(w.open);
     free(order);

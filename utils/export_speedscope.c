@@ -14,8 +14,8 @@
 
 #include <pyprof/pyprof.h>
 
-#include "cli.h"
 #include "export.h"
+#include "jsonw.h"
 
 #define NO_FRAME UINT32_MAX
 
@@ -36,7 +36,7 @@ static uint32_t number_frames(const profile *p, uint32_t *frame_of)
     return n;
 }
 
-static int put_frames(FILE *out, const profile *p, const uint32_t *frame_of, uint32_t n)
+static int put_frames(jsonw *j, const profile *p, const uint32_t *frame_of, uint32_t n)
 {
     uint32_t *func_at = malloc((n ? n : 1) * sizeof *func_at);
     if (!func_at)
@@ -46,30 +46,30 @@ static int put_frames(FILE *out, const profile *p, const uint32_t *frame_of, uin
             func_at[frame_of[f]] = (uint32_t)f;
     for (uint32_t i = 0; i < n; i++) {
         const profile_func *f = &p->funcs[func_at[i]];
-        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
-        cli_json_str(out, f->name);
+        jsonw_break(j, 2);
+        jsonw_begin_object(j);
+        jsonw_key_string(j, "name", f->name);
         if (f->file[0]) {
-            fputs(", \"file\": ", out);
-            cli_json_str(out, f->file);
-            fprintf(out, ", \"line\": %" PRId64, f->line);
+            jsonw_key_string(j, "file", f->file);
+            jsonw_key_i64(j, "line", f->line);
         }
-        putc('}', out);
+        jsonw_end_object(j);
     }
     free(func_at);
     return 0;
 }
 
-static void put_stack(FILE *out, const profile *p, uint32_t stack, const uint32_t *frame_of)
+static void put_stack(jsonw *j, const profile *p, uint32_t stack, const uint32_t *frame_of)
 {
     const profile_stack *st = &p->stacks[stack];
-    putc('[', out);
+    jsonw_begin_array(j);
     for (uint32_t k = 0; k < st->nframes; k++)
-        fprintf(out, k ? ",%" PRIu32 : "%" PRIu32, frame_of[p->frames[st->first + k].func]);
-    putc(']', out);
+        jsonw_u64(j, frame_of[p->frames[st->first + k].func]);
+    jsonw_end_array(j);
 }
 
 /* "pid P tid T (NAME)" as a JSON string. Returns 0 or -1 (out of memory). */
-static int put_thread_name(FILE *out, const profile *p, const profile_thread *t)
+static int put_thread_name(jsonw *j, const profile *p, const profile_thread *t)
 {
     size_t len = strlen(t->name) + 64;
     char *name = malloc(len);
@@ -77,7 +77,7 @@ static int put_thread_name(FILE *out, const profile *p, const profile_thread *t)
         return -1;
     snprintf(name, len, "pid %" PRIu64 " tid %" PRIu64 " (%s)", p->procs[t->process].pid,
              t->tid, t->name);
-    cli_json_str(out, name);
+    jsonw_string(j, name);
     free(name);
     return 0;
 }
@@ -91,35 +91,45 @@ static size_t thread_end(const profile *p, const uint32_t *order, size_t i)
     return i;
 }
 
-/* The profile of the thread whose samples are order[begin .. end). */
-static int put_thread_profile(FILE *out, const profile *p, const uint32_t *order, size_t begin,
+/* The profile of the thread whose samples are order[begin .. end): its stacks and
+ * weights are compact arrays, one line for the whole profile. */
+static int put_thread_profile(jsonw *j, const profile *p, const uint32_t *order, size_t begin,
                               size_t end, const uint32_t *frame_of)
 {
-    fputs("{\"type\": \"sampled\", \"name\": ", out);
-    if (put_thread_name(out, p, &p->threads[p->samples[order[begin]].thread]) < 0)
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "type", "sampled");
+    jsonw_key(j, "name");
+    if (put_thread_name(j, p, &p->threads[p->samples[order[begin]].thread]) < 0)
         return -1;
-    fputs(", \"unit\": \"microseconds\", \"startValue\": 0, \"samples\": [", out);
+    jsonw_key_string(j, "unit", "microseconds");
+    jsonw_key_u64(j, "startValue", 0);
+    jsonw_key(j, "samples");
+    jsonw_begin_array(j);
+    jsonw_set_compact(j, 1);
     for (size_t k = begin; k < end;) {
         uint32_t stack = p->samples[order[k]].stack;
-        if (k > begin)
-            putc(',', out);
-        put_stack(out, p, stack, frame_of);
+        put_stack(j, p, stack, frame_of);
         while (k < end && p->samples[order[k]].stack == stack)
             k++;
     }
-    fputs("], \"weights\": [", out);
+    jsonw_set_compact(j, 0);
+    jsonw_end_array(j);
+    jsonw_key(j, "weights");
+    jsonw_begin_array(j);
+    jsonw_set_compact(j, 1);
     uint64_t sum = 0;
     for (size_t k = begin; k < end;) {
         uint32_t stack = p->samples[order[k]].stack;
         uint64_t w = 0;
-        if (k > begin)
-            putc(',', out);
         for (; k < end && p->samples[order[k]].stack == stack; k++)
             w += aggregate_sample_us(p, &p->samples[order[k]]);
-        fprintf(out, "%" PRIu64, w);
+        jsonw_u64(j, w);
         sum += w;
     }
-    fprintf(out, "], \"endValue\": %" PRIu64 "}", sum);
+    jsonw_set_compact(j, 0);
+    jsonw_end_array(j);
+    jsonw_key_u64(j, "endValue", sum);
+    jsonw_end_object(j);
     return 0;
 }
 
@@ -155,23 +165,38 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
     if (!frame_of || !order)
         goto cleanup;
     uint32_t nframes = number_frames(p, frame_of);
-    fputs("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
-          " \"exporter\": \"pyprof " PYPROF_VERSION_STRING "\",\n \"name\": ",
-          out);
-    cli_json_str(out, profile_name(p));
-    fprintf(out, ",\n \"activeProfileIndex\": %zu,\n \"shared\": {\"frames\": [",
-            busiest_profile(p, order));
-    if (put_frames(out, p, frame_of, nframes) < 0)
+    jsonw j;
+    jsonw_init(&j, out, 0);
+    jsonw_begin_object(&j);
+    jsonw_key_string(&j, "$schema", "https://www.speedscope.app/file-format-schema.json");
+    jsonw_break(&j, 1);
+    jsonw_key_string(&j, "exporter", "pyprof " PYPROF_VERSION_STRING);
+    jsonw_break(&j, 1);
+    jsonw_key_string(&j, "name", profile_name(p));
+    jsonw_break(&j, 1);
+    jsonw_key_u64(&j, "activeProfileIndex", busiest_profile(p, order));
+    jsonw_break(&j, 1);
+    jsonw_key(&j, "shared");
+    jsonw_begin_object(&j);
+    jsonw_key(&j, "frames");
+    jsonw_begin_array(&j);
+    if (put_frames(&j, p, frame_of, nframes) < 0)
         goto cleanup;
-    fputs("]},\n \"profiles\": [", out);
+    jsonw_end_array(&j);
+    jsonw_end_object(&j);
+    jsonw_break(&j, 1);
+    jsonw_key(&j, "profiles");
+    jsonw_begin_array(&j);
     for (size_t i = 0; i < p->nsamples;) {
         size_t end = thread_end(p, order, i);
-        fputs(i ? ",\n  " : "\n  ", out);
-        if (put_thread_profile(out, p, order, i, end, frame_of) < 0)
+        jsonw_break(&j, 2);
+        if (put_thread_profile(&j, p, order, i, end, frame_of) < 0)
             goto cleanup;
         i = end;
     }
-    fputs("]}\n", out);
+    jsonw_end_array(&j);
+    jsonw_end_object(&j);
+    jsonw_finish(&j);
     rc = 0;
 cleanup:
     free(frame_of);
