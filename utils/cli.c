@@ -311,8 +311,6 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
     return CLI_EXIT_OK;
 }
 
-size_t cli_utf8_len(const char *s) { return utf8_char_len((const uint8_t *)s, SIZE_MAX); }
-
 char *cli_utf8_dup(const char *s)
 {
     /* A byte that becomes U+FFFD takes three. */

@@ -42,6 +42,7 @@
 
 #include "common/clock.h"
 #include "common/growarray.h"
+#include "common/utf8.h"
 #include "read/functab.h"
 #include "read/idmap.h"
 #include "read/logset.h"
@@ -640,7 +641,7 @@ static void screen_line(screen *s, const char *fmt, ...)
     size_t o = 0;
     int col = 0;
     for (const char *p = raw; *p;) {
-        size_t k = cli_utf8_len(p);
+        size_t k = utf8_char_len((const uint8_t *)p, SIZE_MAX);
         if (!k) { /* not UTF-8: one '?' */
             k = 1;
             if (col >= s->cols)

@@ -32,6 +32,7 @@
 
 #include <pyprof/pyprof.h>
 
+#include "common/utf8.h"
 #include "read/jsonscan.h"
 #include "read/spans.h"
 #include "read/trace.h"
@@ -584,7 +585,7 @@ static void put_dot_str(FILE *f, const char *s)
     putc('"', f);
     while (*s) {
         unsigned char c = (unsigned char)*s;
-        size_t n = cli_utf8_len(s);
+        size_t n = utf8_char_len((const uint8_t *)s, SIZE_MAX);
         if (c == '"' || c == '\\') {
             putc('\\', f);
             putc(c, f);

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cli.h" /* cli_utf8_len, the tool's UTF-8 check */
+#include "common/utf8.h"
 
 /* Every byte goes out through put, which remembers the first failure and then drops
  * the rest: a full disk stops a page of millions of samples at once.  The tool has one
@@ -80,7 +80,7 @@ static void quoted(jsonw *w, const char *str)
         /* The longest run that needs no escape goes out in one write. */
         const unsigned char *run = s;
         size_t n;
-        while (*s >= 0x20 && *s != '"' && *s != '\\' && (n = cli_utf8_len((const char *)s)))
+        while (*s >= 0x20 && *s != '"' && *s != '\\' && (n = utf8_char_len(s, SIZE_MAX)))
             s += n;
         put_text(w, (const char *)run, (size_t)(s - run));
         if (!*s)
