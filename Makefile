@@ -48,13 +48,13 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
-        sid-root check-interpreters
+        sid-root check-interpreters format format-check
 
 all: $(LIB) $(TOOL)
 
 help:
 	@echo "make              build $(LIB) and $(TOOL)"
-	@echo "make check        build, unit tests, layout and exports checks (about a minute)"
+	@echo "make check        build, unit tests, layout, exports and format checks (about a minute)"
 	@echo "make test         install dependencies, then every test (what CI runs)"
 	@echo "make demo         profile examples/daemon.py and print its report"
 	@echo "make asan|ubsan   the tests against a sanitizer build (build/asan, build/ubsan)"
@@ -65,6 +65,8 @@ help:
 	@echo "make test-repeat N=3    make test N times in fresh clones, cores hogged"
 	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
 	@echo "make check-layout fail on an include, a link or a call against the layer direction"
+	@echo "make format       reformat every tracked C source with .clang-format (clang-format 14)"
+	@echo "make format-check list the C sources that differ from .clang-format (in check)"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
 
@@ -107,7 +109,7 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
-            libclang-rt-dev python3-osprofiler python3-graphviz
+            libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -159,13 +161,20 @@ check-exports: $(LIB)
 check-layout: all
 	@python3 tests/check_layout.py --self-test --objects $(BUILD)/obj .
 
+# The style is .clang-format's, as clang-format 14 lays it out (tests/check_format.sh).
+format:
+	@tests/check_format.sh --fix
+
+format-check:
+	@tests/check_format.sh
+
 print-layout:
 	@echo "LIB_SRCS = $(LIB_SRCS)"
 	@echo "TOOL_SRCS = $(TOOL_SRCS)"
 	@echo "UNIT_SRCS = $(CORE_SRCS) $(READ_SRCS) $(COMMON_SRCS)"
 
 # Build, unit tests and the static checks: the quick loop while changing code.
-check: all unit check-layout check-exports fuzz-replay
+check: all unit check-layout check-exports fuzz-replay format-check
 
 integration: all consumers sid-root
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \

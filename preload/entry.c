@@ -102,13 +102,13 @@ static void run_id(char *out, size_t cap, int may_setenv)
         snprintf(out, cap, "%s", env);
         return;
     }
-    uint8_t r[8] = { 0 };
+    uint8_t r[8] = {0};
     if (getrandom(r, sizeof r, GRND_NONBLOCK) != sizeof r) {
         uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
         memcpy(r, &x, sizeof r);
     }
-    snprintf(out, cap, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
-             r[5], r[6], r[7]);
+    snprintf(out, cap, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
     if (may_setenv)
         setenv("PYPROF_RUN_ID", out, 0);
 }
@@ -122,7 +122,7 @@ static void try_start(int late)
         return;
     }
     pyabi abi;
-    pyprof_config cfg = { 0 };
+    pyprof_config cfg = {0};
     char err[1024], abi_err[1024], rid[64];
     int found = pyabi_find(&abi, late, abi_err, sizeof abi_err);
     if (found == 0) {

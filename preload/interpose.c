@@ -61,17 +61,17 @@ EXPORT int execv(const char *path, char *const argv[]);
 EXPORT int execvp(const char *file, char *const argv[]);
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
-EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                          void *(*start)(void *), void *arg);
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                          void *arg);
 EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 EXPORT int dlclose(void *handle);
 /* dlopen is defined in assembly below; these are its hidden helpers. */
 int interpose_dlopen_direct(const char *file);
 void *interpose_dlopen_tracked(const char *file, int mode);
 
-#define REAL(name, type)                                                                  \
-    static __typeof__(&name) real_##name;                                                 \
-    if (!real_##name)                                                                     \
+#define REAL(name, type)                                                                       \
+    static __typeof__(&name) real_##name;                                                      \
+    if (!real_##name)                                                                          \
         real_##name = (__typeof__(&name))next_sym(#name);
 
 typedef void *(*dlopen_fn)(const char *, int);
@@ -134,8 +134,8 @@ static thread_start *take_start_entry(void)
     return NULL;
 }
 
-EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                          void *(*start)(void *), void *arg)
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                          void *arg)
 {
     if (threadtimer_armed() || native_active()) {
         thread_start *ts = take_start_entry();
@@ -309,7 +309,7 @@ EXPORT void Py_InitializeEx(int install_sigs)
 
 EXPORT py_status Py_InitializeFromConfig(const void *config)
 {
-    REAL(Py_InitializeFromConfig, py_status (*)(const void *));
+    REAL(Py_InitializeFromConfig, py_status(*)(const void *));
     if (!real_Py_InitializeFromConfig)
         abort();
     py_status st = real_Py_InitializeFromConfig(config);
@@ -321,16 +321,16 @@ EXPORT py_status Py_InitializeFromConfig(const void *config)
 
 /* Python's own main returns the exit status, and while it runs a Py_FinalizeEx is not
  * an embedder's end of Python. */
-#define MAIN_WRAPPER(name, params, args)                                                  \
-    EXPORT int name params                                                                \
-    {                                                                                     \
-        REAL(name, __typeof__(&name));                                                    \
-        if (!real_##name)                                                                 \
-            abort(); /* unreachable: whoever called this linked against libpython */      \
-        entry_note_python_main(1);                                                        \
-        int rc = real_##name args;                                                        \
-        window_note_status(rc);                                                           \
-        return rc;                                                                        \
+#define MAIN_WRAPPER(name, params, args)                                                       \
+    EXPORT int name params                                                                     \
+    {                                                                                          \
+        REAL(name, __typeof__(&name));                                                         \
+        if (!real_##name)                                                                      \
+            abort(); /* unreachable: whoever called this linked against libpython */           \
+        entry_note_python_main(1);                                                             \
+        int rc = real_##name args;                                                             \
+        window_note_status(rc);                                                                \
+        return rc;                                                                             \
     }
 
 MAIN_WRAPPER(Py_Main, (int argc, void **argv), (argc, argv))
@@ -394,16 +394,16 @@ EXPORT void _Exit(int status)
 /* The new program replaces us without running destructors: finalize the log first (the
  * perf event is removed by the kernel at exec).  If the exec fails, this process goes on
  * unprofiled; the log already ended, marked "exec". */
-#define EXEC_WRAPPER(name, first_type, first, call_args, ...)                              \
-    EXPORT int name(first_type first, __VA_ARGS__)                                         \
-    {                                                                                     \
-        REAL(name, __typeof__(&name));                                                    \
-        if (!real_##name) {                                                               \
-            errno = ENOSYS;                                                               \
-            return -1;                                                                    \
-        }                                                                                 \
-        entry_finish(PYPROF_END_EXEC, 0, 0);                                              \
-        return real_##name call_args;                                                     \
+#define EXEC_WRAPPER(name, first_type, first, call_args, ...)                                  \
+    EXPORT int name(first_type first, __VA_ARGS__)                                             \
+    {                                                                                          \
+        REAL(name, __typeof__(&name));                                                         \
+        if (!real_##name) {                                                                    \
+            errno = ENOSYS;                                                                    \
+            return -1;                                                                         \
+        }                                                                                      \
+        entry_finish(PYPROF_END_EXEC, 0, 0);                                                   \
+        return real_##name call_args;                                                          \
     }
 
 EXEC_WRAPPER(execve, const char *, path, (path, argv, envp), char *const argv[],

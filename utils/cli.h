@@ -86,27 +86,29 @@ enum {
     CLI_OPT_SPAN,
     CLI_OPT_ROOT,
 };
-#define CLI_FILTER_OPTIONS                                                              \
-    {"pid", required_argument, NULL, CLI_OPT_PID},                                        \
-        {"thread", required_argument, NULL, CLI_OPT_THREAD},                              \
-        {"run", required_argument, NULL, CLI_OPT_RUN},                                    \
-        {"from", required_argument, NULL, CLI_OPT_FROM},                                  \
-        {"to", required_argument, NULL, CLI_OPT_TO},                                      \
-        {"span", required_argument, NULL, CLI_OPT_SPAN}
+/* clang-format off */
+#define CLI_FILTER_OPTIONS                                                                     \
+    {"pid", required_argument, NULL, CLI_OPT_PID},                                             \
+    {"thread", required_argument, NULL, CLI_OPT_THREAD},                                       \
+    {"run", required_argument, NULL, CLI_OPT_RUN},                                             \
+    {"from", required_argument, NULL, CLI_OPT_FROM},                                           \
+    {"to", required_argument, NULL, CLI_OPT_TO},                                               \
+    {"span", required_argument, NULL, CLI_OPT_SPAN}
+/* clang-format on */
 
 /* The usage lines that describe them, for a command's help text. */
-#define CLI_FILTER_HELP                                                                 \
-    "  --pid PID        only the process PID (repeatable)\n"                              \
-    "  --thread TID     only the thread with OS thread id TID (repeatable)\n"             \
-    "  --run ID         only the logs of run ID (repeatable)\n"                           \
-    "  --from SECONDS   only what happened SECONDS or later after each process started\n"  \
-    "  --to SECONDS     only what happened up to SECONDS after each process started\n"  \
-    "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"   \
-    "                   that started it (repeatable: inside any of the names)\n"          \
-    "  --native-glue    in logs with native frames, also show the interpreter's own C\n"   \
-    "                   frames between Python frames and the process and thread start\n"   \
-    "  --root DIR       in logs with native frames, look for each module's file under DIR\n" \
-    "                   first (the root file system the process ran in: a chroot, a\n"      \
+#define CLI_FILTER_HELP                                                                        \
+    "  --pid PID        only the process PID (repeatable)\n"                                   \
+    "  --thread TID     only the thread with OS thread id TID (repeatable)\n"                  \
+    "  --run ID         only the logs of run ID (repeatable)\n"                                \
+    "  --from SECONDS   only what happened SECONDS or later after each process started\n"      \
+    "  --to SECONDS     only what happened up to SECONDS after each process started\n"         \
+    "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"      \
+    "                   that started it (repeatable: inside any of the names)\n"               \
+    "  --native-glue    in logs with native frames, also show the interpreter's own C\n"       \
+    "                   frames between Python frames and the process and thread start\n"       \
+    "  --root DIR       in logs with native frames, look for each module's file under DIR\n"   \
+    "                   first (the root file system the process ran in: a chroot, a\n"         \
     "                   container's), then at its recorded path\n"
 
 /* Filter values parsed from the command line; owns its lists. */
@@ -130,10 +132,10 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
 
 /* A command that reads logs, for cli_start. */
 typedef struct cli_command {
-    const char *name;       /* "report": in messages as "pyprof report: ..." */
-    const char *usage;      /* printed by -h, --help */
-    int json;               /* --json is one of its options */
-    const char *shortopts;  /* its own short options, getopt style ("o:"), or "" */
+    const char *name;             /* "report": in messages as "pyprof report: ..." */
+    const char *usage;            /* printed by -h, --help */
+    int json;                     /* --json is one of its options */
+    const char *shortopts;        /* its own short options, getopt style ("o:"), or "" */
     const struct option *options; /* its own long options, ended by a zero entry */
     /* Takes one of its own options (`c` is the option's getopt value); returns 0, or an
      * exit code after printing why.  NULL when it has none. */
@@ -150,10 +152,10 @@ typedef struct cli_command {
 /* What cli_start leaves for the command. */
 typedef struct cli_args {
     cli_filter cf;
-    int json;   /* --json was given */
-    char *root; /* --root DIR as an absolute path, or NULL */
+    int json;    /* --json was given */
+    char *root;  /* --root DIR as an absolute path, or NULL */
     char **args; /* the command's nargs words before the logs */
-    profile *p; /* the logs, loaded and filtered */
+    profile *p;  /* the logs, loaded and filtered */
 } cli_args;
 
 /* Parses the command line of `cmd` (its options, --help, the filters, --native-glue,

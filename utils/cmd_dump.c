@@ -297,8 +297,8 @@ static int read_snapshot(dump_ctx *d)
             fprintf(stderr, "pyprof dump: %s: snapshot %" PRIu64 " is not in the log\n",
                     d->path, d->snapshot_id);
         else
-            fprintf(stderr, "pyprof dump: %s: %s (snapshot %" PRIu64 " not found)\n",
-                    d->path, pyprof_reader_strerror(-n), d->snapshot_id);
+            fprintf(stderr, "pyprof dump: %s: %s (snapshot %" PRIu64 " not found)\n", d->path,
+                    pyprof_reader_strerror(-n), d->snapshot_id);
         break;
     }
     pyprof_reader_close(r);

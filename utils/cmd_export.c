@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "export.h"
 
+/* clang-format off */
 const char cmd_export_usage[] =
     "usage: pyprof export -f FORMAT [options] LOG... | DIR... [-o FILE]\n"
     "\n"
@@ -47,7 +48,8 @@ const char cmd_export_usage[] =
     "  -f, --format FORMAT  one of the formats above (required)\n"
     "  -o, --output FILE    write to FILE (default, or '-': standard output; pstats and\n"
     "                       pprof are binary and need -o FILE when that is a terminal)\n"
-    "  --lines              folded: name frames by the line they were running\n" CLI_FILTER_HELP
+    "  --lines              folded: name frames by the line they were running\n"
+    CLI_FILTER_HELP
     "  -h, --help           show this text\n"
     "\n"
     "Times are the samples' CPU time (the period each stands for; wall time for logs\n"
@@ -62,6 +64,7 @@ const char cmd_export_usage[] =
     "  pyprof export -f speedscope --pid 4242 logs/ -o app.speedscope.json\n"
     "  pyprof export -f pprof logs/ -o app.pb.gz && go tool pprof -top app.pb.gz\n"
     "  pyprof export -f chrome --from 10 --to 12 logs/ -o trace.json\n";
+/* clang-format on */
 
 typedef struct export_format {
     const char *name;
@@ -182,8 +185,8 @@ int cmd_export(int argc, char **argv)
         {"lines", no_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"export", cmd_export_usage, 0, "f:o:", options,
-                                    export_option, export_check, 0};
+    static const cli_command cmd = {"export",      cmd_export_usage, 0, "f:o:", options,
+                                    export_option, export_check,     0};
     export_args e = {NULL, "-", {0}};
     cli_args a;
     int rc = cli_start(&cmd, argc, argv, &e, &a);

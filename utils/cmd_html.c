@@ -64,6 +64,7 @@ extern const char pyprof_viewer_html_end[];
  * starts a new run, so the timeline shows it. */
 #define RUN_GAP_PERIODS 3
 
+/* clang-format off */
 const char cmd_html_usage[] =
     "usage: pyprof html [options] LOG... | DIR... -o FILE.html\n"
     "\n"
@@ -87,21 +88,22 @@ const char cmd_html_usage[] =
     "EXAMPLES\n"
     "  pyprof html /tmp/pyprof.Ab12Cd -o profile.html\n"
     "  pyprof html --pid 4242 --from 10 --to 20 logs/ -o window.html\n";
+/* clang-format on */
 
 /* ---- what the page gets --------------------------------------------------------------- */
 
 typedef struct page {
     const profile *p;
-    calltree tree;        /* nodes keyed by function only, numbered in order of use */
+    calltree tree;       /* nodes keyed by function only, numbered in order of use */
     uint32_t *func_out;  /* profile func -> index in "funcs", UINT32_MAX: unused */
     uint32_t *func_list; /* index in "funcs" -> profile func */
     size_t nfuncs;
     uint32_t *stack_out;  /* profile stack -> index in "stacks", UINT32_MAX: unused */
     uint32_t *stack_list; /* index in "stacks" -> profile stack */
     size_t nstacks;
-    uint32_t *thread_out; /* profile thread -> index in "threads", UINT32_MAX: no samples */
-    uint32_t *order;      /* sample indexes by (thread, time) */
-    size_t *thread_first; /* order[thread_first[t] .. thread_first[t + 1]) */
+    uint32_t *thread_out;    /* profile thread -> index in "threads", UINT32_MAX: no samples */
+    uint32_t *order;         /* sample indexes by (thread, time) */
+    size_t *thread_first;    /* order[thread_first[t] .. thread_first[t + 1]) */
     int64_t *proc_offset_us; /* process start, from the earliest process's start */
     uint64_t t0_unix_ns;
     int64_t t_min_us, t_max_us;
@@ -154,9 +156,9 @@ static int page_build(page *g, const profile *p)
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
     g->span_stacks = malloc((p->nsamples ? p->nsamples : 1) * sizeof *g->span_stacks);
-    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list ||
-        !g->thread_out || !g->order || !g->thread_first || !g->proc_offset_us ||
-        !g->span_stacks || spans_index_build(p, &g->spans) < 0)
+    if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->thread_out ||
+        !g->order || !g->thread_first || !g->proc_offset_us || !g->span_stacks ||
+        spans_index_build(p, &g->spans) < 0)
         return -1;
     memset(g->func_out, 0xff, nf * sizeof *g->func_out);
     memset(g->stack_out, 0xff, ns * sizeof *g->stack_out);
@@ -511,8 +513,8 @@ static void write_snaps(jsonw *j, const page *g)
                 jsonw_i64(j, -1);
             else
                 jsonw_u64(j, g->stack_out[st->stack]);
-            char state[2] = {(char)(st->os_state >= 0x21 && st->os_state < 0x7f ? st->os_state
-                                                                                  : 0), 0};
+            char state[2] = {
+                (char)(st->os_state >= 0x21 && st->os_state < 0x7f ? st->os_state : 0), 0};
             jsonw_u64(j, st->flags);
             jsonw_string(j, state);
             jsonw_end_array(j);
@@ -646,8 +648,8 @@ int cmd_html(int argc, char **argv)
         {"title", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"html", cmd_html_usage, 0, "o:", options, html_option,
-                                    html_check, 0};
+    static const cli_command cmd = {
+        "html", cmd_html_usage, 0, "o:", options, html_option, html_check, 0};
     html_opts o = {NULL, NULL};
     page g;
     memset(&g, 0, sizeof g);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 
+/* clang-format off */
 const char cmd_info_usage[] =
     "usage: pyprof info [options] LOG... | DIR...\n"
     "\n"
@@ -21,7 +22,8 @@ const char cmd_info_usage[] =
     "took are listed by id and time, and the spans counted (started, stopped, unfinished:\n"
     "no stop in the logs; lost: starts and stops the library could not queue).\n"
     "\n"
-    "options:\n" CLI_FILTER_HELP
+    "options:\n"
+    CLI_FILTER_HELP
     "  -h, --help       show this text\n"
     "\n"
     "The filters choose the logs (--pid, --run) and, with --thread, --from and --to, which\n"
@@ -32,6 +34,7 @@ const char cmd_info_usage[] =
     "  pyprof info pyprof.python3.4242.x1y2z3.lz4\n"
     "  pyprof info /tmp/pyprof.Ab12Cd\n"
     "  pyprof info --run 0123456789abcdef logs/\n";
+/* clang-format on */
 
 static void print_whole(const pyprof_footer *f);
 static void print_footer(const profile *p, size_t i)
@@ -52,8 +55,7 @@ static void print_footer(const profile *p, size_t i)
     uint64_t lost = aggregate_process_dropped(p, i);
     printf("  dropped         %" PRIu64 " samples lost", lost);
     if (lost)
-        printf(" (%.1f%% of %" PRIu64 ")", cli_pct(lost, f->samples + lost),
-               f->samples + lost);
+        printf(" (%.1f%% of %" PRIu64 ")", cli_pct(lost, f->samples + lost), f->samples + lost);
     putchar('\n');
     for (int d = 0; d < PYPROF_DROP_COUNT; d++) {
         if (!f->dropped[d])
@@ -70,14 +72,14 @@ static void print_footer(const profile *p, size_t i)
         printf(" (%.2f%% of the process's CPU)", cli_pct(f->lib_cpu_ns, f->process_cpu_ns));
     else if (f->duration_ns)
         printf(" (%.2f%% of the run's wall time)", cli_pct(f->lib_cpu_ns, f->duration_ns));
-    printf(": handler, writer, thread timers%s\n", f->has_whole && f->calib_ns
-                                                        ? ", measuring the signal's cost"
-                                                        : "");
+    printf(": handler, writer, thread timers%s\n",
+           f->has_whole && f->calib_ns ? ", measuring the signal's cost" : "");
     print_whole(f);
     if (!f->has_cost)
         return;
     printf("  handler time    %.3f ms, %.2f us per sample; writer %.3f ms, %.2f us per "
-           "sample\n", (double)f->handler_ns / 1e6,
+           "sample\n",
+           (double)f->handler_ns / 1e6,
            f->samples ? (double)f->handler_ns / 1e3 / (double)f->samples : 0.0,
            (double)f->writer_ns / 1e6,
            f->samples ? (double)f->writer_ns / 1e3 / (double)f->samples : 0.0);
@@ -131,8 +133,9 @@ static void print_native(const profile_process *pr)
     const pyprof_footer *f = &pr->footer;
     if (pr->has_footer && f->has_native) {
         printf("  native walks    %" PRIu64 " whole, %" PRIu64 " truncated, %" PRIu64
-               " skipped; %.3f ms walking", f->native_ok, f->native_truncated,
-               f->native_skipped, (double)f->native_ns / 1e6);
+               " skipped; %.3f ms walking",
+               f->native_ok, f->native_truncated, f->native_skipped,
+               (double)f->native_ns / 1e6);
         uint64_t walked = f->native_ok + f->native_truncated;
         if (walked)
             printf(" (%.2f us per walk)", (double)f->native_ns / 1e3 / (double)walked);
@@ -164,11 +167,11 @@ static void print_series(const profile_process *pr)
     putchar('\n');
     for (size_t k = 0; k < pr->nfiles; k++) {
         const profile_file *f = &pr->files[k];
-        const char *how = f->end_error == -PYPROF_R_TRUNCATED ? "truncated"
-                          : f->end_error                      ? "corrupted"
-                          : !f->has_footer                    ? "truncated"
+        const char *how = f->end_error == -PYPROF_R_TRUNCATED   ? "truncated"
+                          : f->end_error                        ? "corrupted"
+                          : !f->has_footer                      ? "truncated"
                           : f->footer.end == PYPROF_END_ROTATED ? "rotated"
-                                                              : cli_end_text(f->footer.end);
+                                                                : cli_end_text(f->footer.end);
         printf("    seq %-6" PRIu64 " from %10.3f s  %-10s %s\n", f->seq,
                (double)f->offset_us / 1e6, how, f->path);
     }
@@ -231,11 +234,10 @@ static void print_log(const profile *p, size_t i, int filtered)
     /* The footer's spans_lost: starts and stops the library could not queue. */
     uint64_t lost = pr->has_footer && pr->footer.has_spans ? pr->footer.spans_lost : 0;
     if (pr->span_starts_read || pr->span_stops_read || lost) {
-        printf("  spans           %" PRIu64 " started, %" PRIu64 " stopped", pr->span_starts_read,
-               pr->span_stops_read);
+        printf("  spans           %" PRIu64 " started, %" PRIu64 " stopped",
+               pr->span_starts_read, pr->span_stops_read);
         if (lost)
-            printf("; %" PRIu64 " starts and stops lost (the library's buffer was full)",
-                   lost);
+            printf("; %" PRIu64 " starts and stops lost (the library's buffer was full)", lost);
         if (pr->spans != pr->span_starts_read)
             printf("; %" PRIu64 " kept", pr->spans);
         if (pr->spans_unfinished)
@@ -255,10 +257,12 @@ static void print_log(const profile *p, size_t i, int filtered)
     if (pr->end_error == 0 && pr->footer.samples != pr->samples_read)
         printf("  integrity       complete: %" PRIu64 " records, %" PRIu64
                " bytes decompressed; but the footer counts %" PRIu64 " samples, not %" PRIu64
-               "\n", pr->records, pr->bytes, pr->footer.samples, pr->samples_read);
+               "\n",
+               pr->records, pr->bytes, pr->footer.samples, pr->samples_read);
     else if (pr->end_error == 0)
         printf("  integrity       complete: %" PRIu64 " records, %" PRIu64
-               " bytes decompressed\n", pr->records, pr->bytes);
+               " bytes decompressed\n",
+               pr->records, pr->bytes);
     else if (pr->end_error == -PYPROF_R_TRUNCATED)
         printf("  integrity       TRUNCATED after %" PRIu64 " records (%" PRIu64
                " bytes decompressed); %" PRIu64 " samples survived\n",
@@ -266,15 +270,14 @@ static void print_log(const profile *p, size_t i, int filtered)
     else
         printf("  integrity       CORRUPTED after %" PRIu64 " records (byte %" PRIu64
                " decompressed): %s; %" PRIu64 " samples before the damage\n",
-               pr->records, pr->bytes, pyprof_reader_strerror(pr->end_error),
-               pr->samples_read);
+               pr->records, pr->bytes, pyprof_reader_strerror(pr->end_error), pr->samples_read);
 }
 
 int cmd_info(int argc, char **argv)
 {
     /* A corrupted log is shown up to the damage, and still fails the command. */
-    static const cli_command cmd = {"info", cmd_info_usage, 0, "", NULL, NULL, NULL,
-                                    PROFILE_KEEP_CORRUPT};
+    static const cli_command cmd = {"info", cmd_info_usage, 0,    "",
+                                    NULL,   NULL,           NULL, PROFILE_KEEP_CORRUPT};
     cli_args a;
     int rc = cli_start(&cmd, argc, argv, NULL, &a);
     if (rc >= 0)

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "jsonw.h"
 
+/* clang-format off */
 const char cmd_report_usage[] =
     "usage: pyprof report [options] LOG... | DIR...\n"
     "\n"
@@ -23,7 +24,8 @@ const char cmd_report_usage[] =
     "                   (with their span counts), threads, functions (sorted by self\n"
     "                   samples, with their lines)\n"
     "  --top N          show N functions per list (default 20; --json shows all unless\n"
-    "                   --top is given)\n" CLI_FILTER_HELP
+    "                   --top is given)\n"
+    CLI_FILTER_HELP
     "  -h, --help       show this text\n"
     "\n"
     "A truncated log (its process was killed) is reported up to where it ends, with a\n"
@@ -35,6 +37,7 @@ const char cmd_report_usage[] =
     "  pyprof report --json logs/ | jq '.functions[:5]'\n"
     "  pyprof report --pid 4242 --from 10 --to 20 logs/\n"
     "  pyprof report --span db logs/      # only the samples inside `db` spans\n";
+/* clang-format on */
 
 typedef struct report_opts {
     int top_given;
@@ -71,8 +74,7 @@ static void print_process_text(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
     char b1[64], b2[64], b3[64];
-    printf("\nprocess %" PRIu64 " (parent %" PRIu64 "), run %s", pr->pid, pr->ppid,
-           pr->run_id);
+    printf("\nprocess %" PRIu64 " (parent %" PRIu64 "), run %s", pr->pid, pr->ppid, pr->run_id);
     if (pr->window)
         printf(" window %" PRIu64, pr->window);
     fputs(": ", stdout);
@@ -135,9 +137,9 @@ static void print_funcs_text(const profile *p, const aggregate_counts *a, const 
 static int print_text(const profile *p, const aggregate_counts *a, size_t top)
 {
     uint64_t total = p->nsamples, dropped = aggregate_dropped(p);
-    printf("pyprof report: %zu process%s, %zu thread%s, %" PRIu64 " samples, %.2f s",
-           p->nprocs, p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s",
-           total, aggregate_duration(p));
+    printf("pyprof report: %zu process%s, %zu thread%s, %" PRIu64 " samples, %.2f s", p->nprocs,
+           p->nprocs == 1 ? "" : "es", p->nthreads, p->nthreads == 1 ? "" : "s", total,
+           aggregate_duration(p));
     if (dropped)
         printf(", %" PRIu64 " lost (%.1f%%)", dropped, cli_pct(dropped, total + dropped));
     putchar('\n');
@@ -201,8 +203,7 @@ static void print_cost_json(jsonw *w, const profile_process *pr)
     jsonw_key_u64(w, "writer_ns", f->writer_ns);
     json_u64_or_null(w, "timer_ns", f->has_timers, f->timer_ns);
     json_u64_or_null(w, "untimed_ns", f->has_timers, f->untimed_ns);
-    json_u64_or_null(w, "signal_cost_ns", f->has_whole && f->signal_cost_ns,
-                     f->signal_cost_ns);
+    json_u64_or_null(w, "signal_cost_ns", f->has_whole && f->signal_cost_ns, f->signal_cost_ns);
     json_u64_or_null(w, "calib_signals", f->has_whole, f->calib_signals);
     json_u64_or_null(w, "calib_ns", f->has_whole, f->calib_ns);
     json_u64_or_null(w, "process_cpu_ns", f->has_whole, f->process_cpu_ns);
@@ -405,8 +406,8 @@ int cmd_report(int argc, char **argv)
         {"top", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"report", cmd_report_usage, 1, "", options,
-                                    report_option, NULL, 0};
+    static const cli_command cmd = {"report", cmd_report_usage, 1,    "",
+                                    options,  report_option,    NULL, 0};
     report_opts o = {0, 20};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);

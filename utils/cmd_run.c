@@ -161,8 +161,8 @@ static int prepare_output(run_env *e)
  * list (ASan refuses to start otherwise). */
 static int is_sanitizer_runtime(const char *entry, size_t len)
 {
-    static const char *const names[] = {"libasan", "libubsan", "libtsan", "liblsan",
-                                        "libhwasan", "libclang_rt."};
+    static const char *const names[] = {"libasan", "libubsan",  "libtsan",
+                                        "liblsan", "libhwasan", "libclang_rt."};
     const char *base = entry;
     for (size_t i = 0; i < len; i++)
         if (entry[i] == '/')
@@ -190,8 +190,8 @@ static void build_preload(const char *lib, const char *old, char *out, size_t ca
         for (const char *p = old ? old : ""; *p;) {
             size_t len = strcspn(p, ": ");
             if (len && is_sanitizer_runtime(p, len) == (pass == 0))
-                n += (size_t)snprintf(n < cap ? out + n : NULL, n < cap ? cap - n : 0,
-                                      "%s%.*s", n ? ":" : "", (int)len, p);
+                n += (size_t)snprintf(n < cap ? out + n : NULL, n < cap ? cap - n : 0, "%s%.*s",
+                                      n ? ":" : "", (int)len, p);
             p += len;
             p += strspn(p, ": ");
         }
@@ -210,9 +210,8 @@ static void child_exec(const run_env *e, char **cmd, const struct sigaction *old
     setenv("LD_PRELOAD", preload, 1);
     setenv("PYPROF_OUTPUT", e->out_path, 1);
     setenv("PYPROF_RUN_ID", e->run_id, 1);
-    static const char *const names[] = {"PYPROF_PERIOD",    "PYPROF_CLOCK",
-                                        "PYPROF_MEMORY",    "PYPROF_NATIVE",
-                                        "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN"};
+    static const char *const names[] = {"PYPROF_PERIOD", "PYPROF_CLOCK",     "PYPROF_MEMORY",
+                                        "PYPROF_NATIVE", "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN"};
     const char *const vals[] = {e->period, e->clock,     e->memory,
                                 e->native, e->max_depth, e->children};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -329,8 +328,8 @@ static int run_child(const run_env *e, char **cmd, int *exec_failed)
 static int is_run_log(const char *path, const char *run_id, time_t since)
 {
     struct stat st;
-    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
-        st.st_mtime < since || st.st_uid != getuid())
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0 || st.st_mtime < since ||
+        st.st_uid != getuid())
         return 0;
     int err;
     pyprof_reader *r = pyprof_reader_open(path, &err);
@@ -388,8 +387,7 @@ static void summarize(const run_env *e, char **logs, int nlogs)
         fprintf(stderr, "pyprof: top functions by self, of %zu samples:\n", p->nsamples);
         for (size_t k = 0; k < n && k < 10 && agg.self[order[k]]; k++) {
             const profile_func *f = &p->funcs[order[k]];
-            fprintf(stderr, "  %5.1f%%  %s", cli_pct(agg.self[order[k]], p->nsamples),
-                    f->name);
+            fprintf(stderr, "  %5.1f%%  %s", cli_pct(agg.self[order[k]], p->nsamples), f->name);
             if (f->file[0])
                 fprintf(stderr, " (%s:%" PRId64 ")", f->file, f->line);
             fputc('\n', stderr);
@@ -447,10 +445,12 @@ int cmd_run(int argc, char **argv)
             e.output = optarg;
             break;
         case 'p':
-            if (config_parse_duration(optarg, CONFIG_PERIOD_MIN_NS, CONFIG_PERIOD_MAX_NS,
-                                      &ns) < 0)
-                return cli_usage_error("run", "-p: '%s' is not a period from 100us to 10s "
-                                              "(such as 10ms, 500us, 1s or 0.01)", optarg);
+            if (config_parse_duration(optarg, CONFIG_PERIOD_MIN_NS, CONFIG_PERIOD_MAX_NS, &ns) <
+                0)
+                return cli_usage_error("run",
+                                       "-p: '%s' is not a period from 100us to 10s "
+                                       "(such as 10ms, 500us, 1s or 0.01)",
+                                       optarg);
             e.period = optarg;
             break;
         case OPT_CLOCK:
@@ -475,9 +475,10 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_MAX_DEPTH:
             if (config_parse_uint(optarg, CONFIG_MAX_DEPTH_MIN, CONFIG_MAX_DEPTH_MAX, &u) < 0)
-                return cli_usage_error("run", "--max-depth: '%s' is not a number from %d to "
-                                              "%d", optarg, CONFIG_MAX_DEPTH_MIN,
-                                       CONFIG_MAX_DEPTH_MAX);
+                return cli_usage_error("run",
+                                       "--max-depth: '%s' is not a number from %d to "
+                                       "%d",
+                                       optarg, CONFIG_MAX_DEPTH_MIN, CONFIG_MAX_DEPTH_MAX);
             e.max_depth = optarg;
             break;
         case 'h':

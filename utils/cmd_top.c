@@ -130,12 +130,12 @@ typedef struct top {
 
     /* the file being read */
     pyprof_reader *r;
-    char *path;      /* the file being read, or the one that ended */
+    char *path; /* the file being read, or the one that ended */
     int have_info;
     top_info info;
     livelog log;
-    idmap code_func;  /* code_id -> function, this file */
-    idmap stack_sum;  /* stack_id -> top_stack, this file */
+    idmap code_func;   /* code_id -> function, this file */
+    idmap stack_sum;   /* stack_id -> top_stack, this file */
     uint64_t last_end; /* the footer's end of the file that ended */
 
     enum top_state state;
@@ -230,8 +230,7 @@ static uint32_t stack_get(top *t, uint64_t stack_id)
         return s;
     const livelog_stack *ls = livelog_get_stack(&t->log, stack_id);
     if (!ls || t->nstacks >= TOP_NONE - 1 ||
-        grow_array((void **)&t->stacks, &t->cstacks, t->nstacks + 1, sizeof *t->stacks,
-                   64) < 0)
+        grow_array((void **)&t->stacks, &t->cstacks, t->nstacks + 1, sizeof *t->stacks, 64) < 0)
         return TOP_NONE;
     top_stack *st = &t->stacks[t->nstacks];
     memset(st, 0, sizeof *st);
@@ -278,8 +277,8 @@ static void add_sample(top *t, const pyprof_sample_rec *s)
         return;
     const livelog_thread *th = livelog_get_thread(&t->log, s->thread_idx);
     int64_t ts = s->t_us + (int64_t)t->info.offset_us;
-    t->recent[t->rhead + t->nrecent++] =
-        (top_recent){ts, si, th ? th->tid : (s->thread_idx | (1ull << 63))};
+    t->recent[t->rhead + t->nrecent++] = (top_recent){
+        ts, si, th ? th->tid : (s->thread_idx | (1ull << 63))};
     if (ts > t->tmax_us)
         t->tmax_us = ts;
     /* The window never ends before the newest sample: what is older than one interval
@@ -377,8 +376,8 @@ static int open_file(top *t, const char *path)
     }
     close_file(t);
     /* Another series (a new window) has its own time axis: the window starts over. */
-    if (t->have_info && (ni.series_start_unix_ns != t->info.series_start_unix_ns ||
-                         ni.pid != t->info.pid)) {
+    if (t->have_info &&
+        (ni.series_start_unix_ns != t->info.series_start_unix_ns || ni.pid != t->info.pid)) {
         t->rhead = t->nrecent = 0;
         t->tmax_us = 0;
     }
@@ -395,10 +394,7 @@ static int open_file(top *t, const char *path)
     return 0;
 }
 
-static int process_alive(pid_t pid)
-{
-    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
+static int process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 /* PID mode: the log the process writes now, from its status.  Returns 1 when a new file
  * was opened, 0 when there is none to read now (the state says why), -1 when the
@@ -602,9 +598,10 @@ static int first_file_dir(top *t)
             return rc;
         if (clock_mono_ns() >= until || quit_flag) {
             if (nlogs)
-                fprintf(stderr, "pyprof top: %s: no log being written there (%zu %s, "
-                        "finished or unreadable)\n", t->dir, nlogs,
-                        nlogs == 1 ? "log" : "logs");
+                fprintf(stderr,
+                        "pyprof top: %s: no log being written there (%zu %s, "
+                        "finished or unreadable)\n",
+                        t->dir, nlogs, nlogs == 1 ? "log" : "logs");
             else
                 fprintf(stderr, "pyprof top: %s: no log there\n", t->dir);
             return CLI_EXIT_BAD_INPUT;
@@ -944,8 +941,7 @@ static int run_loop(top *t)
             if (now >= until)
                 break;
             uint64_t left = until - now;
-            struct timespec ts = {(time_t)(left / 1000000000ull),
-                                  (long)(left % 1000000000ull)};
+            struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
             nanosleep(&ts, NULL);
         }
         read_available(t);
@@ -1006,8 +1002,10 @@ int cmd_top(int argc, char **argv)
             char *end;
             double v = strtod(optarg, &end);
             if (!optarg[0] || *end || !isfinite(v) || v < 0.1 || v > 3600)
-                return cli_usage_error("top", "--interval: '%s' is not a number of seconds "
-                                       "from 0.1 to 3600", optarg);
+                return cli_usage_error("top",
+                                       "--interval: '%s' is not a number of seconds "
+                                       "from 0.1 to 3600",
+                                       optarg);
             t.interval_s = v;
             break;
         }
@@ -1019,8 +1017,8 @@ int cmd_top(int argc, char **argv)
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error("top", argc - optind ? "one PID or DIR only"
-                                                    : "no PID or DIR given");
+        return cli_usage_error("top",
+                               argc - optind ? "one PID or DIR only" : "no PID or DIR given");
     const char *arg = argv[optind];
     int digits = arg[0] != 0;
     for (const char *p = arg; *p; p++)

@@ -54,6 +54,7 @@ extern const char pyprof_trace_html[];
 extern const char pyprof_trace_html_end[];
 #define DATA_MARKER "/*PYPROF_DATA*/"
 
+/* clang-format off */
 const char cmd_trace_usage[] =
     "usage: pyprof trace list [options] LOG... | DIR...\n"
     "       pyprof trace show TRACE_ID [--json | --html | --dot] [--out FILE] [options]\n"
@@ -81,7 +82,8 @@ const char cmd_trace_usage[] =
     "                   a span for its ids, info and top functions\n"
     "  --dot            show: the span tree as a graphviz digraph\n"
     "  -o, --out FILE   write to FILE instead of standard output\n"
-    "  --top N          show: N top functions per span (default 5)\n" CLI_FILTER_HELP
+    "  --top N          show: N top functions per span (default 5)\n"
+    CLI_FILTER_HELP
     "  -h, --help       show this text\n"
     "\n"
     "Exit status: 0 ok, 1 bad input (an unknown trace id, a damaged log), 2 usage.\n"
@@ -91,6 +93,7 @@ const char cmd_trace_usage[] =
     "  pyprof trace show 5d5b1b0a-52a4-4cbe-8a3c-1f4c3e2d6e55 /tmp/prof\n"
     "  pyprof trace show --json 5d5b1b0a-52a4-4cbe-8a3c-1f4c3e2d6e55 /tmp/prof -o t.json\n"
     "  osprofiler trace show t.json --dot --connection-string x:// --out t.dot\n";
+/* clang-format on */
 
 enum { OUT_TEXT, OUT_JSON, OUT_HTML, OUT_DOT };
 
@@ -299,8 +302,7 @@ static void span_parent_id(const trace_out *w, uint32_t s, char *buf, size_t len
 
 /* One OSProfiler notification of the span: NAME-start or NAME-stop. */
 static void put_payload(trace_out *w, uint32_t s, int stop, const char *service,
-                        const char *project, const char *host, const char *tid,
-                        const char *pid)
+                        const char *project, const char *host, const char *tid, const char *pid)
 {
     static const char prefix[] = "meta.raw_payload.";
     jsonw *j = w->j;
@@ -790,10 +792,10 @@ int cmd_trace(int argc, char **argv)
         {"top", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command list_cmd = {"trace", cmd_trace_usage, 1, "o:", options,
-                                         trace_option, trace_check, 0, 0};
-    static const cli_command show_cmd = {"trace", cmd_trace_usage, 1, "o:", options,
-                                         trace_option, trace_check, 0, 1};
+    static const cli_command list_cmd = {"trace",      cmd_trace_usage, 1, "o:", options,
+                                         trace_option, trace_check,     0, 0};
+    static const cli_command show_cmd = {"trace",      cmd_trace_usage, 1, "o:", options,
+                                         trace_option, trace_check,     0, 1};
     if (argc < 2)
         return cli_usage_error("trace", "say 'list' or 'show'");
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

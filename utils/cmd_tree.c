@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "jsonw.h"
 
+/* clang-format off */
 const char cmd_tree_usage[] =
     "usage: pyprof tree [options] LOG... | DIR...\n"
     "\n"
@@ -30,8 +31,9 @@ const char cmd_tree_usage[] =
     "  --depth N        show N levels of calls at most; a line ending in '...' has\n"
     "                   callees below the cut\n"
     "  --json           print the tree as one JSON object: samples, min_percent, depth,\n"
-    "                   roots (each node: name, file, line, total, self, "
-    "children)\n" CLI_FILTER_HELP "  -h, --help       show this text\n"
+    "                   roots (each node: name, file, line, total, self, children)\n"
+    CLI_FILTER_HELP
+    "  -h, --help       show this text\n"
     "\n"
     "A truncated log is shown up to where it ends, with a warning.  Exit status: 0 ok,\n"
     "1 bad input, 2 usage.\n"
@@ -41,6 +43,7 @@ const char cmd_tree_usage[] =
     "  pyprof tree --min 5 --depth 8 pyprof.python3.4242.x1y2z3.lz4\n"
     "  pyprof tree --thread 4243 --min 0 logs/\n"
     "  pyprof tree --json logs/ | jq '.roots[0].children[:3]'\n";
+/* clang-format on */
 
 typedef struct tree_opts {
     double min_pct;
@@ -230,8 +233,8 @@ int cmd_tree(int argc, char **argv)
         {"depth", required_argument, NULL, 'd'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"tree", cmd_tree_usage, 1, "", options, tree_option,
-                                    NULL, 0};
+    static const cli_command cmd = {"tree",  cmd_tree_usage, 1,    "",
+                                    options, tree_option,    NULL, 0};
     tree_opts o = {1.0, 0, 0};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);

@@ -144,8 +144,8 @@ static int send_all(int fd, pid_t pid, const char *buf, size_t len, uint64_t dea
                         (long)pid, strerror(errno));
         int r = wait_for(fd, POLLOUT, deadline);
         if (r == 0)
-            return fail(err, errlen, "pid %ld did not take the request within %d s",
-                        (long)pid, CTL_DEADLINE_MS / 1000);
+            return fail(err, errlen, "pid %ld did not take the request within %d s", (long)pid,
+                        CTL_DEADLINE_MS / 1000);
         if (r < 0)
             return fail(err, errlen, "poll: %s", strerror(errno));
     }

@@ -104,10 +104,7 @@ static void put_fn(cg_out *w, const char *key, uint32_t f)
     putc('\n', w->out);
 }
 
-static int64_t line_pos(int64_t line)
-{
-    return line > 0 ? line : 0;
-}
+static int64_t line_pos(int64_t line) { return line > 0 ? line : 0; }
 
 static void put_header(FILE *out, const profile *p, const callgraph *g)
 {

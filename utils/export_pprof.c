@@ -215,10 +215,10 @@ typedef struct pprof_out {
     const profile *p;
     strtab strings;
     loctab locs;
-    pb msg;       /* the Profile message but its string table */
-    pb locations; /* the Location messages, as fields of Profile */
-    pb sub, sub2; /* scratch for the message being built */
-    pb loc, line; /* scratch for a Location, built in the middle of a Sample */
+    pb msg;                 /* the Profile message but its string table */
+    pb locations;           /* the Location messages, as fields of Profile */
+    pb sub, sub2;           /* scratch for the message being built */
+    pb loc, line;           /* scratch for a Location, built in the middle of a Sample */
     uint32_t *func_mapping; /* function -> mapping id, 0: none (Python functions) */
 } pprof_out;
 
@@ -337,21 +337,22 @@ static int add_mappings(pprof_out *w)
         for (size_t k = 0; k < p->procs[i].nmodules; k++) {
             const profile_module *m = &p->procs[i].modules[k];
             size_t j = 0;
-            while (j < n && (strcmp(maps[j]->path, m->path) || strcmp(maps[j]->build_id, m->build_id)))
+            while (j < n &&
+                   (strcmp(maps[j]->path, m->path) || strcmp(maps[j]->build_id, m->build_id)))
                 j++;
             if (j < n)
                 continue;
             maps[n++] = m;
-            pb_num(&w->sub, 1, (int64_t)n);                /* id */
-            pb_num(&w->sub, 2, (int64_t)m->start);         /* memory_start */
-            pb_num(&w->sub, 3, (int64_t)m->limit);         /* memory_limit */
-            pb_num(&w->sub, 4, (int64_t)m->file_offset);   /* file_offset */
-            pb_num(&w->sub, 5, str_idx(w, m->path));       /* filename */
-            pb_num(&w->sub, 6, str_idx(w, m->build_id));   /* build_id */
-            pb_num(&w->sub, 7, 1);                         /* has_functions */
-            pb_num(&w->sub, 8, 1);                         /* has_filenames */
-            pb_num(&w->sub, 9, 1);                         /* has_line_numbers */
-            pb_num(&w->sub, 10, 1);                        /* has_inline_frames */
+            pb_num(&w->sub, 1, (int64_t)n);              /* id */
+            pb_num(&w->sub, 2, (int64_t)m->start);       /* memory_start */
+            pb_num(&w->sub, 3, (int64_t)m->limit);       /* memory_limit */
+            pb_num(&w->sub, 4, (int64_t)m->file_offset); /* file_offset */
+            pb_num(&w->sub, 5, str_idx(w, m->path));     /* filename */
+            pb_num(&w->sub, 6, str_idx(w, m->build_id)); /* build_id */
+            pb_num(&w->sub, 7, 1);                       /* has_functions */
+            pb_num(&w->sub, 8, 1);                       /* has_filenames */
+            pb_num(&w->sub, 9, 1);                       /* has_line_numbers */
+            pb_num(&w->sub, 10, 1);                      /* has_inline_frames */
             pb_msg(&w->msg, 3, &w->sub);
         }
     for (uint32_t f = 0; f < p->nfuncs; f++) {

@@ -18,10 +18,7 @@ static void put(jsonw *w, const char *s, size_t n)
         w->err = errno ? errno : EIO;
 }
 
-static void put_str(jsonw *w, const char *s)
-{
-    put(w, s, strlen(s));
-}
+static void put_str(jsonw *w, const char *s) { put(w, s, strlen(s)); }
 
 /* `s` as it is, except '<', '>' and '&' with JSONW_HTML. */
 static void put_text(jsonw *w, const char *s, size_t n)
@@ -104,15 +101,9 @@ static void quoted(jsonw *w, const char *str)
     put(w, "\"", 1);
 }
 
-void jsonw_init(jsonw *w, FILE *f, unsigned flags)
-{
-    *w = (jsonw){f, flags, 0, 1, 0, -1, 0};
-}
+void jsonw_init(jsonw *w, FILE *f, unsigned flags) { *w = (jsonw){f, flags, 0, 1, 0, -1, 0}; }
 
-void jsonw_set_compact(jsonw *w, int compact)
-{
-    w->compact = compact;
-}
+void jsonw_set_compact(jsonw *w, int compact) { w->compact = compact; }
 
 int jsonw_finish(jsonw *w)
 {
@@ -120,10 +111,7 @@ int jsonw_finish(jsonw *w)
     return w->err;
 }
 
-int jsonw_error(const jsonw *w)
-{
-    return w->err;
-}
+int jsonw_error(const jsonw *w) { return w->err; }
 
 static void begin(jsonw *w, char c)
 {
@@ -140,25 +128,13 @@ static void end(jsonw *w, char c)
     w->first = 0;
 }
 
-void jsonw_begin_object(jsonw *w)
-{
-    begin(w, '{');
-}
+void jsonw_begin_object(jsonw *w) { begin(w, '{'); }
 
-void jsonw_end_object(jsonw *w)
-{
-    end(w, '}');
-}
+void jsonw_end_object(jsonw *w) { end(w, '}'); }
 
-void jsonw_begin_array(jsonw *w)
-{
-    begin(w, '[');
-}
+void jsonw_begin_array(jsonw *w) { begin(w, '['); }
 
-void jsonw_end_array(jsonw *w)
-{
-    end(w, ']');
-}
+void jsonw_end_array(jsonw *w) { end(w, ']'); }
 
 void jsonw_key(jsonw *w, const char *key)
 {
@@ -168,10 +144,7 @@ void jsonw_key(jsonw *w, const char *key)
     w->after_key = 1;
 }
 
-void jsonw_break(jsonw *w, int indent)
-{
-    w->brk = indent > 0 ? indent : 0;
-}
+void jsonw_break(jsonw *w, int indent) { w->brk = indent > 0 ? indent : 0; }
 
 void jsonw_string(jsonw *w, const char *s)
 {

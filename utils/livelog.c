@@ -40,8 +40,8 @@ static void *slot(idmap *map, void **arr, size_t *n, size_t *cap, size_t elem, u
 static int add_thread(livelog *l, const pyprof_thread_rec *t)
 {
     int is_new;
-    livelog_thread *th = slot(&l->thread_map, (void **)&l->threads, &l->nthreads,
-                              &l->cthreads, sizeof *th, t->thread_idx, &is_new);
+    livelog_thread *th = slot(&l->thread_map, (void **)&l->threads, &l->nthreads, &l->cthreads,
+                              sizeof *th, t->thread_idx, &is_new);
     char *name = dup_str(t->name);
     if (!th || !name) {
         free(name);
@@ -59,8 +59,7 @@ static int add_code(livelog *l, const pyprof_code_rec *c)
     int is_new;
     livelog_code *co = slot(&l->code_map, (void **)&l->codes, &l->ncodes, &l->ccodes,
                             sizeof *co, c->code_id, &is_new);
-    char *name = dup_str(c->name), *qual = dup_str(c->qualname),
-         *file = dup_str(c->filename);
+    char *name = dup_str(c->name), *qual = dup_str(c->qualname), *file = dup_str(c->filename);
     if (!co || !name || !qual || !file) {
         free(name);
         free(qual);

@@ -10,10 +10,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-static void *nothing(void *arg)
-{
-    return arg;
-}
+static void *nothing(void *arg) { return arg; }
 
 int create_join(int n);
 

@@ -196,10 +196,12 @@ enum pyprof_record_type {
 
 /* The cost histogram's buckets (see PYPROF_REC_FOOTER), as the writer uses them.  The
  * log carries the bounds, so a reader never needs these. */
-#define PYPROF_COST_TIME_BOUNDS_NS                                                         \
+/* clang-format off */
+#define PYPROF_COST_TIME_BOUNDS_NS                                                             \
     { 250, 500, 750, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 16000, 32000, 64000, 0 }
 #define PYPROF_COST_NTIME 14
 #define PYPROF_COST_DEPTH_BOUNDS { 10, 25, 50, 100, 250, 500, 0 }
+/* clang-format on */
 #define PYPROF_COST_NDEPTH 7
 
 /* Code ids below PYPROF_CODE_FIRST are markers, not code objects. */
@@ -225,17 +227,19 @@ enum pyprof_clock {
 #define PYPROF_BUILD_ID_MAX 64
 
 /* SAMPLE.native_flags */
+/* clang-format off */
 #define PYPROF_NATIVE_F_TRUNCATED 1u /* the native walk stopped before the thread's root
                                       * (a fault, a frame without unwind information, the
                                       * depth limit): the chain holds its inner part */
 #define PYPROF_NATIVE_F_SKIPPED 2u   /* no native walk was made (the thread was not set up
                                       * for it yet, or modules were being loaded or
                                       * unloaded); nstack_id is 0 */
+/* clang-format on */
 
 enum pyprof_linetable {
     PYPROF_LT_NONE = 0,
-    PYPROF_LT_LNOTAB_U8 = 1,   /* 2.7 co_lnotab: (addr_incr u8, line_incr u8) pairs */
-    PYPROF_LT_LNOTAB_S8 = 2,   /* 3.6-3.9 co_lnotab: line_incr is int8 */
+    PYPROF_LT_LNOTAB_U8 = 1,     /* 2.7 co_lnotab: (addr_incr u8, line_incr u8) pairs */
+    PYPROF_LT_LNOTAB_S8 = 2,     /* 3.6-3.9 co_lnotab: line_incr is int8 */
     PYPROF_LT_LINETABLE_310 = 3, /* 3.10 co_linetable: (start_delta u8, line_delta int8) */
     PYPROF_LT_LOCATIONS_311 = 4, /* 3.11+ location table (code units) */
 };
@@ -247,9 +251,11 @@ enum pyprof_linetable {
 #define PYPROF_SPAN_INFO_MAX 4096
 
 /* SNAPSHOT thread flags */
+/* clang-format off */
 #define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */
 #define PYPROF_SNAP_F_CHANGED 2u /* the stack changed while it was read: only its innermost
                                   * frame is known (under the unreadable marker) */
+/* clang-format on */
 
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
 
@@ -262,44 +268,48 @@ enum pyprof_linetable {
 #define PYPROF_BATCH_F_ALL 7u
 
 /* Why a sampling signal did not produce a sample.  X(name, text) */
-#define PYPROF_DROP_LIST(X)                                                             \
-    X(NOT_READY, "interpreter not running (starting or finalizing)")                      \
-    X(NO_PYTHON, "thread not running Python")                                             \
-    X(UNREADABLE, "stack unreadable (fault or failed validation)")                        \
-    X(RING_FULL, "buffer full")                                                           \
-    X(REENTERED, "signal arrived inside the handler")                                     \
-    X(CODE_TABLE_FULL, "code table full")                                                 \
-    X(SIGNAL_STOLEN, "the program took over the sampling signal")                         \
-    X(WRITE_ERROR, "log write failed")                                                    \
-    X(THROTTLED, "skipped: sampling cost more than a quarter of the period")             \
-    X(NO_TIMER, "threads not sampled: their CPU timer could not be created")               \
-    X(MERGED, "timer expirations merged into a signal still pending (POSIX timer)")     \
+#define PYPROF_DROP_LIST(X)                                                                    \
+    X(NOT_READY, "interpreter not running (starting or finalizing)")                           \
+    X(NO_PYTHON, "thread not running Python")                                                  \
+    X(UNREADABLE, "stack unreadable (fault or failed validation)")                             \
+    X(RING_FULL, "buffer full")                                                                \
+    X(REENTERED, "signal arrived inside the handler")                                          \
+    X(CODE_TABLE_FULL, "code table full")                                                      \
+    X(SIGNAL_STOLEN, "the program took over the sampling signal")                              \
+    X(WRITE_ERROR, "log write failed")                                                         \
+    X(THROTTLED, "skipped: sampling cost more than a quarter of the period")                   \
+    X(NO_TIMER, "threads not sampled: their CPU timer could not be created")                   \
+    X(MERGED, "timer expirations merged into a signal still pending (POSIX timer)")            \
     X(CHANGING, "stack kept changing while it was read (wall clock)")
 
 enum pyprof_drop {
 #define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,
+    /* clang-format off */
     PYPROF_DROP_LIST(PYPROF_X_ENUM)
 #undef PYPROF_X_ENUM
     PYPROF_DROP_COUNT
+    /* clang-format on */
 };
 
 /* How profiling of this log ended.  X(name, text) */
-#define PYPROF_END_LIST(X)                                                              \
-    X(UNKNOWN, "unknown")                                                                 \
-    X(EXIT, "exit")                                                                       \
-    X(UNDERSCORE_EXIT, "_exit")                                                           \
-    X(FINALIZE, "Py_FinalizeEx")                                                          \
-    X(SIGNAL, "signal")                                                                   \
-    X(EXEC, "exec")                                                                       \
-    X(TOGGLE, "toggled off")                                                              \
-    X(ERROR, "error")                                                                     \
+#define PYPROF_END_LIST(X)                                                                     \
+    X(UNKNOWN, "unknown")                                                                      \
+    X(EXIT, "exit")                                                                            \
+    X(UNDERSCORE_EXIT, "_exit")                                                                \
+    X(FINALIZE, "Py_FinalizeEx")                                                               \
+    X(SIGNAL, "signal")                                                                        \
+    X(EXEC, "exec")                                                                            \
+    X(TOGGLE, "toggled off")                                                                   \
+    X(ERROR, "error")                                                                          \
     X(ROTATED, "rotated")
 
 enum pyprof_end {
 #define PYPROF_X_ENUM(name, text) PYPROF_END_##name,
+    /* clang-format off */
     PYPROF_END_LIST(PYPROF_X_ENUM)
 #undef PYPROF_X_ENUM
     PYPROF_END_COUNT
+    /* clang-format on */
 };
 
 #endif

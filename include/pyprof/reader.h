@@ -24,15 +24,15 @@
 #include <pyprof/format.h>
 
 /* X(name, text): the reader's errors; functions return 0 or -PYPROF_R_name. */
-#define PYPROF_READER_ERRORS(X)                                                         \
-    X(OK, "no error")                                                                     \
-    X(IO, "cannot read file")                                                             \
-    X(NOT_LZ4, "not a pyprof log (not LZ4-compressed)")                                   \
-    X(NOT_PYPROF, "not a pyprof log (bad magic)")                                         \
-    X(NEWER, "log written by a newer pyprof (format version too new)")                    \
-    X(CORRUPT, "log is corrupted")                                                        \
-    X(TRUNCATED, "log is truncated (the process was killed or crashed)")                  \
-    X(NOMEM, "out of memory")                                                             \
+#define PYPROF_READER_ERRORS(X)                                                                \
+    X(OK, "no error")                                                                          \
+    X(IO, "cannot read file")                                                                  \
+    X(NOT_LZ4, "not a pyprof log (not LZ4-compressed)")                                        \
+    X(NOT_PYPROF, "not a pyprof log (bad magic)")                                              \
+    X(NEWER, "log written by a newer pyprof (format version too new)")                         \
+    X(CORRUPT, "log is corrupted")                                                             \
+    X(TRUNCATED, "log is truncated (the process was killed or crashed)")                       \
+    X(NOMEM, "out of memory")                                                                  \
     X(AGAIN, "no more data yet (the log is still being written)")
 
 enum pyprof_reader_error {
@@ -54,8 +54,8 @@ typedef struct pyprof_str {
 char *pyprof_str_dup(pyprof_str s);
 
 typedef struct pyprof_header {
-    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
-        flags, window;
+    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth, flags,
+        window;
     /* Rotated series (0 in logs of older writers and in the first file of a series). */
     uint64_t seq, series_start_unix_ns, offset_us;
     pyprof_str run_id, host, exe, python_version, timer;
@@ -94,7 +94,7 @@ typedef struct pyprof_stack_rec {
 typedef struct pyprof_sample_rec {
     int64_t t_us; /* since start of profiling */
     uint64_t thread_idx, stack_id, cpu_us;
-    uint64_t nstack_id;   /* native logs: the NSTACK, 0 = none */
+    uint64_t nstack_id;    /* native logs: the NSTACK, 0 = none */
     uint64_t native_flags; /* PYPROF_NATIVE_F_* */
 } pyprof_sample_rec;
 
@@ -153,8 +153,8 @@ typedef struct pyprof_footer {
     uint8_t has_cost;
     uint64_t handler_ns, writer_ns;
     uint32_t cost_ntime, cost_ndepth;
-    uint64_t cost_time_bound[PYPROF_COST_MAX];  /* ns; 0 = no bound */
-    uint64_t cost_depth_bound[PYPROF_COST_MAX]; /* frames; 0 = no bound */
+    uint64_t cost_time_bound[PYPROF_COST_MAX];       /* ns; 0 = no bound */
+    uint64_t cost_depth_bound[PYPROF_COST_MAX];      /* frames; 0 = no bound */
     uint64_t cost[PYPROF_COST_MAX][PYPROF_COST_MAX]; /* [depth][time] sample counts */
     /* The optional timer section (0 in logs of older writers). */
     uint8_t has_timers;

@@ -25,7 +25,7 @@ static inline uint64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 static inline struct timespec clock_mono_deadline(uint64_t ns)
 {
     uint64_t t = clock_mono_ns() + ns;
-    struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
     return ts;
 }
 

@@ -33,7 +33,7 @@
 #include <pyprof/format.h>
 
 #define NS_PER_S 1000000000ull
-#define CONFIG_FLUSH_MIN_NS 10000000ull     /* 10 ms */
+#define CONFIG_FLUSH_MIN_NS 10000000ull      /* 10 ms */
 #define CONFIG_FLUSH_MAX_NS 3600000000000ull /* 3600 s */
 
 /* ---- small locale-free helpers ------------------------------------------------------ */
@@ -163,10 +163,12 @@ int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes)
         uint64_t mult;
         int size;
     } units[] = {
-        {"KiB", 1ull << 10, 1}, {"MiB", 1ull << 20, 1}, {"GiB", 1ull << 30, 1},
-        {"KB", 1ull << 10, 1},  {"MB", 1ull << 20, 1},  {"GB", 1ull << 30, 1},
-        {"K", 1ull << 10, 1},   {"M", 1ull << 20, 1},   {"G", 1ull << 30, 1},
-        {"B", 1, 1},            {"min", 60, 0},         {"h", 3600, 0},
+        {"KiB", 1ull << 10, 1}, {"MiB", 1ull << 20, 1},
+        {"GiB", 1ull << 30, 1}, {"KB", 1ull << 10, 1},
+        {"MB", 1ull << 20, 1},  {"GB", 1ull << 30, 1},
+        {"K", 1ull << 10, 1},   {"M", 1ull << 20, 1},
+        {"G", 1ull << 30, 1},   {"B", 1, 1},
+        {"min", 60, 0},         {"h", 3600, 0},
         {"d", 86400, 0},
     };
     if (!s)
@@ -251,17 +253,17 @@ static const struct {
     const char *name;
     int sig;
 } signal_names[] = {
-    {"HUP", SIGHUP},     {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-    {"TRAP", SIGTRAP},   {"ABRT", SIGABRT},     {"IOT", SIGABRT},    {"BUS", SIGBUS},
-    {"FPE", SIGFPE},     {"KILL", SIGKILL},     {"USR1", SIGUSR1},   {"SEGV", SIGSEGV},
-    {"USR2", SIGUSR2},   {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+    {"HUP", SIGHUP},       {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},     {"IOT", SIGABRT},  {"BUS", SIGBUS},
+    {"FPE", SIGFPE},       {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},
+    {"USR2", SIGUSR2},     {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},
 #ifdef SIGSTKFLT
     {"STKFLT", SIGSTKFLT},
 #endif
-    {"CHLD", SIGCHLD},   {"CONT", SIGCONT},     {"STOP", SIGSTOP},   {"TSTP", SIGTSTP},
-    {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},     {"URG", SIGURG},     {"XCPU", SIGXCPU},
-    {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},   {"WINCH", SIGWINCH},
-    {"IO", SIGIO},       {"POLL", SIGPOLL},
+    {"CHLD", SIGCHLD},     {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+    {"TTIN", SIGTTIN},     {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ},     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+    {"IO", SIGIO},         {"POLL", SIGPOLL},
 #ifdef SIGPWR
     {"PWR", SIGPWR},
 #endif
@@ -396,6 +398,7 @@ static int expand(const char *tmpl, const config_template_vars *v, char *out, si
         if (rc < 0)
             continue; /* The output is full: only the syntax is still checked. */
         switch (conv) {
+        /* clang-format off */
         case 0: rc = put_chars(out, outlen, &len, p, 1, 0); break;
         case 'p': rc = put_long(out, outlen, &len, v->pid); break;
         case 'P': rc = put_long(out, outlen, &len, v->ppid); break;
@@ -405,6 +408,7 @@ static int expand(const char *tmpl, const config_template_vars *v, char *out, si
         case 'r': rc = put_str(out, outlen, &len, v->run_id, 0); break;
         case 's': rc = put_str(out, outlen, &len, v->seq, 0); break;
         default: rc = put_chars(out, outlen, &len, "%", 1, 0); break;
+            /* clang-format on */
         }
     }
     out[rc < 0 ? 0 : len] = '\0';
@@ -569,7 +573,8 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         return config_error(err, errlen, "PYPROF_FLUSH", v,
                             "expected a number of seconds from 0.01 to 3600, or a duration "
                             "such as 500ms or 2s");
-    if ((v = env("PYPROF_ROTATE")) && config_parse_rotate(v, &c->rotate_ns, &c->rotate_bytes) < 0)
+    if ((v = env("PYPROF_ROTATE")) &&
+        config_parse_rotate(v, &c->rotate_ns, &c->rotate_bytes) < 0)
         return config_error(err, errlen, "PYPROF_ROTATE", v,
                             "expected a duration from 1s to 366d (30s, 10min, 1h, 2d) or a "
                             "size from 64KB to 1TB (512KB, 64MB, 1GB)");

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_PERIOD_MIN_NS 100000ull         /* 100 us */
-#define CONFIG_PERIOD_MAX_NS 10000000000ull    /* 10 s */
+#define CONFIG_PERIOD_MIN_NS 100000ull      /* 100 us */
+#define CONFIG_PERIOD_MAX_NS 10000000000ull /* 10 s */
 #define CONFIG_MAX_DEPTH_MIN 4
 #define CONFIG_MAX_DEPTH_MAX 4096
 
@@ -54,10 +54,10 @@ int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *v);
 /* "USR2", "SIGUSR2", "12", "RTMIN+1".  Returns 0 and the number, or -1. */
 int config_parse_signal(const char *s, int *sig);
 
-#define CONFIG_ROTATE_MIN_NS 1000000000ull            /* 1 s */
+#define CONFIG_ROTATE_MIN_NS 1000000000ull                    /* 1 s */
 #define CONFIG_ROTATE_MAX_NS (366ull * 86400 * 1000000000ull) /* a year */
-#define CONFIG_ROTATE_MIN_BYTES (64ull << 10)         /* 64 KiB */
-#define CONFIG_ROTATE_MAX_BYTES (1ull << 40)          /* 1 TiB */
+#define CONFIG_ROTATE_MIN_BYTES (64ull << 10)                 /* 64 KiB */
+#define CONFIG_ROTATE_MAX_BYTES (1ull << 40)                  /* 1 TiB */
 #define CONFIG_KEEP_MAX 100000u
 
 /* PYPROF_ROTATE: a duration ("30s", "10min", "1h", "2d", or what config_parse_duration
@@ -73,11 +73,11 @@ int config_parse_clock(const char *s, int *clock);
 /* What a file-name template may refer to. */
 typedef struct config_template_vars {
     long pid, ppid;
-    const char *prog;    /* %n: program name (basename, no directory) */
-    const char *start;   /* %t: YYYYmmddTHHMMSS (UTC) */
-    const char *host;    /* %h */
-    const char *run_id;  /* %r */
-    const char *seq;     /* %s: the file's place in a rotated series, "0000", "0001", ... */
+    const char *prog;   /* %n: program name (basename, no directory) */
+    const char *start;  /* %t: YYYYmmddTHHMMSS (UTC) */
+    const char *host;   /* %h */
+    const char *run_id; /* %r */
+    const char *seq;    /* %s: the file's place in a rotated series, "0000", "0001", ... */
 } config_template_vars;
 
 /* Expands %p %P %n %t %h %r %s %% in `tmpl` into `out`.  Returns 0, or -1 when the result

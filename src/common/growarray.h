@@ -13,8 +13,7 @@
 
 /* Makes room for `need` elements of `elem` bytes in *arr (capacity *cap, doubling from
  * `first`).  Returns 0, or -1 when memory is short (the array is unchanged). */
-static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem,
-                             size_t first)
+static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap)
         return 0;
@@ -31,7 +30,7 @@ static inline int grow_array(void **arr, size_t *cap, size_t need, size_t elem,
 
 /* grow_array on the array `arr` (any pointer type) and its size_t capacity `cap`:
  * 0, or -1 when memory is short. */
-#define GROW_ARRAY(arr, cap, need) \
+#define GROW_ARRAY(arr, cap, need)                                                             \
     grow_array((void **)&(arr), &(cap), (need), sizeof *(arr), 16)
 
 #endif

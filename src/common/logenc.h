@@ -53,8 +53,8 @@ typedef struct logenc_header_fields {
     const char *python_version; /* "3.11.7" */
     uint64_t python_hex;        /* PY_VERSION_HEX */
     uint64_t period_ns;
-    uint8_t clock;              /* enum pyprof_clock */
-    const char *timer;          /* sampler_timer_name() */
+    uint8_t clock;     /* enum pyprof_clock */
+    const char *timer; /* sampler_timer_name() */
     uint64_t max_depth, flags, window;
     uint64_t seq, series_start_unix_ns, offset_us; /* the file's place in its series */
 } logenc_header_fields;
@@ -67,7 +67,7 @@ typedef struct logenc_code_fields {
     uint8_t lt_kind; /* enum pyprof_linetable */
     const void *lt;
     size_t lt_len;
-    uint64_t flags;  /* PYPROF_CODE_F_* */
+    uint64_t flags; /* PYPROF_CODE_F_* */
 } logenc_code_fields;
 
 /* A frame of a stack: a code id (or a marker below PYPROF_CODE_FIRST) and a line.  No
@@ -92,7 +92,8 @@ typedef struct logenc_footer_fields {
     uint64_t native_ok, native_truncated, native_skipped, native_ns;
     /* The whole-cost section. */
     uint64_t signal_cost_ns, calib_signals, calib_ns, process_cpu_ns;
-    /* The span section, written after the whole-cost one: span events the library could not queue. */
+    /* The span section, written after the whole-cost one: span events the library could
+     * not queue. */
     uint64_t spans_lost;
 } logenc_footer_fields;
 
@@ -103,9 +104,9 @@ typedef struct logenc_segment {
 
 typedef struct logenc_module_fields {
     uint64_t module_id;
-    const char *path;          /* NUL-terminated */
-    uint64_t base;             /* load bias */
-    const uint8_t *build_id;   /* raw note bytes, build_id_len of them (may be 0) */
+    const char *path;        /* NUL-terminated */
+    uint64_t base;           /* load bias */
+    const uint8_t *build_id; /* raw note bytes, build_id_len of them (may be 0) */
     size_t build_id_len;
     const logenc_segment *segs;
     size_t nseg;
@@ -117,11 +118,11 @@ static inline size_t logenc_code_max(const logenc_code_fields *c)
 {
     return 64 + c->name_len + c->qualname_len + c->filename_len + c->lt_len;
 }
-#define LOGENC_STACK_MAX(n) (32 + (size_t)(n) * 16)
+#define LOGENC_STACK_MAX(n) (32 + 16 * (size_t)(n))
 /* Bytes the runs of a stack of n frames add at most (at most one run per frame). */
-#define LOGENC_RUNS_MAX(n) (REC_VARINT_MAX + (size_t)(n) * 5)
+#define LOGENC_RUNS_MAX(n) (REC_VARINT_MAX + 5 * (size_t)(n))
 /* Bytes an NSTACK payload of n addresses takes at most. */
-#define LOGENC_NSTACK_MAX(n) (2 * REC_VARINT_MAX + (size_t)(n) * REC_VARINT_MAX)
+#define LOGENC_NSTACK_MAX(n) (2 * REC_VARINT_MAX + REC_VARINT_MAX * (size_t)(n))
 static inline size_t logenc_module_max(const logenc_module_fields *m)
 {
     size_t path_len = 0;
@@ -186,7 +187,7 @@ typedef struct logenc_snap_thread {
 } logenc_snap_thread;
 
 /* The largest SNAPSHOT payload for n threads. */
-#define LOGENC_SNAPSHOT_MAX(n) (32 + (size_t)(n) * 17)
+#define LOGENC_SNAPSHOT_MAX(n) (32 + 17 * (size_t)(n))
 
 int logenc_put_snapshot(rec_out *o, uint64_t snapshot_id, uint64_t t_us,
                         const logenc_snap_thread *t, size_t n);
@@ -199,7 +200,7 @@ typedef struct logenc_span_start {
 } logenc_span_start;
 
 /* The largest SPAN_START or SPAN_STOP payload. */
-#define LOGENC_SPAN_MAX                                                                   \
+#define LOGENC_SPAN_MAX                                                                        \
     (64 + PYPROF_SPAN_NAME_MAX + 3 * PYPROF_SPAN_ID_MAX + PYPROF_SPAN_INFO_MAX)
 
 int logenc_put_span_start(rec_out *o, const logenc_span_start *s);

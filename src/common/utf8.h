@@ -69,8 +69,11 @@ static inline size_t utf8_put(char *out, uint32_t c)
  * that starts no well-formed sequence. */
 static inline unsigned utf8_need(uint8_t b)
 {
-    return b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2
-         : b >= 0xf0 && b <= 0xf4 ? 3 : 4;
+    return b < 0x80                 ? 0
+           : b >= 0xc2 && b <= 0xdf ? 1
+           : b >= 0xe0 && b <= 0xef ? 2
+           : b >= 0xf0 && b <= 0xf4 ? 3
+                                    : 4;
 }
 
 /* [sigsafe] The length (1 to 4) of the well-formed character at in[0..len) (Unicode's

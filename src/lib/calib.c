@@ -29,8 +29,8 @@
 #include "common/clock.h"
 #include "threadtimer.h"
 
-#define UNIT_NS 50000ull   /* the target length of a unit of work */
-#define MAX_UNITS 4096u    /* 200 ms of units: more than the budget allows */
+#define UNIT_NS 50000ull /* the target length of a unit of work */
+#define MAX_UNITS 4096u  /* 200 ms of units: more than the budget allows */
 
 static __thread volatile int tls_measuring __attribute__((tls_model("initial-exec")));
 static __thread volatile uint32_t tls_signals __attribute__((tls_model("initial-exec")));
@@ -186,8 +186,7 @@ int calib_step(uint64_t budget_ns)
     uint64_t spent = atomic_load(&res_cpu_ns) + slice;
     atomic_store(&res_cpu_ns, spent);
     atomic_fetch_add(&spent_all_ns, slice);
-    if (signals >= CALIB_SIGNALS || spent >= CALIB_BUDGET_NS || nunits >= MAX_UNITS ||
-        !probe) {
+    if (signals >= CALIB_SIGNALS || spent >= CALIB_BUDGET_NS || nunits >= MAX_UNITS || !probe) {
         atomic_store(&done, 1);
         calib_release();
     }

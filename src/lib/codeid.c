@@ -76,10 +76,10 @@ static size_t copy_str(const pyabi *a, uintptr_t s, char *out, uint32_t max_char
         safe_fail();
     size_t n = 0;
     for (uint64_t i = 0; i < len; i++) {
-        uint32_t c = kind == 1 ? safe_u8(data + i)
-                   : kind == 2 ? (uint32_t)safe_u8(data + 2 * i) |
-                                     (uint32_t)safe_u8(data + 2 * i + 1) << 8
-                               : safe_u32(data + 4 * i);
+        uint32_t c = kind == 1   ? safe_u8(data + i)
+                     : kind == 2 ? (uint32_t)safe_u8(data + 2 * i) |
+                                       (uint32_t)safe_u8(data + 2 * i + 1) << 8
+                                 : safe_u32(data + 4 * i);
         if (ascii && c >= 0x80)
             safe_fail(); /* not the ASCII string its header says it is */
         n += utf8_put(out + n, c);

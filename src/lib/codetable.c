@@ -37,11 +37,11 @@
 #define PROBES_MAX 64u
 
 static struct {
-    code_slot *tables[2];      /* two generations of the code table */
+    code_slot *tables[2]; /* two generations of the code table */
     _Atomic int active;
-    _Atomic int users[2];      /* samples counted in each generation */
-    _Atomic uint32_t fill[2];  /* slots claimed in each generation */
-    _Atomic int flip_wanted;   /* the active table is half full: the writer flips it */
+    _Atomic int users[2];     /* samples counted in each generation */
+    _Atomic uint32_t fill[2]; /* slots claimed in each generation */
+    _Atomic int flip_wanted;  /* the active table is half full: the writer flips it */
     _Atomic uint32_t next_id;
 } CT;
 
@@ -133,7 +133,7 @@ int codetable_flip(void (*drain)(void *ctx), void (*rekey)(void *ctx), void *ctx
     int old = atomic_load(&CT.active);
     atomic_store(&CT.active, old ^ 1);
     for (int spins = 0; atomic_load(&CT.users[old]) > 0 && spins < 100000; spins++) {
-        struct timespec ts = { 0, 20000 };
+        struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
     }
     if (atomic_load(&CT.users[old]) > 0)

@@ -28,7 +28,7 @@
 /* How long a terminating signal waits for the log to be finished, at most. */
 #define TERMINATE_WAIT_MS 3000
 
-static const int terminating[] = { SIGTERM, SIGINT, SIGHUP };
+static const int terminating[] = {SIGTERM, SIGINT, SIGHUP};
 #define N_TERMINATING ((int)(sizeof terminating / sizeof terminating[0]))
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -57,7 +57,7 @@ static void control_on_terminate(int sig, siginfo_t *info, void *uc)
     int saved_errno = errno;
     if (writer_request_end(PYPROF_END_SIGNAL, sig)) {
         for (int i = 0; i < TERMINATE_WAIT_MS && !writer_end_done(); i++) {
-            struct timespec ms = { 0, 1000000 };
+            struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
         }
     }
@@ -114,10 +114,12 @@ int control_install(int toggle_sig, char *err, size_t errlen)
             rc = -1;
             goto out;
         }
-        if (sigdisp_take(toggle_sig, control_on_toggle, SA_RESTART, NULL, SIGDISP_KEEP,
-                         NULL) < 0) {
-            snprintf(err, errlen, "pyprof: cannot install the PYPROF_SIGNAL handler: %s; "
-                     "not profiling", strerror(errno));
+        if (sigdisp_take(toggle_sig, control_on_toggle, SA_RESTART, NULL, SIGDISP_KEEP, NULL) <
+            0) {
+            snprintf(err, errlen,
+                     "pyprof: cannot install the PYPROF_SIGNAL handler: %s; "
+                     "not profiling",
+                     strerror(errno));
             rc = -1;
             goto out;
         }

@@ -49,7 +49,8 @@ static size_t status(char *out, size_t cap)
     writer_status(&w);
     char rot[64];
     if (cfg.rotate_ns)
-        snprintf(rot, sizeof rot, "%llu s", (unsigned long long)(cfg.rotate_ns / 1000000000ull));
+        snprintf(rot, sizeof rot, "%llu s",
+                 (unsigned long long)(cfg.rotate_ns / 1000000000ull));
     else if (cfg.rotate_bytes)
         snprintf(rot, sizeof rot, "%llu bytes", (unsigned long long)cfg.rotate_bytes);
     else
@@ -82,8 +83,9 @@ static size_t restart(const pyprof_config *cfg, const char *what, char *out, siz
     if (window_is_open())
         window_pause();
     if (window_resume(cfg) < 0)
-        return put(out, cap, 0, "error: profiling could not start again (see the program's "
-                                "stderr)\n");
+        return put(out, cap, 0,
+                   "error: profiling could not start again (see the program's "
+                   "stderr)\n");
     /* The new log, created now rather than at the writer's next wake. */
     char path[4096] = "";
     writer_request(WRITER_REQ_FLUSH, path, sizeof path);
@@ -110,10 +112,12 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
     }
     if (!strcmp(req, "period")) {
         uint64_t ns;
-        if (!arg || config_parse_duration(arg, CONFIG_PERIOD_MIN_NS, CONFIG_PERIOD_MAX_NS,
-                                          &ns) < 0)
-            return put(out, cap, 0, "error: bad period '%.64s' (from 100us to 10s, such as "
-                                    "10ms, 500us or 0.01)\n", arg ? arg : "");
+        if (!arg ||
+            config_parse_duration(arg, CONFIG_PERIOD_MIN_NS, CONFIG_PERIOD_MAX_NS, &ns) < 0)
+            return put(out, cap, 0,
+                       "error: bad period '%.64s' (from 100us to 10s, such as "
+                       "10ms, 500us or 0.01)\n",
+                       arg ? arg : "");
         cfg.period_ns = ns;
         char what[64];
         snprintf(what, sizeof what, "period %llu", (unsigned long long)ns);
@@ -132,9 +136,11 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
         if (!window_is_open())
             return put(out, cap, 0, "error: paused\n");
         int rotate = req[0] == 'r';
-        if (writer_request(rotate ? WRITER_REQ_ROTATE : WRITER_REQ_FLUSH, path, sizeof path) < 0)
-            return put(out, cap, 0, "error: busy (no log is being written, or the writer "
-                                    "did not answer within 2 s)\n");
+        if (writer_request(rotate ? WRITER_REQ_ROTATE : WRITER_REQ_FLUSH, path, sizeof path) <
+            0)
+            return put(out, cap, 0,
+                       "error: busy (no log is being written, or the writer "
+                       "did not answer within 2 s)\n");
         return put(out, cap, 0, "ok %s %s\n", rotate ? "rotated" : "flushed", path);
     }
     if (!strcmp(req, "dump")) {
@@ -142,15 +148,18 @@ static size_t handle_locked(const char *req, const char *arg, char *out, size_t 
             return put(out, cap, 0, "error: paused\n");
         uint32_t id = snapshot_next;
         if (wall_snapshot(id) < 0)
-            return put(out, cap, 0, "error: the threads could not be read (the interpreter "
-                                    "is not running, or the buffer is full)\n");
+            return put(out, cap, 0,
+                       "error: the threads could not be read (the interpreter "
+                       "is not running, or the buffer is full)\n");
         snapshot_next++;
         if (writer_request(WRITER_REQ_FLUSH, path, sizeof path) < 0)
             return put(out, cap, 0, "error: busy (the writer did not answer within 2 s)\n");
         return put(out, cap, 0, "ok snapshot %u %s\n", id, path);
     }
-    return put(out, cap, 0, "error: unknown request '%.64s' (status, pause, resume, flush, "
-                            "rotate, period DURATION, clock cpu|wall, dump)\n", req);
+    return put(out, cap, 0,
+               "error: unknown request '%.64s' (status, pause, resume, flush, "
+               "rotate, period DURATION, clock cpu|wall, dump)\n",
+               req);
 }
 
 int ctlcmd_parse(const char *line, ctlcmd_req *r, char *err, size_t errlen)

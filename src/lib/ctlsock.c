@@ -31,7 +31,7 @@
 #define REPLY_MAX 16384
 
 typedef struct client {
-    int fd; /* -1: free slot */
+    int fd;    /* -1: free slot */
     ino_t ino; /* its socket's inode: the number is ours only while it holds this */
     uint64_t deadline_ns;
     size_t len;
@@ -39,13 +39,13 @@ typedef struct client {
 } client;
 
 static struct {
-    int fd;           /* the listening socket, -1 when none */
-    ino_t ino;        /* its inode, to know it is still ours */
+    int fd;    /* the listening socket, -1 when none */
+    ino_t ino; /* its inode, to know it is still ours */
     ctlsock_handler handle;
     client clients[CTLSOCK_CLIENTS];
     pthread_t thread;
     int running;
-} S = { .fd = -1 };
+} S = {.fd = -1};
 
 /* Is descriptor `fd` still the socket of inode `ino`?  The program may have closed it
  * (a daemon closing every descriptor) and opened something else under the number. */
@@ -166,7 +166,7 @@ static void take_client(void)
         close(fd);
         return;
     }
-    client tmp = { .fd = fd, .ino = st.st_ino };
+    client tmp = {.fd = fd, .ino = st.st_ino};
     struct ucred cr;
     socklen_t crl = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 ||
@@ -206,11 +206,11 @@ static void *ctl_main(void *arg)
             }
             if (c->deadline_ns < next)
                 next = c->deadline_ns;
-            p[n] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+            p[n] = (struct pollfd){.fd = c->fd, .events = POLLIN};
             map[n++] = i;
         }
         if (used < CTLSOCK_CLIENTS) {
-            p[n] = (struct pollfd){ .fd = S.fd, .events = POLLIN };
+            p[n] = (struct pollfd){.fd = S.fd, .events = POLLIN};
             map[n++] = -1;
         }
         int timeout = next == UINT64_MAX ? 1000 : (int)((next - now) / 1000000 + 1);
@@ -239,8 +239,7 @@ static int bind_listen(char *err, size_t errlen)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "pyprof: control socket: %s; no live control",
-                 strerror(errno));
+        snprintf(err, errlen, "pyprof: control socket: %s; no live control", strerror(errno));
         return -1;
     }
     struct sockaddr_un a;

@@ -23,7 +23,8 @@
 
 static int random_suffix(char *out, size_t len)
 {
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static const char chars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     uint8_t r[16];
     if (len > sizeof r || getrandom(r, len, GRND_NONBLOCK) != (ssize_t)len)
         return -1;
@@ -56,8 +57,8 @@ int logfile_check_dir(const char *out, char *dir, size_t dircap, char *err, size
         snprintf(dir, dircap, "%s", t && t[0] ? t : "/tmp");
     }
     if (!is_dir(dir) || access(dir, W_OK | X_OK) != 0) {
-        snprintf(err, errlen, "pyprof: PYPROF_OUTPUT: directory %s is %s; not profiling",
-                 dir, is_dir(dir) ? "not writable" : "missing");
+        snprintf(err, errlen, "pyprof: PYPROF_OUTPUT: directory %s is %s; not profiling", dir,
+                 is_dir(dir) ? "not writable" : "missing");
         return -1;
     }
     return 0;
@@ -74,9 +75,13 @@ static int create_file(logfile *lf, const logfile_naming *nm)
     strftime(start, sizeof start, "%Y%m%dT%H%M%S", &tm);
     char seq[16];
     snprintf(seq, sizeof seq, "%04u", nm->seq);
-    config_template_vars v = { .pid = nm->pid, .ppid = nm->ppid, .prog = nm->prog,
-                               .start = start, .host = nm->host, .run_id = nm->run_id,
-                               .seq = seq };
+    config_template_vars v = {.pid = nm->pid,
+                              .ppid = nm->ppid,
+                              .prog = nm->prog,
+                              .start = start,
+                              .host = nm->host,
+                              .run_id = nm->run_id,
+                              .seq = seq};
     const char *out = nm->output;
     int template = out[0] && !is_dir(out) && out[strlen(out) - 1] != '/';
     /* A rotated series whose template has no %s: ".<seq>" before ".lz4", or at the end. */
@@ -112,8 +117,10 @@ static int create_file(logfile *lf, const logfile_naming *nm)
                     return -1;
             }
         } else {
-            const char *dir = out[0] ? out : (getenv("TMPDIR") && getenv("TMPDIR")[0]
-                                                  ? getenv("TMPDIR") : "/tmp");
+            const char *dir = out[0]
+                                  ? out
+                                  : (getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR")
+                                                                             : "/tmp");
             size_t dl = strlen(dir);
             if ((size_t)snprintf(name, sizeof name, "%s%spyprof.%s.%ld.%s%s%s.lz4", dir,
                                  dl && dir[dl - 1] == '/' ? "" : "/", nm->prog, nm->pid,

@@ -29,14 +29,14 @@
 #define LOGFILE_STAGE_BYTES (64u << 10) /* uncompressed records per compress call */
 
 typedef struct logfile {
-    int fd;                 /* -1 until logfile_open, and after logfile_close */
-    int failed;             /* creating or writing failed: data is discarded from then on */
-    char path[PATH_MAX];    /* the log, once created ("" before) */
+    int fd;              /* -1 until logfile_open, and after logfile_close */
+    int failed;          /* creating or writing failed: data is discarded from then on */
+    char path[PATH_MAX]; /* the log, once created ("" before) */
     LZ4F_cctx *cctx;
-    uint8_t *stage;         /* LOGFILE_STAGE_BYTES */
+    uint8_t *stage; /* LOGFILE_STAGE_BYTES */
     size_t stage_len;
-    uint64_t written;       /* bytes written to the file so far */
-    uint8_t *out;           /* compressed output */
+    uint64_t written; /* bytes written to the file so far */
+    uint8_t *out;     /* compressed output */
     size_t out_cap;
     void (*write_failed)(void); /* called once, when the first write fails (may be NULL) */
 } logfile;
@@ -44,7 +44,7 @@ typedef struct logfile {
 /* What the log's name is made of: PYPROF_OUTPUT's template variables
  * (config_expand_template). */
 typedef struct logfile_naming {
-    const char *output;     /* PYPROF_OUTPUT: "" (default), a directory, or a template */
+    const char *output; /* PYPROF_OUTPUT: "" (default), a directory, or a template */
     long pid, ppid;
     const char *prog, *host, *run_id;
     uint64_t start_unix_ns; /* for %t */
@@ -55,8 +55,7 @@ typedef struct logfile_naming {
 /* The directory of the logs `output` names, into dir; it must exist and be writable now,
  * so a bad PYPROF_OUTPUT is reported when profiling starts.  Returns 0, or -1 with a line
  * in `err`. */
-int logfile_check_dir(const char *output, char *dir, size_t dircap, char *err,
-                      size_t errlen);
+int logfile_check_dir(const char *output, char *dir, size_t dircap, char *err, size_t errlen);
 
 /* An unopened log (fd -1) with its stage allocated.  Returns 0, or -1 when memory is
  * short. */

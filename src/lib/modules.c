@@ -62,7 +62,7 @@ int modules_changed(const modules *m)
 {
     if (!m->synced)
         return 1;
-    unsigned long long c[2] = { m->adds, m->subs };
+    unsigned long long c[2] = {m->adds, m->subs};
     native_iterate_loaded(counters_cb, c);
     return c[0] != m->adds || c[1] != m->subs;
 }
@@ -169,7 +169,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
         if (ph->p_type != PT_LOAD)
             continue;
         o->segs[o->nseg++] = (logenc_segment){
-            .vaddr = ph->p_vaddr, .memsz = ph->p_memsz, .file_offset = ph->p_offset,
+            .vaddr = ph->p_vaddr,
+            .memsz = ph->p_memsz,
+            .file_offset = ph->p_offset,
             .flags = ph->p_flags & (PF_X | PF_W | PF_R),
         };
     }
@@ -196,8 +198,13 @@ static uint64_t seg0_memsz(const scan_obj *o) { return o->nseg ? o->segs[0].mems
 static void announce(const scan_obj *o, uint32_t id, modules_new_fn on_new, void *ctx)
 {
     logenc_module_fields f = {
-        .module_id = id, .path = o->path, .base = o->base, .build_id = o->build_id,
-        .build_id_len = o->build_id_len, .segs = o->segs, .nseg = o->nseg,
+        .module_id = id,
+        .path = o->path,
+        .base = o->base,
+        .build_id = o->build_id,
+        .build_id_len = o->build_id_len,
+        .segs = o->segs,
+        .nseg = o->nseg,
     };
     struct stat st;
     if (o->has_file && stat(o->path, &st) == 0) {
@@ -247,9 +254,12 @@ int modules_sync(modules *m, modules_new_fn on_new, modules_gone_fn on_gone, voi
         if (o->match >= 0)
             continue;
         modules_entry *e = &m->e[m->n++];
-        *e = (modules_entry){ .id = ++m->last_id, .path = o->path, .base = o->base,
-                              .seg0_vaddr = seg0_vaddr(o), .seg0_memsz = seg0_memsz(o),
-                              .seen = 1 };
+        *e = (modules_entry){.id = ++m->last_id,
+                             .path = o->path,
+                             .base = o->base,
+                             .seg0_vaddr = seg0_vaddr(o),
+                             .seg0_memsz = seg0_memsz(o),
+                             .seen = 1};
         announce(o, e->id, on_new, ctx);
         o->path = NULL; /* the entry owns it now */
     }

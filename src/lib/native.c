@@ -240,7 +240,7 @@ void native_refresh(void)
         return;
     if (atomic_load(&loader_suspect))
         return;
-    load_counts c = { snap_adds, snap_subs };
+    load_counts c = {snap_adds, snap_subs};
     native_iterate_loaded(read_counts, &c);
     if (c.adds != snap_adds || c.subs != snap_subs) {
         native_change_begin();
@@ -259,13 +259,13 @@ void native_after_dlopen(void)
 
 /* ---- set-up ------------------------------------------------------------------------ */
 
-#define NEED(field, type, name)                                                           \
-    do {                                                                                  \
-        U.field = (type)dlsym(U.handle, name);                                            \
-        if (!U.field) {                                                                   \
-            snprintf(err, errlen, "pyprof: native frames off: libunwind lacks %s", name); \
-            return -1;                                                                    \
-        }                                                                                 \
+#define NEED(field, type, name)                                                                \
+    do {                                                                                       \
+        U.field = (type)dlsym(U.handle, name);                                                 \
+        if (!U.field) {                                                                        \
+            snprintf(err, errlen, "pyprof: native frames off: libunwind lacks %s", name);      \
+            return -1;                                                                         \
+        }                                                                                      \
     } while (0)
 
 static int load_libunwind(char *err, size_t errlen)
@@ -289,8 +289,9 @@ static int load_libunwind(char *err, size_t errlen)
     NEED(flush_cache, flush_cache_fn, "_Ux86_64_flush_cache");
     unw_addr_space_t *as = (unw_addr_space_t *)dlsym(h, "_ULx86_64_local_addr_space");
     if (!as || !*as) {
-        snprintf(err, errlen, "pyprof: native frames off: libunwind lacks its local "
-                              "address space");
+        snprintf(err, errlen,
+                 "pyprof: native frames off: libunwind lacks its local "
+                 "address space");
         return -1;
     }
     U.as = *as;
@@ -350,8 +351,9 @@ int native_setup(char *err, size_t errlen)
     atomic_store(&served, 0);
     warm_up();
     if (!U.checked && atomic_load(&served) == 0) {
-        snprintf(err, errlen, "pyprof: native frames off: libunwind's module lookups do not "
-                              "reach libpyprof's dl_iterate_phdr (is it preloaded?)");
+        snprintf(err, errlen,
+                 "pyprof: native frames off: libunwind's module lookups do not "
+                 "reach libpyprof's dl_iterate_phdr (is it preloaded?)");
         return -1;
     }
     U.checked = 1;

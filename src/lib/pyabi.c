@@ -35,6 +35,7 @@
 
 /* One row per minor version: every offset and layout kind that differs between minors,
  * for the sample path and for pynames alike (pyabi.h names each field). */
+/* clang-format off */
 static const pyabi TABLES[] = {
     { .major = 2, .minor = 7,
       .rt_initialized = -1, .rt_finalizing = -1, .rt_tss = -1, .rt_interp_head = -1,
@@ -226,6 +227,7 @@ static const pyabi TABLES[] = {
       .int_layout = PYABI_LONG_TAG, .ht_cached_keys = 888, .dictvalues_values = 8,
       .thread_name_attr = "_name", .thread_native_id = 1 },
 };
+/* clang-format on */
 
 /* Remembered by pyabi_find(late=1) for pyabi_dlsym_python. */
 static void *python_handle;
@@ -252,7 +254,7 @@ static void *local_libpython(void)
 {
     if (python_handle)
         return python_handle;
-    struct phdr_search s = { .path = "" };
+    struct phdr_search s = {.path = ""};
     libc_next_dl_iterate_phdr(find_libpython_cb, &s);
     if (!s.path[0])
         return NULL;
@@ -319,8 +321,10 @@ typedef struct debug_word {
     const char *what;
 } debug_word;
 
+/* clang-format off */
 #define DW(minor, word, section, field, what) \
     { minor, word, section, offsetof(pyabi, field), what }
+/* clang-format on */
 static const debug_word DEBUG_WORDS[] = {
     DW(13, 4, SEC_RT, rt_finalizing, "runtime.finalizing"),
     DW(13, 5, SEC_RT, rt_interp_head, "runtime.interpreters_head"),
@@ -405,9 +409,9 @@ static const debug_word DEBUG_WORDS[] = {
  * "size" word of each structure's section (runtime, interpreter, thread, frame, code). */
 static const struct {
     uint8_t gil_locked, size[SEC_OBJ];
-} DEBUG_LAYOUT[] = { { 17, { 3, 6, 19, 28, 34 } },   /* 3.13 */
-                     { 18, { 3, 6, 22, 31, 39 } },   /* 3.14 */
-                     { 18, { 3, 6, 22, 39, 47 } } }; /* 3.15 */
+} DEBUG_LAYOUT[] = {{17, {3, 6, 19, 28, 34}},  /* 3.13 */
+                    {18, {3, 6, 22, 31, 39}},  /* 3.14 */
+                    {18, {3, 6, 22, 39, 47}}}; /* 3.15 */
 
 static int *field_at(pyabi *a, uint16_t off) { return (int *)((char *)a + off); }
 
@@ -422,7 +426,8 @@ int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errl
         snprintf(err, errlen,
                  "pyprof: Python %s is a free-threaded build, which pyprof does not support "
                  "(its objects and frames have another layout and it has no GIL); not "
-                 "profiling", a->version);
+                 "profiling",
+                 a->version);
         return -1;
     }
     if ((d[1] >> 16) != (((uint64_t)a->major << 8) | (uint64_t)a->minor)) {
@@ -450,7 +455,8 @@ int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errl
         if (v + 8 > bound[w->section]) {
             snprintf(err, errlen,
                      "pyprof: Python %s: %s is at %llu in this build, past its structure; "
-                     "not profiling", a->version, w->what, (unsigned long long)v);
+                     "not profiling",
+                     a->version, w->what, (unsigned long long)v);
             return -1;
         }
         *field_at(a, w->field) = (int)v;
@@ -458,7 +464,8 @@ int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errl
     if (d[DEBUG_LAYOUT[a->minor - 13].gil_locked] != (uint64_t)a->gil_holder + 8) {
         snprintf(err, errlen,
                  "pyprof: Python %s: the GIL's fields are not laid out as pyprof expects; "
-                 "not profiling", a->version);
+                 "not profiling",
+                 a->version);
         return -1;
     }
     /* Derived from published neighbours, as every version from 3.12 lays them out:
@@ -477,7 +484,8 @@ int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errl
         (a->minor < 15 && a->uni_ascii_size != measured.uni_ascii_size)) {
         snprintf(err, errlen,
                  "pyprof: Python %s lays out its runtime or strings differently from the "
-                 "%d.%d pyprof knows; not profiling", a->version, a->major, a->minor);
+                 "%d.%d pyprof knows; not profiling",
+                 a->version, a->major, a->minor);
         return -1;
     }
     return 0;
@@ -492,7 +500,8 @@ int pyabi_layout(pyabi *a, int major, int minor, int micro, char *err, size_t er
     if (!t) {
         snprintf(err, errlen,
                  "pyprof: Python %d.%d is not supported (supported: 2.7, 3.6 to 3.15); "
-                 "not profiling", major, minor);
+                 "not profiling",
+                 major, minor);
         return -1;
     }
     *a = *t;
@@ -503,7 +512,8 @@ int pyabi_layout(pyabi *a, int major, int minor, int micro, char *err, size_t er
 int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
 {
     err[0] = 0;
-    const char *(*get_version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    const char *(*get_version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
+                                                                    "Py_GetVersion");
     if (!get_version && late)
         get_version = (const char *(*)(void))pyabi_dlsym_python("Py_GetVersion");
     if (!get_version)
@@ -524,8 +534,10 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
 
     a->code_type = (uintptr_t)pyabi_dlsym_python("PyCode_Type");
     a->frame_type = (uintptr_t)pyabi_dlsym_python("PyFrame_Type");
-    a->str_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type" : "PyUnicode_Type");
-    a->bytes_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type" : "PyBytes_Type");
+    a->str_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type"
+                                                           : "PyUnicode_Type");
+    a->bytes_type = (uintptr_t)pyabi_dlsym_python(major == 2 ? "PyString_Type"
+                                                             : "PyBytes_Type");
     if (major == 3 && minor >= 7) {
         a->runtime = (uintptr_t)pyabi_dlsym_python("_PyRuntime");
     } else {
@@ -536,10 +548,10 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
             a->finalizing_var = (uintptr_t)pyabi_dlsym_python("_Py_Finalizing");
     }
     int missing = !a->code_type || !a->frame_type || !a->str_type || !a->bytes_type ||
-                  (a->major == 3 && a->minor >= 7 ? !a->runtime
-                                                  : (!a->gil_tstate || !a->is_initialized ||
-                                                     !a->interp_head ||
-                                                     (minor == 6 && !a->finalizing_var)));
+                  (a->major == 3 && a->minor >= 7
+                       ? !a->runtime
+                       : (!a->gil_tstate || !a->is_initialized || !a->interp_head ||
+                          (minor == 6 && !a->finalizing_var)));
     if (missing) {
         snprintf(err, errlen,
                  "pyprof: Python %s does not export the symbols pyprof needs; not profiling",
@@ -554,7 +566,8 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen)
     if (!tp_name || strcmp(tp_name, "code") != 0 || basicsize != a->co_basicsize) {
         snprintf(err, errlen,
                  "pyprof: Python %s has an unexpected code object layout (a debug or patched "
-                 "build?); not profiling", a->version);
+                 "build?); not profiling",
+                 a->version);
         return -1;
     }
     return 1;

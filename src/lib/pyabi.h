@@ -74,57 +74,57 @@ enum pyabi_int_layout {
 /* Offsets are in bytes; -1 where the version has no such field. */
 typedef struct pyabi {
     int major, minor;
-    unsigned long hex;       /* PY_VERSION_HEX, or built from the version string */
-    char version[32];        /* "3.11.7" */
+    unsigned long hex; /* PY_VERSION_HEX, or built from the version string */
+    char version[32];  /* "3.11.7" */
 
     /* Resolved addresses. */
-    uintptr_t runtime;        /* &_PyRuntime (3.7+) */
-    uintptr_t code_type;      /* &PyCode_Type */
-    uintptr_t frame_type;     /* &PyFrame_Type (a heap frame's type on <= 3.10) */
-    uintptr_t str_type;       /* &PyString_Type (2.7) or &PyUnicode_Type: names */
-    uintptr_t bytes_type;     /* &PyString_Type (2.7) or &PyBytes_Type: line tables */
-    uintptr_t gil_tstate;     /* 2.7/3.6: &_PyThreadState_Current */
-    uintptr_t finalizing_var; /* 3.6: &_Py_Finalizing */
-    int (*is_initialized)(void);          /* Py_IsInitialized (2.7/3.6) */
-    void *(*interp_head)(void);           /* PyInterpreterState_Head (2.7/3.6) */
+    uintptr_t runtime;           /* &_PyRuntime (3.7+) */
+    uintptr_t code_type;         /* &PyCode_Type */
+    uintptr_t frame_type;        /* &PyFrame_Type (a heap frame's type on <= 3.10) */
+    uintptr_t str_type;          /* &PyString_Type (2.7) or &PyUnicode_Type: names */
+    uintptr_t bytes_type;        /* &PyString_Type (2.7) or &PyBytes_Type: line tables */
+    uintptr_t gil_tstate;        /* 2.7/3.6: &_PyThreadState_Current */
+    uintptr_t finalizing_var;    /* 3.6: &_Py_Finalizing */
+    int (*is_initialized)(void); /* Py_IsInitialized (2.7/3.6) */
+    void *(*interp_head)(void);  /* PyInterpreterState_Head (2.7/3.6) */
 
     /* _PyRuntime (3.7+) */
     int rt_initialized, rt_finalizing, rt_interp_head;
-    int rt_tss;             /* _PyRuntime.autoTSSkey (3.7-3.13): this thread's thread state
-                             * by pthread_getspecific; -1 on 3.14+, where the handler finds
-                             * it in the thread list by thread_id (3.15 removed the key) */
-    int rt_interp_main;     /* _PyRuntime.interpreters.main (interpreters.head + 8) */
-    int gil_holder;         /* the GIL's last_holder (its `locked` int follows 8 bytes on):
-                             * in _PyRuntime.ceval.gil (3.7-3.11) or in the main
-                             * interpreter's _gil (3.12+, gil_in_interp); -1 on 2.7/3.6,
-                             * which have gil_tstate */
+    int rt_tss;         /* _PyRuntime.autoTSSkey (3.7-3.13): this thread's thread state
+                         * by pthread_getspecific; -1 on 3.14+, where the handler finds
+                         * it in the thread list by thread_id (3.15 removed the key) */
+    int rt_interp_main; /* _PyRuntime.interpreters.main (interpreters.head + 8) */
+    int gil_holder;     /* the GIL's last_holder (its `locked` int follows 8 bytes on):
+                         * in _PyRuntime.ceval.gil (3.7-3.11) or in the main
+                         * interpreter's _gil (3.12+, gil_in_interp); -1 on 2.7/3.6,
+                         * which have gil_tstate */
     int gil_in_interp;
     /* PyInterpreterState / PyThreadState */
     int is_tstate_head, ts_next, ts_interp, ts_thread_id, ts_native_tid;
-    int ts_prev;            /* PyThreadState.prev (3.14+: checks a cached thread state is
-                             * still listed) */
-    int is_modules;         /* PyInterpreterState.modules (.imports.modules on 3.12+) */
-    int ts_frame;           /* tstate->frame (<=3.10), ->cframe (3.11/3.12), ->current_frame */
-    int cframe_current;     /* _PyCFrame.current_frame (3.11/3.12), else -1 */
+    int ts_prev;        /* PyThreadState.prev (3.14+: checks a cached thread state is
+                         * still listed) */
+    int is_modules;     /* PyInterpreterState.modules (.imports.modules on 3.12+) */
+    int ts_frame;       /* tstate->frame (<=3.10), ->cframe (3.11/3.12), ->current_frame */
+    int cframe_current; /* _PyCFrame.current_frame (3.11/3.12), else -1 */
     /* Frames */
     int frame_kind, lasti_kind;
     int fr_back, fr_code, fr_lasti, fr_owner;
-    int fr_code_tag;        /* the tag bits masked off the executable: 3 on 3.14+, where
-                             * f_executable is a _PyStackRef (a popped frame's is cleared
-                             * to NULL, 1), else 0 */
-    int fr_is_entry;        /* _PyInterpreterFrame.is_entry (bool, 3.11 only): the first
-                             * frame an eval-loop C activation runs; -1 elsewhere */
+    int fr_code_tag; /* the tag bits masked off the executable: 3 on 3.14+, where
+                      * f_executable is a _PyStackRef (a popped frame's is cleared
+                      * to NULL, 1), else 0 */
+    int fr_is_entry; /* _PyInterpreterFrame.is_entry (bool, 3.11 only): the first
+                      * frame an eval-loop C activation runs; -1 elsewhere */
     /* Code objects */
     int co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
     int co_firsttraceable; /* _co_firsttraceable (3.11+): code units before the frame is
                             * complete (CPython's _PyFrame_IsIncomplete) */
-    long co_basicsize; /* PyCode_Type.tp_basicsize expected */
-    int linetable_kind; /* enum pyprof_linetable */
+    long co_basicsize;     /* PyCode_Type.tp_basicsize expected */
+    int linetable_kind;    /* enum pyprof_linetable */
     /* Strings and bytes */
     int str_kind, uni_ascii_size, uni_compact_size, uni_data;
-    int str_length;  /* characters (3.x PyASCIIObject.length) or bytes (2.7 ob_size) */
-    int str_state;   /* the PEP 393 state word (uint32), -1 on 2.7 */
-    int str27_data;  /* 2.7 PyStringObject.ob_sval, -1 on 3.x */
+    int str_length; /* characters (3.x PyASCIIObject.length) or bytes (2.7 ob_size) */
+    int str_state;  /* the PEP 393 state word (uint32), -1 on 2.7 */
+    int str27_data; /* 2.7 PyStringObject.ob_sval, -1 on 3.x */
     int bytes_size, bytes_data; /* ob_size and data of the line-table object */
     /* Dicts, instance attributes and ints (pynames) */
     int dict_layout;       /* enum pyabi_dict_layout */

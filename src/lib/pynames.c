@@ -81,35 +81,35 @@
 
 /* The same in every supported version (offsetof on each, as above); the per-minor
  * fields and the object and type header are pyabi's. */
-#define MD_DICT 16                /* PyModuleObject.md_dict */
-#define INT27_IVAL 16             /* 2.7 PyIntObject.ob_ival */
-#define LONG_DIGITS 24            /* PyLongObject.ob_digit (long_value.ob_digit on 3.12+) */
-#define LONG_SHIFT 30             /* PyLong_SHIFT: 30-bit digits in uint32 on x86_64 */
-#define DICT27_MASK 32            /* 2.7 PyDictObject.ma_mask */
-#define DICT27_TABLE 40           /* 2.7 PyDictObject.ma_table */
-#define DICT_KEYS 32              /* PyDictObject.ma_keys (3.6+) */
-#define DICT_VALUES 40            /* PyDictObject.ma_values (3.6+) */
-#define KEYS36_SIZE 8             /* 3.6-3.10 PyDictKeysObject.dk_size */
-#define KEYS36_NENTRIES 32        /*          .dk_nentries */
-#define KEYS36_INDICES 40         /*          .dk_indices */
-#define KEYS311_LOG2_SIZE 8       /* 3.11+ PyDictKeysObject.dk_log2_size */
-#define KEYS311_LOG2_INDEX 9      /*       .dk_log2_index_bytes */
-#define KEYS311_KIND 10           /*       .dk_kind: 0 general, 1 unicode, 2 split */
-#define KEYS311_NENTRIES 24       /*       .dk_nentries */
-#define KEYS311_INDICES 32        /*       .dk_indices */
-#define VALUES313_CAPACITY 0      /* 3.13 PyDictValues.capacity */
-#define VALUES313_VALID 3         /* 3.13 PyDictValues.valid */
-#define MANAGED_DICT_BACK 24      /* 3.11+ MANAGED_DICT_OFFSET: the dict at obj - 24 */
-#define MANAGED_VALUES_BACK 32    /* 3.11 _PyObject_ValuesPointer: obj - 32 */
-#define OBJECT_HEAD_SIZE 16       /* sizeof(PyObject): 3.13 inline values follow it */
-#define ENTRY_HKV_SIZE 24         /* PyDictEntry/PyDictKeyEntry: hash, key, value */
-#define ENTRY_HKV_KEY 8           /*   its key; the value follows the key */
-#define ENTRY_KV_SIZE 16          /* 3.11+ PyDictUnicodeEntry: key, value */
+#define MD_DICT 16             /* PyModuleObject.md_dict */
+#define INT27_IVAL 16          /* 2.7 PyIntObject.ob_ival */
+#define LONG_DIGITS 24         /* PyLongObject.ob_digit (long_value.ob_digit on 3.12+) */
+#define LONG_SHIFT 30          /* PyLong_SHIFT: 30-bit digits in uint32 on x86_64 */
+#define DICT27_MASK 32         /* 2.7 PyDictObject.ma_mask */
+#define DICT27_TABLE 40        /* 2.7 PyDictObject.ma_table */
+#define DICT_KEYS 32           /* PyDictObject.ma_keys (3.6+) */
+#define DICT_VALUES 40         /* PyDictObject.ma_values (3.6+) */
+#define KEYS36_SIZE 8          /* 3.6-3.10 PyDictKeysObject.dk_size */
+#define KEYS36_NENTRIES 32     /*          .dk_nentries */
+#define KEYS36_INDICES 40      /*          .dk_indices */
+#define KEYS311_LOG2_SIZE 8    /* 3.11+ PyDictKeysObject.dk_log2_size */
+#define KEYS311_LOG2_INDEX 9   /*       .dk_log2_index_bytes */
+#define KEYS311_KIND 10        /*       .dk_kind: 0 general, 1 unicode, 2 split */
+#define KEYS311_NENTRIES 24    /*       .dk_nentries */
+#define KEYS311_INDICES 32     /*       .dk_indices */
+#define VALUES313_CAPACITY 0   /* 3.13 PyDictValues.capacity */
+#define VALUES313_VALID 3      /* 3.13 PyDictValues.valid */
+#define MANAGED_DICT_BACK 24   /* 3.11+ MANAGED_DICT_OFFSET: the dict at obj - 24 */
+#define MANAGED_VALUES_BACK 32 /* 3.11 _PyObject_ValuesPointer: obj - 32 */
+#define OBJECT_HEAD_SIZE 16    /* sizeof(PyObject): 3.13 inline values follow it */
+#define ENTRY_HKV_SIZE 24      /* PyDictEntry/PyDictKeyEntry: hash, key, value */
+#define ENTRY_HKV_KEY 8        /*   its key; the value follows the key */
+#define ENTRY_KV_SIZE 16       /* 3.11+ PyDictUnicodeEntry: key, value */
 #define ENTRY_KV_KEY 0
-#define PTR_SIZE 8                /* a split table's values: one PyObject * each */
+#define PTR_SIZE 8 /* a split table's values: one PyObject * each */
 
-#define TPFLAGS_INLINE_VALUES (1ull << 2)  /* 3.13 */
-#define TPFLAGS_MANAGED_DICT (1ull << 4)   /* 3.11+ */
+#define TPFLAGS_INLINE_VALUES (1ull << 2) /* 3.13 */
+#define TPFLAGS_MANAGED_DICT (1ull << 4)  /* 3.11+ */
 #define TPFLAGS_HEAPTYPE (1ull << 9)
 #define TPFLAGS_TYPE_SUBCLASS (1ull << 31) /* set on `type` and every metaclass */
 
@@ -130,8 +130,8 @@ static struct {
     const pyabi *L;    /* &abi once ready */
     pyabi abi;         /* the layout of the first call's interpreter */
     uintptr_t str_type, dict_type, int_type, long_type, module_type;
-    int str27;                   /* 2.7 PyStringObject (else PEP 393 str) */
-    int tid_off;                 /* struct pthread.tid, 0 when unknown */
+    int str27;   /* 2.7 PyStringObject (else PEP 393 str) */
+    int tid_off; /* struct pthread.tid, 0 when unknown */
 } S;
 
 /* Where a name was found last time, per lookup (see "Dicts" above).  Relaxed atomics:
@@ -147,8 +147,7 @@ static int init_layout(const pyabi *a)
     S.int_type = py2 ? (uintptr_t)pyabi_dlsym_python("PyInt_Type") : 0;
     S.long_type = (uintptr_t)pyabi_dlsym_python("PyLong_Type");
     S.module_type = (uintptr_t)pyabi_dlsym_python("PyModule_Type");
-    if (!S.str_type || !S.dict_type || (py2 && !S.int_type) || !S.long_type ||
-        !S.module_type)
+    if (!S.str_type || !S.dict_type || (py2 && !S.int_type) || !S.long_type || !S.module_type)
         return 0;
     if (py2 != (a->str_kind == PYABI_STR_BYTES27))
         return 0;
@@ -267,7 +266,8 @@ SAFE_NO_SANITIZE static int str_is(uintptr_t s, const char *lit, size_t len)
 }
 
 /* The value stored under the str key `lit`, or 0. */
-SAFE_NO_SANITIZE static uintptr_t dv_find(const dview *v, const char *lit, _Atomic uint32_t *hint)
+SAFE_NO_SANITIZE static uintptr_t dv_find(const dview *v, const char *lit,
+                                          _Atomic uint32_t *hint)
 {
     size_t len = strlen(lit);
     uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);

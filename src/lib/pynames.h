@@ -17,8 +17,8 @@
 #define PYNAMES_NAME_MAX 128 /* bytes kept of a name, NUL included (UTF-8, truncated) */
 
 typedef struct pynames_entry {
-    uint32_t tid;                 /* OS thread id (gettid) */
-    char name[PYNAMES_NAME_MAX];  /* Thread.name, UTF-8 */
+    uint32_t tid;                /* OS thread id (gettid) */
+    char name[PYNAMES_NAME_MAX]; /* Thread.name, UTF-8 */
 } pynames_entry;
 
 /* [not sigsafe] Fills `out` with up to `cap` (tid, name) pairs of the threads the

@@ -53,8 +53,8 @@ enum { PYREAD_OWNER_GENERATOR = 1, PYREAD_OWNER_CSTACK = 3 };
 /* What one frame holds, read as it is. */
 typedef struct frame_raw {
     uintptr_t back, code;
-    uint64_t instr; /* f_lasti (<= 3.10) or the instruction pointer (3.11+) */
-    uint8_t owner;  /* 3.11+ */
+    uint64_t instr;   /* f_lasti (<= 3.10) or the instruction pointer (3.11+) */
+    uint8_t owner;    /* 3.11+ */
     uint8_t is_entry; /* 3.11: the eval loop's C activation started at this frame */
 } frame_raw;
 
@@ -158,7 +158,7 @@ PYREAD_INLINE int pyread_frame_view_as(const pyabi *a, int kind, const frame_raw
     if (kind == PYABI_FRAME_OBJECT) {
         int32_t lasti = (int32_t)f->instr;
         *offset = a->lasti_kind == PYABI_LASTI_UNITS && lasti >= 0 ? lasti * PYABI_CODEUNIT
-                                                                  : lasti;
+                                                                   : lasti;
         return pyread_is_code(a, f->code) ? 1 : -1;
     }
     if (a->minor >= 12 && f->owner >= PYREAD_OWNER_CSTACK)
@@ -168,8 +168,7 @@ PYREAD_INLINE int pyread_frame_view_as(const pyabi *a, int kind, const frame_raw
     intptr_t off = (intptr_t)f->instr - (intptr_t)(f->code + (uintptr_t)a->co_code_adaptive);
     *offset = off < -2 || off > (1 << 28) ? -1 : (int32_t)off;
     if (f->owner != PYREAD_OWNER_GENERATOR &&
-        off < PYABI_CODEUNIT *
-                  (intptr_t)safe_at_i32(f->code + (uintptr_t)a->co_firsttraceable))
+        off < PYABI_CODEUNIT * (intptr_t)safe_at_i32(f->code + (uintptr_t)a->co_firsttraceable))
         return 0;
     return 1;
 }

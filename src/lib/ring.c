@@ -65,8 +65,7 @@ void *ring_reserve(ring *r, size_t len)
         if (head + pad + need - tail > r->size)
             return NULL;
         if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + pad + need,
-                                                  memory_order_acq_rel,
-                                                  memory_order_relaxed)) {
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
             if (pad)
                 atomic_store_explicit(hdr_at(r, head), pad | HDR_COMMITTED | HDR_SKIP,
                                       memory_order_release);

@@ -17,9 +17,9 @@
 
 typedef struct ring {
     uint8_t *buf;
-    uint64_t size;            /* a power of two */
-    _Atomic uint64_t head;    /* next byte to reserve (monotonic, not masked) */
-    _Atomic uint64_t tail;    /* next byte the consumer reads (monotonic) */
+    uint64_t size;         /* a power of two */
+    _Atomic uint64_t head; /* next byte to reserve (monotonic, not masked) */
+    _Atomic uint64_t tail; /* next byte the consumer reads (monotonic) */
 } ring;
 
 /* Largest record ring_reserve accepts for a ring of `size` bytes. */

@@ -38,7 +38,7 @@ extern __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")))
 /* [sigsafe] Opens a guarded region in the calling function; evaluates to 1 on entry and
  * to 0 when a read inside the region failed (control comes back here).  `jb` is a
  * safe_jmpbuf local to the caller, which must not return before SAFE_GUARD_END. */
-#define SAFE_GUARD_BEGIN(jb) \
+#define SAFE_GUARD_BEGIN(jb)                                                                   \
     (__builtin_setjmp(jb) == 0 ? (safe_guard_tls = (jb), 1) : (safe_guard_tls = NULL, 0))
 #define SAFE_GUARD_END() (safe_guard_tls = NULL)
 
@@ -49,7 +49,6 @@ extern __thread void **safe_guard_tls __attribute__((tls_model("initial-exec")))
 
 /* [sigsafe] Leaves the guarded region through its failure path. */
 SAFE_NO_SANITIZE __attribute__((noreturn)) void safe_fail(void);
-
 
 /* The end of user space on x86_64 (47-bit addresses). */
 #define SAFE_USER_END 0x800000000000ull

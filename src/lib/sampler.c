@@ -64,7 +64,7 @@ static timer_t posix_timer;
 static int have_posix_timer;
 static const char *timer_name = "none";
 static int handlers_installed;
-static _Atomic int armed;          /* timers armed, not yet disarmed */
+static _Atomic int armed; /* timers armed, not yet disarmed */
 /* Native mode as the last sampler_start decided it: -1 until it has (sampler_native). */
 static _Atomic int native_mode = -1;
 static pthread_t wall_thread;
@@ -72,7 +72,7 @@ static int wall_running;
 static _Atomic int wall_stop;
 static uint64_t wall_period_ns;
 static _Atomic uint64_t wall_passes;
-static void *memory;               /* rings + code tables, one mapping */
+static void *memory; /* rings + code tables, one mapping */
 static size_t memory_len;
 
 const char *sampler_timer_name(void) { return timer_name; }
@@ -175,7 +175,7 @@ static void *wall_main(void *arg)
     safe_read_unblock_faults(); /* its thread-state reads run under the guard */
     uint64_t next = clock_mono_ns() + wall_period_ns;
     while (!atomic_load(&wall_stop)) {
-        struct timespec dl = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+        struct timespec dl = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL) == EINTR)
             ;
         if (atomic_load(&wall_stop))
@@ -251,7 +251,6 @@ static void setup_native(int want, int clock)
     g->native = 1;
 }
 
-
 int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int clock,
                   int native, char *err, size_t errlen)
 {
@@ -264,8 +263,8 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
         memset(memory, 0, memory_len);
     } else {
         memory_len = SAMPLE_RING_BYTES + CODE_RING_BYTES + tables;
-        memory = mmap(NULL, memory_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+        memory = mmap(NULL, memory_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                      0);
         if (memory == MAP_FAILED) {
             memory = NULL;
             snprintf(err, errlen, "pyprof: cannot allocate %zu bytes; not profiling",
@@ -282,7 +281,8 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     g->max_depth = max_depth;
     g->period_ns = period_ns;
     g->t0_ns = clock_mono_ns();
-    if (getrandom(&g->perf_cookie, sizeof g->perf_cookie, GRND_NONBLOCK) != sizeof g->perf_cookie)
+    if (getrandom(&g->perf_cookie, sizeof g->perf_cookie, GRND_NONBLOCK) !=
+        sizeof g->perf_cookie)
         g->perf_cookie = g->t0_ns ^ (uint64_t)getpid() << 32;
 
     if (safe_read_install() < 0) {
@@ -294,7 +294,8 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
      * disarmed event must never meet the default action (a core dump). */
     if (!handlers_installed) {
         if (install_handler(SIGTRAP) < 0) {
-            snprintf(err, errlen, "pyprof: cannot install the signal handler: %s; not profiling",
+            snprintf(err, errlen,
+                     "pyprof: cannot install the signal handler: %s; not profiling",
                      strerror(errno));
             return -1;
         }
@@ -307,8 +308,10 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
         if (start_wall_thread(period_ns) == 0)
             return started();
         atomic_store(&g->enabled, 0);
-        snprintf(err, errlen, "pyprof: cannot start the wall-clock sampler thread: %s; "
-                 "not profiling", strerror(errno));
+        snprintf(err, errlen,
+                 "pyprof: cannot start the wall-clock sampler thread: %s; "
+                 "not profiling",
+                 strerror(errno));
         return -1;
     }
     if (arm_perf(period_ns) == 0) {
@@ -356,7 +359,7 @@ void sampler_stop(void)
      * next frees memory a late handler could touch. */
     int self = sighandler_inside();
     for (int i = 0; atomic_load(&g->inflight) > self && i < 20000; i++) {
-        struct timespec ts = { 0, 50000 };
+        struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
     if (g->native && diag_is_verbose()) {

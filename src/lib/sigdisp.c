@@ -13,8 +13,8 @@
 #include "libc_next.h"
 
 typedef struct held_signal {
-    _Atomic int policy;  /* enum sigdisp_policy; 0: never taken */
-    _Atomic int ours;    /* our handler is the real disposition */
+    _Atomic int policy; /* enum sigdisp_policy; 0: never taken */
+    _Atomic int ours;   /* our handler is the real disposition */
     sigdisp_handler fn;
     int flags;
     sigset_t mask;

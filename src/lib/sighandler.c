@@ -208,7 +208,7 @@ static uint32_t sample_self(int t, uintptr_t pc)
     unsigned room = tls_last_frames ? tls_last_frames + tls_last_frames / 4 + 8 : 0;
     if (room >= g->max_depth)
         room = 0;
-    walk_out o = { .a = a, .t = t, .runs = g->native };
+    walk_out o = {.a = a, .t = t, .runs = g->native};
     int rc;
     for (;;) {
         unsigned n = room ? room : g->max_depth;
@@ -269,12 +269,12 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
     sighandler_state *g = &sighandler_g;
     /* Our tag: si_perf_data of a perf event's trap, si_value of a thread CPU-clock
      * timer's (threadtimer.h). */
-    uint64_t perf_data =
-        sig != SIGTRAP                       ? 0
-        : info->si_code == PYPROF_TRAP_PERF  ? *(const uint64_t *)((const char *)info +
-                                                                  SI_PERF_DATA_OFFSET)
-        : info->si_code == SI_TIMER          ? (uint64_t)(uintptr_t)info->si_value.sival_ptr
-                                             : 0;
+    uint64_t perf_data = sig != SIGTRAP ? 0
+                         : info->si_code == PYPROF_TRAP_PERF
+                             ? *(const uint64_t *)((const char *)info + SI_PERF_DATA_OFFSET)
+                         : info->si_code == SI_TIMER
+                             ? (uint64_t)(uintptr_t)info->si_value.sival_ptr
+                             : 0;
     if (sig == SIGTRAP && !threadtimer_is_ours(perf_data)) {
         /* A trap that is not ours goes to the program's own handler.  With SIG_DFL, a
          * breakpoint nobody handles would end the process with a core dump; we keep it
@@ -300,8 +300,8 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         /* The POSIX timer's expirations while its signal was still pending (a busy
          * machine delays delivery) are merged into this one; the kernel counts them. */
         if (info->si_code == SI_TIMER && info->si_overrun > 0)
-            atomic_fetch_add_explicit(&g->drops[PYPROF_DROP_MERGED],
-                                      (uint64_t)info->si_overrun, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g->drops[PYPROF_DROP_MERGED], (uint64_t)info->si_overrun,
+                                      memory_order_relaxed);
         if (tls_busy) {
             sampleout_drop(PYPROF_DROP_REENTERED);
         } else if (tls_skip) {

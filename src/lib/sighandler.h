@@ -25,8 +25,14 @@
  * program's spans (spans.h) go in the sample ring too, as RREC_SPAN_START and
  * RREC_SPAN_STOP records in their own layout (rrec_span); every record of the sample
  * ring starts with its kind byte. */
-enum { RREC_SAMPLE = 1, RREC_CODE = 2, RREC_SNAP = 3, RREC_SNAP_END = 4,
-       RREC_SPAN_START = 5, RREC_SPAN_STOP = 6 };
+enum {
+    RREC_SAMPLE = 1,
+    RREC_CODE = 2,
+    RREC_SNAP = 3,
+    RREC_SNAP_END = 4,
+    RREC_SPAN_START = 5,
+    RREC_SPAN_STOP = 6
+};
 
 typedef struct rframe {
     uint32_t code_id;
@@ -38,15 +44,15 @@ typedef struct rrec_sample {
     uint8_t unreadable_tail; /* 1: the walk stopped at a frame it could not validate */
     uint16_t nframes;        /* frames[] entries */
     uint32_t tid;
-    uint64_t t_ns;           /* monotonic, since sighandler_state.t0_ns */
-    uint32_t cut;            /* frames omitted between frames[keep_inner-1] and the rest */
-    uint16_t keep_inner;     /* frames before the cut; the rest run inner to outer */
-    uint16_t nnative;        /* native mode: addresses after frames[nframes] */
-    uint8_t native_flags;    /* PYPROF_NATIVE_F_* */
-    uint8_t snap_flags;      /* RREC_SNAP: PYPROF_SNAP_F_* */
-    uint8_t os_state;        /* RREC_SNAP: the kernel's state letter, 0 unknown */
+    uint64_t t_ns;        /* monotonic, since sighandler_state.t0_ns */
+    uint32_t cut;         /* frames omitted between frames[keep_inner-1] and the rest */
+    uint16_t keep_inner;  /* frames before the cut; the rest run inner to outer */
+    uint16_t nnative;     /* native mode: addresses after frames[nframes] */
+    uint8_t native_flags; /* PYPROF_NATIVE_F_* */
+    uint8_t snap_flags;   /* RREC_SNAP: PYPROF_SNAP_F_* */
+    uint8_t os_state;     /* RREC_SNAP: the kernel's state letter, 0 unknown */
     uint8_t pad;
-    uint32_t snap_id;        /* RREC_SNAP, RREC_SNAP_END: the snapshot */
+    uint32_t snap_id; /* RREC_SNAP, RREC_SNAP_END: the snapshot */
     rframe frames[];
     /* then, native mode: uint64_t native[nnative], innermost (the interrupted
      * instruction) first; see rrec_native */
@@ -78,16 +84,16 @@ typedef struct rrec_code {
 #define SIGHANDLER_MAX_DEPTH 4096u
 
 typedef struct sighandler_state {
-    _Atomic int enabled;       /* handler does work only while set */
-    _Atomic int inflight;      /* handlers running now (quiesce waits for 0) */
+    _Atomic int enabled;  /* handler does work only while set */
+    _Atomic int inflight; /* handlers running now (quiesce waits for 0) */
     pyabi abi;
-    ring samples;              /* rrec_sample */
-    ring codes;                /* rrec_code */
+    ring samples; /* rrec_sample */
+    ring codes;   /* rrec_code */
     unsigned max_depth;
-    uint64_t period_ns;        /* for the handler's own time budget */
-    uint64_t t0_ns;            /* CLOCK_MONOTONIC at start */
-    uint64_t perf_cookie;      /* si_perf_data tag of our perf events (threadtimer.h) */
-    int sample_signal;         /* SIGTRAP (perf) or SIGPROF */
+    uint64_t period_ns;   /* for the handler's own time budget */
+    uint64_t t0_ns;       /* CLOCK_MONOTONIC at start */
+    uint64_t perf_cookie; /* si_perf_data tag of our perf events (threadtimer.h) */
+    int sample_signal;    /* SIGTRAP (perf) or SIGPROF */
     _Atomic uint64_t drops[PYPROF_DROP_COUNT];
     _Atomic uint64_t signals;
     _Atomic uint64_t handler_ns; /* time spent inside the handler */

@@ -36,12 +36,12 @@
 
 #define SPAN_STR_MAX (PYPROF_SPAN_NAME_MAX + 3 * PYPROF_SPAN_ID_MAX + PYPROF_SPAN_INFO_MAX)
 
-static _Atomic int gate;            /* spans are recorded while set */
-static _Atomic int inflight;        /* recording calls in progress, every thread */
-static ring *target;                /* the sample ring, while the gate is open */
-static uint64_t zero_ns;            /* the samples' zero (CLOCK_MONOTONIC) */
-static _Atomic uint64_t last_id;    /* the last span id given: ids only grow */
-static _Atomic uint64_t lost;       /* events the full ring refused */
+static _Atomic int gate;         /* spans are recorded while set */
+static _Atomic int inflight;     /* recording calls in progress, every thread */
+static ring *target;             /* the sample ring, while the gate is open */
+static uint64_t zero_ns;         /* the samples' zero (CLOCK_MONOTONIC) */
+static _Atomic uint64_t last_id; /* the last span id given: ids only grow */
+static _Atomic uint64_t lost;    /* events the full ring refused */
 static __thread int tls_depth __attribute__((tls_model("initial-exec")));
 
 _Static_assert(SPAN_STR_MAX <= UINT16_MAX, "string lengths fit the record's fields");
@@ -111,10 +111,9 @@ uint64_t spans_start(const char *name, const char *trace_id, const char *parent_
     if (!enter())
         return 0;
     /* The record's five strings, in its order, with the format's limit of each. */
-    const char *str[5] = { name, trace_id, parent_id, base_id, info_json };
-    static const size_t max[5] = { PYPROF_SPAN_NAME_MAX, PYPROF_SPAN_ID_MAX,
-                                   PYPROF_SPAN_ID_MAX, PYPROF_SPAN_ID_MAX,
-                                   PYPROF_SPAN_INFO_MAX };
+    const char *str[5] = {name, trace_id, parent_id, base_id, info_json};
+    static const size_t max[5] = {PYPROF_SPAN_NAME_MAX, PYPROF_SPAN_ID_MAX, PYPROF_SPAN_ID_MAX,
+                                  PYPROF_SPAN_ID_MAX, PYPROF_SPAN_INFO_MAX};
     char buf[SPAN_STR_MAX];
     uint16_t lens[5];
     size_t n = 0;
@@ -132,7 +131,7 @@ int spans_stop(uint64_t span_id, const char *info_json)
     if (!span_id || !enter())
         return 0;
     char buf[PYPROF_SPAN_INFO_MAX];
-    uint16_t lens[5] = { 0, 0, 0, 0, 0 };
+    uint16_t lens[5] = {0, 0, 0, 0, 0};
     lens[4] = (uint16_t)clean(buf, info_json, PYPROF_SPAN_INFO_MAX);
     int ok = put(RREC_SPAN_STOP, span_id, 0, buf, lens, lens[4]) != 0;
     leave();
@@ -150,7 +149,7 @@ void spans_close(void)
 {
     atomic_store(&gate, 0);
     for (int i = 0; atomic_load(&inflight) > tls_depth && i < 20000; i++) {
-        struct timespec ts = { 0, 50000 };
+        struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
 }
@@ -173,8 +172,8 @@ int spans_parse(const void *rec, size_t len, spans_rec *out)
         r->parent_id_len > PYPROF_SPAN_ID_MAX || r->base_id_len > PYPROF_SPAN_ID_MAX ||
         r->info_len > PYPROF_SPAN_INFO_MAX || !r->span_id)
         return -1;
-    size_t total = (size_t)r->name_len + r->trace_id_len + r->parent_id_len +
-                   r->base_id_len + r->info_len;
+    size_t total = (size_t)r->name_len + r->trace_id_len + r->parent_id_len + r->base_id_len +
+                   r->info_len;
     if (total > len - sizeof *r)
         return -1;
     out->kind = r->kind;

@@ -72,8 +72,8 @@ uint32_t stackmap_intern(stackmap *m, const uint64_t *w, size_t n, int *is_new)
     if (n)
         memcpy(m->arena + m->arena_len, w, n * sizeof *w);
     uint32_t id = ++m->next_id;
-    m->stacks[m->stacks_n] = (stackmap_entry){ .hash = h, .off = (uint32_t)m->arena_len,
-                                               .n = (uint32_t)n, .id = id };
+    m->stacks[m->stacks_n] = (stackmap_entry){
+        .hash = h, .off = (uint32_t)m->arena_len, .n = (uint32_t)n, .id = id};
     m->arena_len += n;
     m->index[j] = (uint32_t)++m->stacks_n;
     *is_new = 1;

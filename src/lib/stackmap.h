@@ -28,11 +28,11 @@ typedef struct stackmap_entry {
 
 /* Zero-initialised, it is empty. */
 typedef struct stackmap {
-    uint64_t *arena;           /* the words of every remembered stack, back to back */
+    uint64_t *arena; /* the words of every remembered stack, back to back */
     size_t arena_len, arena_cap;
     stackmap_entry *stacks;
     size_t stacks_n, stacks_cap;
-    uint32_t *index;           /* open addressing on the hash; slots hold entry index + 1 */
+    uint32_t *index; /* open addressing on the hash; slots hold entry index + 1 */
     size_t index_cap;
     uint32_t next_id;
 } stackmap;

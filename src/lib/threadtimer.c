@@ -49,11 +49,11 @@
  *
  * Slots.  Each thread's events are in a slot: {owner tid, first mapping, steady
  * mapping or steady timer id}; the slot's index rides in the low bits of the signal's
- * si_perf_data (si_value for the POSIX timer), so the handler finds it without any lookup, and checks the owner (a late signal of a slot
- * already given to another thread is ignored).  A thread frees its slot at exit (a
- * pthread key destructor, which pthread_exit runs too); a slot of a thread that ended
- * without it (threads that existed at start) is reclaimed when the table is full.
- * Ownership changes by compare-and-swap; mappings are taken with exchange, so whoever
+ * si_perf_data (si_value for the POSIX timer), so the handler finds it without any lookup, and
+ * checks the owner (a late signal of a slot already given to another thread is ignored).  A
+ * thread frees its slot at exit (a pthread key destructor, which pthread_exit runs too); a slot
+ * of a thread that ended without it (threads that existed at start) is reclaimed when the table
+ * is full.  Ownership changes by compare-and-swap; mappings are taken with exchange, so whoever
  * takes one releases it, exactly once.
  */
 #include "threadtimer.h"
@@ -77,20 +77,20 @@
 #include "common/clock.h"
 #include "ownthreads.h"
 
-#define TT_SLOTS 16384u               /* threads timed at once */
-#define TT_TICK_MIN_NS 10000000ull    /* periods from this one up: steady_tick */
-#define TT_KIND_FIRST (1ull << 23)    /* si_perf_data: the first-period event */
-#define TT_KIND_TICK (1ull << 22)     /* si_value: the steady thread CPU-clock timer */
+#define TT_SLOTS 16384u            /* threads timed at once */
+#define TT_TICK_MIN_NS 10000000ull /* periods from this one up: steady_tick */
+#define TT_KIND_FIRST (1ull << 23) /* si_perf_data: the first-period event */
+#define TT_KIND_TICK (1ull << 22)  /* si_value: the steady thread CPU-clock timer */
 #define TT_SLOT_MASK (TT_KIND_TICK - 1)
-#define TT_PROBE_TICK (1ull << 63)    /* a probe handle that is a timer id, not a mapping */
+#define TT_PROBE_TICK (1ull << 63)     /* a probe handle that is a timer id, not a mapping */
 #define TT_TAG_MASK ((1ull << 24) - 1) /* the bits that are not the cookie's */
-#define TT_DYING UINT32_MAX           /* owner tid while the owner releases its slot */
+#define TT_DYING UINT32_MAX            /* owner tid while the owner releases its slot */
 
 typedef struct tt_slot {
-    _Atomic uint32_t tid;       /* owner; 0 free */
-    _Atomic uintptr_t first;    /* the first event's mapping, until released */
-    _Atomic uintptr_t steady;   /* the steady event's mapping (steady_tick 0) */
-    _Atomic int32_t tick;       /* the steady timer's id + 1 (steady_tick 1); 0 none */
+    _Atomic uint32_t tid;     /* owner; 0 free */
+    _Atomic uintptr_t first;  /* the first event's mapping, until released */
+    _Atomic uintptr_t steady; /* the steady event's mapping (steady_tick 0) */
+    _Atomic int32_t tick;     /* the steady timer's id + 1 (steady_tick 1); 0 none */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
@@ -127,8 +127,8 @@ static void account(uint64_t since)
 /* splitmix64 over a shared counter: uniform, lock-free, no system call. */
 static uint64_t next_random(void)
 {
-    uint64_t z = atomic_fetch_add_explicit(&rng, 0x9e3779b97f4a7c15ull,
-                                           memory_order_relaxed) + 0x9e3779b97f4a7c15ull;
+    uint64_t z = atomic_fetch_add_explicit(&rng, 0x9e3779b97f4a7c15ull, memory_order_relaxed) +
+                 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -137,8 +137,7 @@ static uint64_t next_random(void)
 /* [sigsafe] Opens a task-clock event on thread `tid` (0: the caller) and pins it with a
  * one-page mapping; the descriptor is closed again.  `one_shot`: created disabled, then
  * enabled for a single overflow.  Returns the mapping, or 0 (errno set). */
-static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data,
-                             int one_shot)
+static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data, int one_shot)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -152,8 +151,7 @@ static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data
     attr.sig_data = sig_data;
     attr.exclude_kernel = (unsigned)exclude_kernel;
     attr.exclude_hv = 1;
-    int fd = (int)syscall(SYS_perf_event_open, &attr, (pid_t)tid, -1, -1,
-                          PERF_FLAG_FD_CLOEXEC);
+    int fd = (int)syscall(SYS_perf_event_open, &attr, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0)
         return 0;
     if (one_shot && ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {

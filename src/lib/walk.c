@@ -144,12 +144,12 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
     int strict = !self && o->strict;
     unsigned room = o->room && o->room < max_depth ? o->room : max_depth;
     unsigned keep_inner = max_depth / 2, keep_outer = max_depth - keep_inner;
-    uint64_t total = 0;      /* Python frames seen (hidden ones not counted) */
-    uintptr_t resume = 0;    /* the frame at index keep_inner */
+    uint64_t total = 0;         /* Python frames seen (hidden ones not counted) */
+    uintptr_t resume = 0;       /* the frame at index keep_inner */
     uintptr_t tortoise = frame; /* advances every other step; meeting it means a cycle */
     unsigned steps = 0;
     uintptr_t prev = 0, top = 0;
-    frame_raw prev_raw = { 0 }, top_raw = { 0 };
+    frame_raw prev_raw = {0}, top_raw = {0};
     int runs = self && o->runs;
     int last_rec = -1; /* index of the last shown frame if it was recorded, else -1 */
     walk_memo memo;
@@ -238,8 +238,9 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
      * any the thread had, a frame was met twice (above); where the top frame's memory
      * was reused for another caller or code, it shows here (a frame that merely died
      * keeps them until reused). */
-    if (strict && top && (safe_ptr(top + (uintptr_t)a->fr_back) != top_raw.back ||
-                          safe_ptr(top + (uintptr_t)a->fr_code) != top_raw.code))
+    if (strict && top &&
+        (safe_ptr(top + (uintptr_t)a->fr_back) != top_raw.back ||
+         safe_ptr(top + (uintptr_t)a->fr_code) != top_raw.code))
         return WALK_CHANGED;
     if (total <= max_depth) {
         r->nframes = (uint16_t)total;

@@ -30,25 +30,26 @@ enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2, WALK_ROOM = -3 };
  * walk. */
 typedef struct walk_out {
     const pyabi *a;
-    int t;              /* the code table generation held (codetable_enter) */
-    uintptr_t *frames;  /* NULL: look code ids up during the walk */
+    int t;             /* the code table generation held (codetable_enter) */
+    uintptr_t *frames; /* NULL: look code ids up during the walk */
     frame_raw *raws;
-    uintptr_t ts;       /* with frames: the thread state whose stack this is */
-    int strict;         /* read hand over hand (see walk); one thread only may walk so */
-    int runs;           /* native mode, code ids looked up: mark each eval-loop C
-                         * activation's outermost recorded frame with RFRAME_RUN_START */
-    unsigned room;      /* frames r has room for, when fewer than max_depth (0: max_depth);
-                         * a stack that needs more ends the walk with WALK_ROOM */
+    uintptr_t ts;  /* with frames: the thread state whose stack this is */
+    int strict;    /* read hand over hand (see walk); one thread only may walk so */
+    int runs;      /* native mode, code ids looked up: mark each eval-loop C
+                    * activation's outermost recorded frame with RFRAME_RUN_START */
+    unsigned room; /* frames r has room for, when fewer than max_depth (0: max_depth);
+                    * a stack that needs more ends the walk with WALK_ROOM */
 } walk_out;
 
 /* [sigsafe] Walks the thread's frames from `frame` into r->frames (room for max_depth),
  * setting r's nframes, keep_inner, cut and unreadable_tail; without o->frames, each
- * recorded frame's code id too, and with o->runs the RFRAME_RUN_START marks.  Inside a guarded region.  Returns WALK_OK, WALK_BAD
- * when the top of the stack is not a valid frame or the chain is cyclic or absurdly long
- * (the sample is rejected), WALK_CHANGED when a strict walk found the stack changing
- * under it, or another thread's walk (3.14+) met a frame popped below the top, WALK_ROOM when the stack needs more frames than o->room (r is then to be
- * cancelled, and the walk made again into a record with room for max_depth).  The rules
- * are at the definition. */
+ * recorded frame's code id too, and with o->runs the RFRAME_RUN_START marks.  Inside a guarded
+ * region.  Returns WALK_OK, WALK_BAD when the top of the stack is not a valid frame or the
+ * chain is cyclic or absurdly long (the sample is rejected), WALK_CHANGED when a strict walk
+ * found the stack changing under it, or another thread's walk (3.14+) met a frame popped below
+ * the top, WALK_ROOM when the stack needs more frames than o->room (r is then to be cancelled,
+ * and the walk made again into a record with room for max_depth).  The rules are at the
+ * definition. */
 int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth);
 
 #endif

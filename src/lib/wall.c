@@ -125,9 +125,12 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
      * below it, so a read that races the thread still follows real caller links down to
      * the thread's first frame.  Heap frames (2.7-3.10) are freed, listed and reused
      * anywhere, so they are read hand over hand. */
-    walk_out o = { .a = a, .t = t, .frames = wall_frames,
-                   .raws = wall_raws, .ts = ts,
-                   .strict = a->frame_kind == PYABI_FRAME_OBJECT };
+    walk_out o = {.a = a,
+                  .t = t,
+                  .frames = wall_frames,
+                  .raws = wall_raws,
+                  .ts = ts,
+                  .strict = a->frame_kind == PYABI_FRAME_OBJECT};
     int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
     int changed = 0;
     for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
@@ -158,8 +161,9 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     r->native_flags = 0;
     if (kind == RREC_SNAP) {
         r->snap_id = snap_id;
-        r->snap_flags = (uint8_t)(snap_flags | (r->unreadable_tail && r->nframes == 1
-                                                    ? PYPROF_SNAP_F_CHANGED : 0));
+        r->snap_flags = (uint8_t)(snap_flags |
+                                  (r->unreadable_tail && r->nframes == 1 ? PYPROF_SNAP_F_CHANGED
+                                                                         : 0));
         r->os_state = os_state;
     }
     *depth = sampleout_commit_kind((rrec_sample *)r, tid, kind);
@@ -373,7 +377,7 @@ int wall_snapshot(uint32_t snapshot_id)
     for (int i = 0; atomic_exchange(&busy, 1); i++) {
         if (i >= 2000)
             return -1;
-        struct timespec ms = { 0, 1000000 };
+        struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
     if (!atomic_load_explicit(&g->pthread_tid_offset, memory_order_relaxed))
@@ -393,7 +397,7 @@ int wall_snapshot(uint32_t snapshot_id)
         int rc = TRY_NONE;
         for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
             rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, snapshot_id, flags,
-                          state);
+                           state);
         if (rc == TRY_TAKEN)
             continue;
         /* No Python frame, or none readable: the thread is listed all the same. */

@@ -24,9 +24,9 @@
 #include "writer.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int active;     /* a window is open */
-static _Atomic int finished;   /* the open window's end has begun */
-static _Atomic int ending;     /* the process is ending: no window starts again */
+static _Atomic int active;   /* a window is open */
+static _Atomic int finished; /* the open window's end has begun */
+static _Atomic int ending;   /* the process is ending: no window starts again */
 static pid_t owner;
 static _Atomic int status_known, exit_status;
 static pyprof_config cfg;
@@ -49,7 +49,7 @@ void window_config(pyprof_config *out) { *out = cfg; }
 int window_start(void)
 {
     char err[1024];
-    writer_meta meta = { .run_id = run_id, .window = window };
+    writer_meta meta = {.run_id = run_id, .window = window};
     if (writer_start(&cfg, &abi, &meta, err, sizeof err) < 0) {
         diag_error("%s", err);
         return -1;

@@ -83,11 +83,11 @@
 #include "threadtimer.h"
 #include "window.h"
 
-#define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
-#define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
-#define WRITER_SLACK_NS 4000000ul /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
-#define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
-#define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
+#define WAKE_IDLE_NS 100000000ull    /* the writer drains every 100 ms ... */
+#define WAKE_BUSY_NS 5000000ull      /* ... or every 5 ms while the ring fills fast */
+#define WRITER_SLACK_NS 4000000ul    /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
+#define RSS_EVERY_NS 20000000ull     /* RSS read at a wake, at most every 20 ms ... */
+#define RSS_SAME_NS 1000000000ull    /* ... and written when it changed, or every second */
 #define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
 #define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
 #define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
@@ -105,7 +105,7 @@ typedef struct code_info {
     uint8_t kind;
     uint32_t lt_len;
     uint8_t *lt;
-    uint8_t *rec;      /* the CODE record's payload, for the next file of a series */
+    uint8_t *rec; /* the CODE record's payload, for the next file of a series */
     uint32_t rec_len;
     unsigned file_gen; /* the file it was last written to (W.file_gen) */
 } code_info;
@@ -123,19 +123,19 @@ static struct {
     unsigned window;
     pid_t pid;
     /* the series of rotated files and this file of it */
-    unsigned seq;              /* this file's place in the series */
-    unsigned file_gen;         /* bumped at each new file */
-    uint64_t series_unix_ns;   /* the first file's start (wall clock) */
-    uint64_t file_rel0_ns;     /* this file's start of profiling, since sampler_t0 */
-    uint64_t file_t0_mono_ns;  /* the same on the monotonic clock */
-    sampler_stats base;        /* the handler's counters when this file began */
+    unsigned seq;             /* this file's place in the series */
+    unsigned file_gen;        /* bumped at each new file */
+    uint64_t series_unix_ns;  /* the first file's start (wall clock) */
+    uint64_t file_rel0_ns;    /* this file's start of profiling, since sampler_t0 */
+    uint64_t file_t0_mono_ns; /* the same on the monotonic clock */
+    sampler_stats base;       /* the handler's counters when this file began */
     uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
-    uint64_t base_spans_lost;  /* spans_lost() when this file began */
+    uint64_t base_spans_lost; /* spans_lost() when this file began */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
-    uint32_t snap_id;          /* the snapshot snap[] belongs to */
-    uint32_t snapshot_last;    /* the last snapshot written */
+    uint32_t snap_id;       /* the snapshot snap[] belongs to */
+    uint32_t snapshot_last; /* the last snapshot written */
     /* output */
     logfile log;
     /* the BATCH being gathered: its coding state, its events, the record's payload */
@@ -146,17 +146,17 @@ static struct {
     /* thread */
     pthread_t thread;
     int thread_running;
-    sem_t wake;               /* posted to wake the thread early (sem_post is sigsafe) */
+    sem_t wake; /* posted to wake the thread early (sem_post is sigsafe) */
     _Atomic int stop;
-    _Atomic int finished;     /* the footer was written (or is being written) */
+    _Atomic int finished;                /* the footer was written (or is being written) */
     _Atomic int end_requested, end_done; /* writer_request_end */
     int end_req_kind, end_req_status;
     uint64_t writer_cpu_ns;
     /* state */
     int64_t last_t_us;
-    uint64_t last_rss_t_ns;     /* the last read of the RSS (since sampler_t0) */
-    uint64_t last_rss_emit_ns;  /* the last RSS record (since sampler_t0) */
-    uint64_t last_rss;          /* its value */
+    uint64_t last_rss_t_ns;    /* the last read of the RSS (since sampler_t0) */
+    uint64_t last_rss_emit_ns; /* the last RSS record (since sampler_t0) */
+    uint64_t last_rss;         /* its value */
     uint64_t last_flush_ns;
     uint64_t samples;
     uint64_t cpu_start_ns, unix_start_ns;
@@ -176,7 +176,7 @@ static struct {
     pynames_entry *names;
     int names_n;
     uint64_t names_t_ns;
-} W = { .log = { .fd = -1 }, .statm_fd = -1 };
+} W = {.log = {.fd = -1}, .statm_fd = -1};
 
 const char *writer_path(void) { return W.log.path; }
 
@@ -188,8 +188,8 @@ static void batch_start(int64_t t0_us)
 {
     uint64_t period_us = W.cfg.period_ns / 1000;
     long page = sysconf(_SC_PAGESIZE);
-    logenc_batch_start(&W.batch, t0_us, period_us, period_us,
-                       page > 0 ? (uint64_t)page : 1, W.native);
+    logenc_batch_start(&W.batch, t0_us, period_us, period_us, page > 0 ? (uint64_t)page : 1,
+                       W.native);
     if (W.batch_buf)
         rec_out_init(&W.batch_ev, W.batch_buf, BATCH_BYTES);
 }
@@ -230,11 +230,10 @@ static int batch_sample(int64_t t_us, uint32_t tidx, uint32_t sid, uint64_t cpu_
 {
     if (!W.batch_buf)
         return -1;
-    if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid,
-                            nflags) < 0) {
+    if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
         batch_emit();
-        if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid,
-                                nflags) < 0)
+        if (logenc_batch_sample(&W.batch_ev, &W.batch, t_us, tidx, sid, cpu_us, nsid, nflags) <
+            0)
             return -1;
     }
     if (W.batch.count >= BATCH_EVENTS)
@@ -323,22 +322,19 @@ static void emit_module_gone(uint32_t module_id, void *ctx)
 }
 
 /* Announces the modules loaded since the last time, and those gone (native mode). */
-static void sync_modules(void)
-{
-    modules_sync(&W.mods, emit_module, emit_module_gone, NULL);
-}
+static void sync_modules(void) { modules_sync(&W.mods, emit_module, emit_module_gone, NULL); }
 
 /* Requests from the control thread (writer_request): one at a time, answered by the
  * writer thread.  Outside W, which a new window clears. */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t done_cond;
-    int op;             /* WRITER_REQ_*, 0 = none pending */
-    uint64_t id, done;  /* the pending request's number; the last one answered */
+    int op;            /* WRITER_REQ_*, 0 = none pending */
+    uint64_t id, done; /* the pending request's number; the last one answered */
     int rc;
     char path[PATH_MAX];
     char current[PATH_MAX]; /* the log being written, for writer_status ("" none) */
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, "", "" };
+} R = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, "", ""};
 
 /* The log being written, as writer_status tells it (another thread's reads must not see
  * W.log.path change under them). */
@@ -348,7 +344,6 @@ static void publish_path(const char *path)
     snprintf(R.current, sizeof R.current, "%s", path);
     pthread_mutex_unlock(&R.lock);
 }
-
 
 /* The files of this process that the library finished, oldest first: what PYPROF_KEEP
  * may remove.  Never another process's (a fork child starts with none), never the file
@@ -388,10 +383,15 @@ static int open_log(void)
     char prog[256], host[256];
     procself_prog_name(prog, sizeof prog);
     procself_host(host, sizeof host);
-    logfile_naming nm = { .output = W.cfg.output, .pid = W.pid, .ppid = getppid(),
-                          .prog = prog, .host = host, .run_id = W.run_id,
-                          .start_unix_ns = W.unix_start_ns, .seq = W.seq,
-                          .series = W.cfg.rotate_ns || W.cfg.rotate_bytes || W.seq };
+    logfile_naming nm = {.output = W.cfg.output,
+                         .pid = W.pid,
+                         .ppid = getppid(),
+                         .prog = prog,
+                         .host = host,
+                         .run_id = W.run_id,
+                         .start_unix_ns = W.unix_start_ns,
+                         .seq = W.seq,
+                         .series = W.cfg.rotate_ns || W.cfg.rotate_bytes || W.seq};
     if (logfile_open(&W.log, &nm) < 0)
         return -1;
     W.native = sampler_native() > 0;
@@ -502,7 +502,8 @@ static uint32_t thread_idx(uint32_t tid)
      * thread seen again is announced again, as after a table flip). */
     if (W.threads_n >= THREADS_MAX)
         W.threads_n = 0;
-    if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads, 16) < 0)
+    if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads,
+                   16) < 0)
         return 0;
     /* A thread seen for the first time: its name may be newer than our last read. */
     if (!name_of(tid)[0] && clock_mono_ns() - W.names_t_ns >= NAMES_NEW_NS)
@@ -542,7 +543,7 @@ static void sb_push(stackbuild *b, uint32_t code_id, int32_t line, int run_start
     if (starts)
         b->runs[b->nruns++] = 0;
     b->runs[b->nruns - 1]++;
-    b->f[b->n] = (logenc_frame){ code_id, line };
+    b->f[b->n] = (logenc_frame){code_id, line};
     b->w[b->n] = stackmap_frame_word(code_id, line, W.native && starts);
     b->n++;
 }
@@ -730,7 +731,7 @@ static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
     logenc_frame fbuf[SB_SMALL];
     uint64_t wbuf[SB_SMALL];
     uint32_t rbuf[SB_SMALL];
-    stackbuild b = { fbuf, wbuf, rbuf, 0, 0 };
+    stackbuild b = {fbuf, wbuf, rbuf, 0, 0};
     void *heap = NULL;
     if (n > SB_SMALL) {
         heap = malloc(n * (sizeof *b.w + sizeof *b.f + sizeof *b.runs));
@@ -790,7 +791,7 @@ static void snap_add(const rrec_sample *s)
         sid = 0;
     if (grow_array((void **)&W.snap, &W.snap_cap, W.snap_n + 1, sizeof *W.snap, 16) < 0)
         return;
-    W.snap[W.snap_n++] = (logenc_snap_thread){ tidx, sid, s->snap_flags, s->os_state };
+    W.snap[W.snap_n++] = (logenc_snap_thread){tidx, sid, s->snap_flags, s->os_state};
 }
 
 /* The end of a snapshot: its SNAPSHOT record. */
@@ -826,13 +827,20 @@ static void take_span(const void *rec, size_t len)
     rec_out_init(&o, buf, sizeof buf);
     if (v.kind == RREC_SPAN_START) {
         logenc_span_start st = {
-            .span_id = v.span_id, .t_us = t_us, .thread_idx = tidx,
+            .span_id = v.span_id,
+            .t_us = t_us,
+            .thread_idx = tidx,
             .parent_span_id = v.parent_span,
-            .name = v.name, .name_len = v.name_len,
-            .trace_id = v.trace_id, .trace_id_len = v.trace_id_len,
-            .parent_id = v.parent_id, .parent_id_len = v.parent_id_len,
-            .base_id = v.base_id, .base_id_len = v.base_id_len,
-            .info = v.info, .info_len = v.info_len,
+            .name = v.name,
+            .name_len = v.name_len,
+            .trace_id = v.trace_id,
+            .trace_id_len = v.trace_id_len,
+            .parent_id = v.parent_id,
+            .parent_id_len = v.parent_id_len,
+            .base_id = v.base_id,
+            .base_id_len = v.base_id_len,
+            .info = v.info,
+            .info_len = v.info_len,
         };
         if (logenc_put_span_start(&o, &st) == 0)
             emit(PYPROF_REC_SPAN_START, &o);
@@ -935,10 +943,7 @@ static void flip_drain(void *ctx)
 }
 
 /* Moves the handler to the other code table and forgets what only the old one knew. */
-static void flip_tables(void)
-{
-    codetable_flip(flip_drain, flip_rekey, NULL);
-}
+static void flip_tables(void) { codetable_flip(flip_drain, flip_rekey, NULL); }
 
 static int interpreter_running(void)
 {
@@ -1041,8 +1046,8 @@ static int calib_slice(uint64_t now)
         return 0;
     calib_result c;
     calib_get(&c);
-    double allowed =
-        CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) - (double)c.spent_ns;
+    double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) -
+                     (double)c.spent_ns;
     if (allowed < (double)CALIB_SLICE_NS)
         return 0;
     calib_step(CALIB_SLICE_NS);
@@ -1126,8 +1131,8 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta,
-                 char *err, size_t errlen)
+int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta, char *err,
+                 size_t errlen)
 {
     /* A new toggle window after a finished one: nothing of the last log is kept. */
     forget_all();

@@ -18,14 +18,14 @@
 /* What the header says about the process. */
 typedef struct writer_meta {
     const char *run_id;
-    unsigned window;    /* toggle window index */
+    unsigned window; /* toggle window index */
 } writer_meta;
 
 /* Resolves the output path and checks it can be written (the file itself is created once
  * the interpreter is running, so a process that never runs Python leaves no file), then
  * starts the writer thread.  Returns 0, or -1 with a line in `err`. */
-int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta,
-                 char *err, size_t errlen);
+int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta, char *err,
+                 size_t errlen);
 /* (After writer_finish, writer_start begins a new log: a new toggle window.) */
 
 /* Drains what is left, writes the footer and closes the log.  The sampler must be
@@ -50,8 +50,10 @@ void writer_forget_in_child(void);
 const char *writer_path(void);
 
 /* What the control thread may ask of the writer thread. */
-enum { WRITER_REQ_FLUSH = 1, /* drain the rings and flush the file */
-       WRITER_REQ_ROTATE = 2 /* finish this file of the series and begin the next */ };
+enum {
+    WRITER_REQ_FLUSH = 1, /* drain the rings and flush the file */
+    WRITER_REQ_ROTATE = 2 /* finish this file of the series and begin the next */
+};
 
 /* [not sigsafe] Has the writer thread do `op` and waits for it (at most 2 s).  Returns 0
  * with the log's path (after the request) in `path`, or -1: no log is being written, the
@@ -60,8 +62,8 @@ int writer_request(int op, char *path, size_t cap);
 
 /* What `pyprof ctl status` says of the log. */
 typedef struct writer_status_info {
-    int open;              /* a log is being written */
-    char path[4096];       /* "" when none */
+    int open;        /* a log is being written */
+    char path[4096]; /* "" when none */
     unsigned seq, window;
     uint64_t samples, dropped, lib_cpu_ns; /* in this file */
     uint32_t snapshot_last;

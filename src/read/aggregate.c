@@ -209,8 +209,8 @@ int aggregate_funcs(const profile *p, aggregate_counts *agg)
     agg->line_first = calloc(nf + 1, sizeof *agg->line_first);
     agg->lines = malloc(ns * sizeof *agg->lines);
     int ret = -1;
-    if (!stamp || !ent || !agg->stack_weight || !agg->self || !agg->total ||
-        !agg->line_first || !agg->lines)
+    if (!stamp || !ent || !agg->stack_weight || !agg->self || !agg->total || !agg->line_first ||
+        !agg->lines)
         goto cleanup;
 
     for (size_t i = 0; i < p->nsamples; i++)
@@ -301,8 +301,8 @@ static int cmp_func(const void *a, const void *b, void *arg)
            (c->p->funcs[x].line < c->p->funcs[y].line);
 }
 
-size_t aggregate_sort_funcs(const profile *p, const aggregate_counts *agg,
-                            const uint64_t *key, uint32_t *order)
+size_t aggregate_sort_funcs(const profile *p, const aggregate_counts *agg, const uint64_t *key,
+                            uint32_t *order)
 {
     size_t n = 0;
     for (size_t f = 0; f < p->nfuncs; f++)

@@ -76,7 +76,7 @@ void aggregate_counts_free(aggregate_counts *agg);
 /* Fills `order` (p->nfuncs entries) with the functions that appear in some sample,
  * sorted by `key` (agg->self or agg->total) descending, ties by the other count, then by
  * name; returns how many there are. */
-size_t aggregate_sort_funcs(const profile *p, const aggregate_counts *agg,
-                            const uint64_t *key, uint32_t *order);
+size_t aggregate_sort_funcs(const profile *p, const aggregate_counts *agg, const uint64_t *key,
+                            uint32_t *order);
 
 #endif

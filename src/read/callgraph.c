@@ -30,8 +30,7 @@ static callgraph_edge *edge_of(callgraph *g, uint32_t caller, int32_t line, uint
         if (e->caller == caller && e->callee == callee && e->line == line)
             return e;
     }
-    if (grow_array((void **)&g->edges, &g->cap_edges, g->nedges + 1, sizeof *g->edges,
-                   256) < 0)
+    if (grow_array((void **)&g->edges, &g->cap_edges, g->nedges + 1, sizeof *g->edges, 256) < 0)
         return NULL;
     if (g->nedges >= IDTAB_NONE || idtab_reserve(&g->index, g->nedges + 1) < 0)
         return NULL;
@@ -152,10 +151,7 @@ void callgraph_free(callgraph *g)
     memset(g, 0, sizeof *g);
 }
 
-static int cmp_u32(uint32_t a, uint32_t b)
-{
-    return (a > b) - (a < b);
-}
+static int cmp_u32(uint32_t a, uint32_t b) { return (a > b) - (a < b); }
 
 static int cmp_by_caller(const void *a, const void *b)
 {

@@ -1,9 +1,9 @@
 /*
  * calltree: the samples of a profile as a tree of calls, for `pyprof tree`, the exports
  * that walk paths (folded) and the HTML page's tree of functions.  Each node is one frame
- * reached by one path from the outermost frame: its function (and, when asked, the line executing in it), the
- * samples whose stack passes through it (total) and the samples taken in it (self).
- * Node CALLTREE_ROOT is a virtual root above every thread's outermost frame, so the
+ * reached by one path from the outermost frame: its function (and, when asked, the line
+ * executing in it), the samples whose stack passes through it (total) and the samples taken in
+ * it (self).  Node CALLTREE_ROOT is a virtual root above every thread's outermost frame, so the
  * processes and threads of a profile are merged: two threads that start in the same
  * function share that node.  A stack with no frame counts as the root's self.
  *

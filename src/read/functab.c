@@ -25,8 +25,7 @@ static uint64_t func_hash(const char *name, const char *file, int64_t line, int 
     return fnv_bytes(h, &line, sizeof line);
 }
 
-uint32_t functab_intern(functab *t, const char *name, const char *file, int64_t line,
-                        int kind)
+uint32_t functab_intern(functab *t, const char *name, const char *file, int64_t line, int kind)
 {
     uint64_t h = func_hash(name, file, line, kind);
     size_t pos;

@@ -29,8 +29,7 @@ void functab_init(functab *t, profile_func **funcs, size_t *n, size_t *cap);
 /* The index of the function (name, file, line, kind), added with copies of `name` and
  * `file` when new.  IDMAP_EMPTY when out of memory, or when the table holds
  * IDMAP_EXCLUDED functions already. */
-uint32_t functab_intern(functab *t, const char *name, const char *file, int64_t line,
-                        int kind);
+uint32_t functab_intern(functab *t, const char *name, const char *file, int64_t line, int kind);
 
 /* Frees the index; the functions and their strings are the caller's to free. */
 void functab_free(functab *t);

@@ -54,8 +54,8 @@ int idmap_set(idmap *m, uint64_t key, uint32_t val)
     if (key < IDMAP_DIRECT_MAX) {
         if (key >= m->ndirect) {
             size_t had = m->ndirect;
-            if (grow_array((void **)&m->direct, &m->ndirect, (size_t)key + 1,
-                           sizeof *m->direct, 64))
+            if (grow_array((void **)&m->direct, &m->ndirect, (size_t)key + 1, sizeof *m->direct,
+                           64))
                 return -1;
             memset(m->direct + had, 0xff, (m->ndirect - had) * sizeof *m->direct);
         }

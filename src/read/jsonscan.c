@@ -184,6 +184,7 @@ static char *decode_string(const char *s, const char *end)
         char e = s[1];
         s += 2;
         switch (e) {
+        /* clang-format off */
         case 'b': *o++ = '\b'; break;
         case 'f': *o++ = '\f'; break;
         case 'n': *o++ = '\n'; break;
@@ -204,6 +205,7 @@ static char *decode_string(const char *s, const char *end)
             break;
         }
         default: *o++ = e; break; /* " \ / */
+            /* clang-format on */
         }
     }
     *o = 0;

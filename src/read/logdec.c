@@ -164,8 +164,8 @@ static int dec_stack(logdec *d, rec_in *in, pyprof_stack_rec *s)
     /* A frame takes at least two bytes. */
     if (in->bad || s->nframes > rec_in_left(in) / 2)
         return -PYPROF_R_CORRUPT;
-    if (grow_array((void **)&d->frames, &d->frames_cap, (size_t)s->nframes,
-                   sizeof *d->frames, 64))
+    if (grow_array((void **)&d->frames, &d->frames_cap, (size_t)s->nframes, sizeof *d->frames,
+                   64))
         return -PYPROF_R_NOMEM;
     for (uint64_t i = 0; i < s->nframes; i++) {
         d->frames[i].code_id = rec_get_uvarint(in);
@@ -406,9 +406,7 @@ static int64_t dec_advance(logdec *d, int64_t dt)
     return (int64_t)d->t_acc;
 }
 
-
-int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen,
-                  pyprof_record *rec)
+int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pyprof_record *rec)
 {
     rec_in in;
     rec_in_init(&in, payload, plen);

@@ -58,8 +58,7 @@ int logdec_header(logdec *d, const uint8_t *payload, size_t len, pyprof_header *
 /* Decodes the payload of a record of `type` (not HEADER) into rec->u; rec->type is the
  * caller's.  A type this reader does not know leaves rec->u alone (format.h: readers skip
  * it).  A BATCH fills nothing: its events are then logdec_pending. */
-int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen,
-                  pyprof_record *rec);
+int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pyprof_record *rec);
 
 /* Whether a BATCH has events left. */
 static inline int logdec_pending(const logdec *d) { return d->bev_pos < d->bev_n; }

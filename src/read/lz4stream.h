@@ -38,10 +38,10 @@ typedef struct lz4_track {
     uint8_t field[16]; /* a small field being gathered */
     size_t field_len, field_need;
     uint8_t flg;
-    size_t block_max;  /* from the frame's BD byte */
+    size_t block_max; /* from the frame's BD byte */
     size_t block_size, block_have;
-    int block_stored;  /* the block is stored uncompressed (LZ4F streams those itself) */
-    uint8_t *block;    /* the block's compressed bytes so far */
+    int block_stored; /* the block is stored uncompressed (LZ4F streams those itself) */
+    uint8_t *block;   /* the block's compressed bytes so far */
     size_t block_cap;
     uint64_t skip_left;
     uint64_t frame_start; /* absolute decompressed offset where this frame's output starts */

@@ -11,8 +11,7 @@
 #include "symbols.h"
 
 /* Appends n frames; 0, or -1 when out of memory. */
-static int put(profile_frame **out, size_t *cap, size_t *len, const profile_frame *f,
-               size_t n)
+static int put(profile_frame **out, size_t *cap, size_t *len, const profile_frame *f, size_t n)
 {
     if (grow_array((void **)out, cap, *len + n, sizeof **out, 64))
         return -1;
@@ -49,8 +48,8 @@ long nativemerge(const nm_input *in, profile_frame **out, size_t *cap, int *pair
     *paired = !in->py_broken && runs_valid(in) && (m == k || m == k + 1);
 
     if (*paired) {
-        uint32_t run = 0;  /* the next run to place */
-        size_t at = 0;     /* its first Python frame */
+        uint32_t run = 0; /* the next run to place */
+        size_t at = 0;    /* its first Python frame */
         for (uint32_t j = 0; j < in->nnat; j++) {
             const nm_native *n = &in->nat[j];
             if ((n->flags & SYM_EVAL) && run < k) {

@@ -42,7 +42,7 @@ typedef struct nm_input {
     uint32_t npy;
     const uint32_t *runs; /* run lengths, outermost first; NULL/0: one frame per run */
     uint32_t nruns;
-    int py_broken; /* the Python stack holds a cut or unreadable marker */
+    int py_broken;        /* the Python stack holds a cut or unreadable marker */
     const nm_native *nat; /* the native stack, outermost first */
     uint32_t nnat;
     int show_glue; /* --native-glue: hide nothing */

@@ -6,9 +6,9 @@
  * own small maps (idmap.h) from those ids to the profile's global indices; the maps are
  * thrown away when the file is done.  Functions are interned by functab.h and stacks in a
  * global index table (idtab), so the same function, or the same stack, seen in two
- * processes is one entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.  The cost per
- * SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte append,
- * which keeps loading well above five million samples per second.
+ * processes is one entry.  Nothing here sums or sorts what was loaded: that is aggregate.c's.
+ * The cost per SAMPLE record is the reader's varint decoding, two map lookups and a 24-byte
+ * append, which keeps loading well above five million samples per second.
  *
  * The writer's order guarantees (a THREAD, CODE or STACK record precedes its first use)
  * are relied on but not trusted: a reference to an id never defined becomes an
@@ -38,8 +38,8 @@
 
 struct profile_index {
     spanload spans; /* the pending stops */
-    functab funcs; /* (name, file, line, kind) -> function */
-    idtab stacks; /* frames -> stack */
+    functab funcs;  /* (name, file, line, kind) -> function */
+    idtab stacks;   /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
     uint32_t unknown_func;
     uint32_t unknown_stack;
@@ -263,8 +263,7 @@ static int copy_header(profile_process *pr, const pyprof_header *h)
     pr->python_version = pyprof_str_dup(h->python_version);
     pr->timer = pyprof_str_dup(h->timer);
     pr->argv = calloc(h->argc ? (size_t)h->argc : 1, sizeof *pr->argv);
-    if (!pr->run_id || !pr->host || !pr->exe || !pr->python_version || !pr->timer ||
-        !pr->argv)
+    if (!pr->run_id || !pr->host || !pr->exe || !pr->python_version || !pr->timer || !pr->argv)
         return -1;
     for (uint64_t i = 0; i < h->argc; i++) {
         pr->argv[i] = pyprof_str_dup(h->argv[i]);
@@ -307,10 +306,10 @@ typedef struct load_maps {
     uint64_t pos;      /* records read from this file, the header included */
     int64_t offset_us; /* this file's start on its process's axis */
     int older;         /* a file of the series with a higher seq was loaded before it */
-    idmap code;   /* code_id -> function */
-    idmap stack;  /* stack_id -> stack */
-    idmap thread; /* thread_idx -> thread, or IDMAP_EXCLUDED */
-    idmap tid;    /* OS thread id -> thread, so a renamed thread stays one */
+    idmap code;        /* code_id -> function */
+    idmap stack;       /* stack_id -> stack */
+    idmap thread;      /* thread_idx -> thread, or IDMAP_EXCLUDED */
+    idmap tid;         /* OS thread id -> thread, so a renamed thread stays one */
     /* Native frames, only in logs that have them. */
     symbols *sym;
     idmap stack_info; /* stack_id -> index into sinfo */
@@ -453,8 +452,7 @@ static int on_stack(profile *p, load_maps *m, uint32_t proc, const pyprof_stack_
 {
     profile_index *ix = p->index;
     int broken = 0;
-    if (s->nframes > UINT32_MAX ||
-        GROW_ARRAY(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
+    if (s->nframes > UINT32_MAX || GROW_ARRAY(ix->tmp, ix->tmp_cap, (size_t)s->nframes))
         return -1;
     for (uint64_t i = 0; i < s->nframes; i++) {
         uint64_t id = s->frames[i].code_id;
@@ -530,8 +528,8 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     if (s->nstack_id) {
         if (GROW_ARRAY(m->pending, m->cap_pending, m->npending + 1))
             return -1;
-        m->pending[m->npending++] =
-            (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id, m->pos};
+        m->pending[m->npending++] = (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id,
+                                                     m->pos};
         p->procs[proc].native_samples++;
     }
     return 0;
@@ -574,7 +572,8 @@ static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_sna
                        int64_t t_us)
 {
     if (GROW_ARRAY(p->snapshots, p->cap_snapshots, p->nsnapshots + 1) ||
-        GROW_ARRAY(p->snap_threads, p->cap_snap_threads, p->nsnap_threads + (size_t)s->nthreads))
+        GROW_ARRAY(p->snap_threads, p->cap_snap_threads,
+                   p->nsnap_threads + (size_t)s->nthreads))
         return -1;
     profile_snapshot *out = &p->snapshots[p->nsnapshots];
     out->process = proc;
@@ -624,8 +623,7 @@ static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_sp
 
 /* ---- native frames ------------------------------------------------------------------- */
 
-static int on_module(const profile *p, load_maps *m, uint64_t pos,
-                     const pyprof_module_rec *r)
+static int on_module(const profile *p, load_maps *m, uint64_t pos, const pyprof_module_rec *r)
 {
     if (!m->sym && !(m->sym = symbols_new(NULL, p->root)))
         return -1;
@@ -664,8 +662,8 @@ static uint32_t native_frames(profile *p, load_maps *m, const sym_info *si)
         GROW_ARRAY(m->natf, m->cap_natf, m->nnatf + si->nframes))
         return UINT32_MAX;
     for (uint32_t i = 0; i < si->nframes; i++) {
-        uint32_t f = functab_intern(&p->index->funcs, si->frames[i].name,
-                                    si->frames[i].module, 0, PROFILE_FUNC_NATIVE);
+        uint32_t f = functab_intern(&p->index->funcs, si->frames[i].name, si->frames[i].module,
+                                    0, PROFILE_FUNC_NATIVE);
         if (f == IDMAP_EMPTY)
             return UINT32_MAX;
         m->natf[m->nnatf + i] = (profile_frame){f, si->frames[i].line};
@@ -700,9 +698,8 @@ static uint32_t merge_pair(profile *p, load_maps *m, const pending_sample *ps, i
     for (uint32_t j = 0; j < ns->n; j++)
         m->nat[j].frames = m->natf + m->offs[j];
 
-    nm_input in = {.nat = m->nat,
-                   .nnat = ns->n,
-                   .show_glue = !!(p->options & PROFILE_NATIVE_GLUE)};
+    nm_input in = {
+        .nat = m->nat, .nnat = ns->n, .show_glue = !!(p->options & PROFILE_NATIVE_GLUE)};
     uint32_t st = idmap_get(&m->stack, ps->stack_id);
     uint32_t info_idx = idmap_get(&m->stack_info, ps->stack_id);
     if (st == IDMAP_EMPTY || info_idx == IDMAP_EMPTY) {
@@ -918,9 +915,13 @@ static int refusal(profile *p, const char *path, int named, int err, int sys_err
     if (err == PYPROF_R_TRUNCATED) {
         if (!named)
             return add_warning(p, "%s: warning: log is truncated before its header; skipped",
-                               path) < 0 ? -1 : 1;
-        return set_error(p, "%s: log is truncated before its header (the process was "
-                            "killed or crashed); nothing survived", path);
+                               path) < 0
+                       ? -1
+                       : 1;
+        return set_error(p,
+                         "%s: log is truncated before its header (the process was "
+                         "killed or crashed); nothing survived",
+                         path);
     }
     if (err == PYPROF_R_IO)
         return set_error(p, "%s: %s", path, strerror(sys_errno));
@@ -1002,9 +1003,11 @@ static int load_file(profile *p, const char *path)
     if (rc < 0) {
         const char *what = rc == -PYPROF_R_IO ? strerror(errno) : pyprof_reader_strerror(rc);
         if (p->options & PROFILE_KEEP_CORRUPT) {
-            ret = add_warning(p, "%s: %s after %llu records (byte %llu of the decompressed "
-                                 "log); %llu samples survived", path, what,
-                              (unsigned long long)pf->records, (unsigned long long)pf->bytes,
+            ret = add_warning(p,
+                              "%s: %s after %llu records (byte %llu of the decompressed "
+                              "log); %llu samples survived",
+                              path, what, (unsigned long long)pf->records,
+                              (unsigned long long)pf->bytes,
                               (unsigned long long)pf->samples_read);
             goto cleanup;
         }
@@ -1028,8 +1031,7 @@ static int read_candidate(profile *p, logset_file *f)
     if (logset_read_header(f) < 0)
         return set_error(p, "out of memory");
     if (f->err != PYPROF_R_OK)
-        return refusal(p, f->path, f->dir == LOGSET_NAMED, f->err, f->sys_errno) < 0 ? -1
-                                                                                     : 0;
+        return refusal(p, f->path, f->dir == LOGSET_NAMED, f->err, f->sys_errno) < 0 ? -1 : 0;
     f->use = filter_keeps_log(&p->filter, f->pid, f->run_id);
     return 0;
 }
@@ -1048,8 +1050,7 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
                 ret = errno == ENOMEM ? set_error(p, "out of memory")
                                       : set_error(p, "%s: %s", paths[i], strerror(errno));
         } else if (S_ISREG(st.st_mode) && st.st_size == 0)
-            ret = set_error(p, "%s: empty file (no log data was ever written to it)",
-                            paths[i]);
+            ret = set_error(p, "%s: empty file (no log data was ever written to it)", paths[i]);
         else if (logset_add(&set, paths[i], LOGSET_NAMED) < 0)
             ret = set_error(p, "out of memory");
     }
@@ -1080,7 +1081,4 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
     return ret;
 }
 
-int profile_load(profile *p, const char *path)
-{
-    return profile_load_paths(p, &path, 1);
-}
+int profile_load(profile *p, const char *path) { return profile_load_paths(p, &path, 1); }

@@ -62,8 +62,8 @@ typedef struct profile_filter {
     const char *const *runs; /* run ids, compared exactly */
     size_t nruns;
     int has_from, has_to;
-    double from_s, to_s; /* seconds since the start of each process's profiling (of a
-                          * rotated series: of its first file) */
+    double from_s, to_s;           /* seconds since the start of each process's profiling (of a
+                                    * rotated series: of its first file) */
     const char *const *span_names; /* --span: keep the samples inside spans of these
                                     * names only (compared exactly) */
     size_t nspan_names;
@@ -98,8 +98,8 @@ typedef struct profile_process {
     uint64_t snapshots;            /* snapshots kept */
     /* The header; strings are NUL-terminated copies.  start_unix_ns is the series'
      * start (the first file's, seq 0), which every time of the process counts from. */
-    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth,
-        flags, window;
+    uint64_t format_version, pid, ppid, start_unix_ns, python_hex, period_ns, max_depth, flags,
+        window;
     char *run_id, *host, *exe, *python_version, *timer;
     char **argv;
     size_t argc;
@@ -135,8 +135,7 @@ typedef struct profile_process {
     size_t nmodules;
     /* Spans: SPAN_START and SPAN_STOP records read; spans kept and those of them with no
      * stop; stops whose start is not in the loaded logs (ignored). */
-    uint64_t span_starts_read, span_stops_read, spans, spans_unfinished,
-        span_stops_unmatched;
+    uint64_t span_starts_read, span_stops_read, spans, spans_unfinished, span_stops_unmatched;
     int64_t end_us; /* where its data ends on its axis: the footer's duration, else the
                      * last timed record (spans included) */
 } profile_process;
@@ -165,7 +164,7 @@ typedef struct profile_frame {
 } profile_frame;
 
 typedef struct profile_stack {
-    uint64_t first; /* index into profile.frames */
+    uint64_t first;   /* index into profile.frames */
     uint32_t nframes; /* outermost first */
     uint32_t hash;
 } profile_stack;
@@ -188,7 +187,7 @@ typedef struct profile_rss {
 typedef struct profile_snapshot {
     uint32_t process;
     uint64_t id;
-    int64_t t_us;  /* on the process's axis, like a sample's */
+    int64_t t_us;   /* on the process's axis, like a sample's */
     uint64_t first; /* its threads: profile.snap_threads[first .. first + nthreads) */
     uint32_t nthreads;
 } profile_snapshot;
@@ -196,9 +195,9 @@ typedef struct profile_snapshot {
 #define PROFILE_NO_STACK UINT32_MAX /* a snapshot thread without a Python frame */
 
 typedef struct profile_snap_thread {
-    uint32_t thread; /* index into profile.threads (tid and name there) */
-    uint32_t stack;  /* index into profile.stacks, or PROFILE_NO_STACK */
-    uint32_t flags;  /* PYPROF_SNAP_F_* */
+    uint32_t thread;  /* index into profile.threads (tid and name there) */
+    uint32_t stack;   /* index into profile.stacks, or PROFILE_NO_STACK */
+    uint32_t flags;   /* PYPROF_SNAP_F_* */
     uint8_t os_state; /* the kernel's state letter ('R', 'S', 'D', ...); 0 unknown */
 } profile_snap_thread;
 
@@ -222,9 +221,11 @@ typedef struct profile_span {
 } profile_span;
 
 /* profile_new options. */
+/* clang-format off */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
 #define PROFILE_NATIVE_GLUE 2u  /* keep the interpreter's and process start's native
                                  * frames in merged stacks (nativemerge.h) */
+/* clang-format on */
 
 typedef struct profile_index profile_index; /* the loader's hash tables, private */
 

@@ -40,8 +40,8 @@ struct pyprof_reader {
     lz4stream in;
     logdec dec;
     uint64_t consumed; /* decompressed bytes parsed, magic included */
-    int err;  /* 0, or the negative code every call now returns */
-    int done; /* 1: the footer has been returned; 2: and the stream after it checked */
+    int err;           /* 0, or the negative code every call now returns */
+    int done;          /* 1: the footer has been returned; 2: and the stream after it checked */
     pyprof_header hdr;
     uint8_t *hdr_copy; /* the header payload, which hdr's strings point into */
 };

@@ -111,7 +111,7 @@ int series_combine(profile_process *pr)
     }
     pyprof_footer *f = &pr->footer;
     memset(f, 0, sizeof *f);
-    double cpu_s = 0;       /* the time the samples stand for, over the files that say */
+    double cpu_s = 0;        /* the time the samples stand for, over the files that say */
     uint64_t hz_samples = 0; /* their samples */
     for (size_t i = 0; i < pr->nfiles; i++) {
         const profile_file *pf = &pr->files[i];

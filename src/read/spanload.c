@@ -205,7 +205,8 @@ int spanload_resolve(profile *p, spanload *sl)
         size_t k = span_lower(p, by_key, n, st->process, st->id);
         profile_span *s = NULL;
         for (; k < n && p->spans[by_key[k]].process == st->process &&
-               p->spans[by_key[k]].id == st->id; k++)
+               p->spans[by_key[k]].id == st->id;
+             k++)
             if (p->spans[by_key[k]].unfinished) {
                 s = &p->spans[by_key[k]];
                 break;
@@ -227,8 +228,7 @@ int spanload_resolve(profile *p, spanload *sl)
     size_t stray = 0;
     for (size_t i = 0; i < kept; i++) {
         spanload_dropped key = {sl->stops[i].process, sl->stops[i].id};
-        if (sl->ndropped &&
-            bsearch(&key, sl->dropped, sl->ndropped, sizeof key, cmp_dropped)) {
+        if (sl->ndropped && bsearch(&key, sl->dropped, sl->ndropped, sizeof key, cmp_dropped)) {
             free(sl->stops[i].info);
             continue;
         }

@@ -38,8 +38,7 @@ void spans_index_free(spans_index *ix)
 }
 
 /* The first position in order[lo .. hi) whose sample is at t or later. */
-static size_t first_at(const profile *p, const uint32_t *order, size_t lo, size_t hi,
-                       int64_t t)
+static size_t first_at(const profile *p, const uint32_t *order, size_t lo, size_t hi, int64_t t)
 {
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

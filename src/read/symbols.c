@@ -36,8 +36,8 @@
 #include "common/growarray.h"
 #include "common/mix64.h"
 
-#define MAX_BUILD_ID 64   /* bytes; longer recorded ids are refused */
-#define MAX_INLINE 64     /* inlined levels kept per address */
+#define MAX_BUILD_ID 64 /* bytes; longer recorded ids are refused */
+#define MAX_INLINE 64   /* inlined levels kept per address */
 #define NO_MODULE UINT32_MAX
 
 enum { ELF_UNTRIED = 0, ELF_READY = 1, ELF_NONE = -1 };
@@ -129,8 +129,7 @@ static int is_elf(int fd)
 }
 
 /* "<root>/.build-id/xx/rest.debug" for a build-id, into buf; 0, or -1 if it won't fit. */
-static int build_id_path(const char *root, const uint8_t *id, size_t len, char *buf,
-                         size_t cap)
+static int build_id_path(const char *root, const uint8_t *id, size_t len, char *buf, size_t cap)
 {
     if (len < 2)
         return -1;
@@ -270,8 +269,8 @@ void symbols_free(symbols *s)
  * loader's (glibc and musl): the frames that start processes and threads. */
 static int is_libc_name(const char *base)
 {
-    static const char *const prefixes[] = {"libc.so", "libc-", "libpthread.so", "libpthread-",
-                                           "ld-linux", "ld-", "libc.musl", "ld-musl"};
+    static const char *const prefixes[] = {"libc.so",  "libc-", "libpthread.so", "libpthread-",
+                                           "ld-linux", "ld-",   "libc.musl",     "ld-musl"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
             return 1;
@@ -443,7 +442,7 @@ static uint32_t find_module(symbols *s, uint64_t addr, uint64_t pos)
     return best;
 }
 
-/* ---- a module's ELF file ------------------------------------------------------------------ */
+/* ---- a module's ELF file ----------------------------------------------------------------- */
 
 /* The file at `path` (the recorded path, or it under the root) when it is the recorded
  * file: same build-id, or for a module recorded without one, the same device, inode, size
@@ -563,7 +562,7 @@ static int fde_range(const fde_table *t, uint64_t a, uint64_t *lo, uint64_t *hi)
  * reach it and it is large enough to be the loop.  Addresses there are then the eval
  * loop's.  Only for an exported symbol too small to hold the loop itself; nothing else
  * is guessed. */
-#define EVAL_ENTRY_MAX 4096u     /* bytes: a symbol this small cannot be the whole loop */
+#define EVAL_ENTRY_MAX 4096u      /* bytes: a symbol this small cannot be the whole loop */
 #define EVAL_BODY_MIN (16u << 10) /* bytes: an FDE this large can be */
 static void find_eval_body(module *m, const GElf_Sym *eval)
 {
@@ -591,7 +590,10 @@ static void find_eval_body(module *m, const GElf_Sym *eval)
             len = eval->st_size;
         }
     }
-    struct { uint64_t lo, hi; unsigned hits; } cand[16];
+    struct {
+        uint64_t lo, hi;
+        unsigned hits;
+    } cand[16];
     unsigned ncand = 0;
     for (size_t i = 0; i + 5 <= len; i++) {
         size_t disp; /* the displacement's offset; the instruction ends 4 bytes after it */
@@ -615,7 +617,7 @@ static void find_eval_body(module *m, const GElf_Sym *eval)
         if (c == ncand) {
             if (ncand == sizeof cand / sizeof cand[0])
                 continue;
-            cand[ncand++] = (typeof(cand[0])){ lo, hi, 0 };
+            cand[ncand++] = (typeof(cand[0])){lo, hi, 0};
         }
         cand[c].hits++;
     }
@@ -793,7 +795,7 @@ static sym_info *symbolize(module *m, uint64_t addr)
     return info;
 }
 
-/* ---- the cache ------------------------------------------------------------------------------ */
+/* ---- the cache --------------------------------------------------------------------------- */
 
 static size_t slot_of(const symbols *s, uint32_t mod, uint64_t addr)
 {

@@ -31,6 +31,7 @@
 #include <pyprof/reader.h>
 
 /* sym_info.flags and sym_module.flags */
+/* clang-format off */
 #define SYM_EVAL 1u      /* the interpreter's eval loop (PyEval_EvalFrameEx up to 2.7,
                           * _PyEval_EvalFrameDefault from 3.6; .cold/.part pieces too) */
 #define SYM_INTERP 2u    /* in the interpreter's module: the one holding the eval loop */
@@ -40,6 +41,7 @@
 #define SYM_PROFILER 32u  /* in pyprof's own library (libpyprof*.so), whose interposed
                            * entry points (Py_BytesMain, pthread_create's thread start...)
                            * sit on the program's stacks */
+/* clang-format on */
 
 typedef struct sym_frame {
     const char *name;   /* function (inlined or not), "module+0xOFF" or "0xADDRESS" */
@@ -63,9 +65,9 @@ typedef struct sym_module {
      * pprof's mapping table wants. */
     uint64_t start, limit, file_offset;
     char *path;
-    char *build_id_hex; /* "" when none recorded */
-    char *elf_path;     /* the file symbols come from; NULL: none found */
-    unsigned flags;     /* SYM_INTERP, SYM_LIBC, SYM_PROFILER */
+    char *build_id_hex;          /* "" when none recorded */
+    char *elf_path;              /* the file symbols come from; NULL: none found */
+    unsigned flags;              /* SYM_INTERP, SYM_LIBC, SYM_PROFILER */
     uint64_t loaded_at, gone_at; /* stream positions; gone_at UINT64_MAX: never gone */
 } sym_module;
 

@@ -113,7 +113,8 @@ static uint32_t find_trace_id(const profile *p, const trace_set *ts, const uint3
         else
             hi = mid;
     }
-    for (; lo < n && ts->trace_of[by_tid[lo]] == t && !strcmp(p->spans[by_tid[lo]].trace_id, id);
+    for (;
+         lo < n && ts->trace_of[by_tid[lo]] == t && !strcmp(p->spans[by_tid[lo]].trace_id, id);
          lo++)
         if (by_tid[lo] != self)
             return by_tid[lo];
@@ -152,8 +153,8 @@ int trace_build(const profile *p, trace_set *ts)
         } else if (s->parent != PROFILE_NO_SPAN) {
             key[i] = key[s->parent];
         } else {
-            if (asprintf(&synth[i], "%" PRIu64 ".%" PRIu64, p->procs[s->process].pid,
-                         s->id) < 0) {
+            if (asprintf(&synth[i], "%" PRIu64 ".%" PRIu64, p->procs[s->process].pid, s->id) <
+                0) {
                 synth[i] = NULL;
                 goto done;
             }

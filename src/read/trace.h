@@ -28,14 +28,14 @@
 #include "profile.h"
 
 typedef struct trace {
-    char *id;              /* base_id, or "PID.SPAN_ID" */
-    uint32_t first_root;   /* its first top-level span; the others by next_sibling */
+    char *id;            /* base_id, or "PID.SPAN_ID" */
+    uint32_t first_root; /* its first top-level span; the others by next_sibling */
     size_t nspans;
     uint64_t start_unix_ns; /* its earliest span's start */
     uint64_t end_unix_ns;   /* its latest span's end (an unfinished one's: its
                              * process's end of data) */
-    size_t unfinished;     /* spans without a stop */
-    uint64_t *pids;        /* its processes' pids, in the order first met */
+    size_t unfinished;      /* spans without a stop */
+    uint64_t *pids;         /* its processes' pids, in the order first met */
     size_t npids;
 } trace;
 

@@ -12,10 +12,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            abort();                                                                      \
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond))                                                                           \
+            abort();                                                                           \
     } while (0)
 
 #endif

@@ -161,9 +161,8 @@ static void check_parse(const char *line, size_t errlen)
             /* What ctlcmd_handle does with it next. */
             uint64_t ns;
             int clock;
-            if (req.name[0] == 'p' &&
-                config_parse_duration(req.arg, CONFIG_PERIOD_MIN_NS, CONFIG_PERIOD_MAX_NS,
-                                      &ns) == 0)
+            if (req.name[0] == 'p' && config_parse_duration(req.arg, CONFIG_PERIOD_MIN_NS,
+                                                            CONFIG_PERIOD_MAX_NS, &ns) == 0)
                 CHECK(ns >= CONFIG_PERIOD_MIN_NS && ns <= CONFIG_PERIOD_MAX_NS);
             if (req.name[0] == 'c' && config_parse_clock(req.arg, &clock) == 0)
                 CHECK(clock == PYPROF_CLOCK_CPU || clock == PYPROF_CLOCK_WALL);

@@ -58,10 +58,7 @@ struct ref {
     size_t nmem, cap;
 };
 
-static int is_ws(uint8_t c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static size_t ref_ws(const uint8_t *p, size_t n, size_t i)
 {
@@ -140,7 +137,14 @@ static size_t ref_string(const uint8_t *p, size_t n, size_t i)
             if (i + 1 >= n)
                 return FAIL;
             switch (p[i + 1]) {
-            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            case '"':
+            case '\\':
+            case '/':
+            case 'b':
+            case 'f':
+            case 'n':
+            case 'r':
+            case 't':
                 i += 2;
                 break;
             case 'u':
@@ -351,8 +355,9 @@ static uint8_t *ref_decode(const uint8_t *p, size_t i, size_t e, size_t *len)
         if (u >= 0xd800 && u < 0xdc00 && e - i >= 6 && p[i] == '\\' && p[i + 1] == 'u') {
             long lo = ref_hex4(p, e, i + 2);
             if (lo >= 0xdc00 && lo < 0xe000) {
-                put_cp(o, len, 0x10000 + (((unsigned long)u - 0xd800) << 10) +
-                                   ((unsigned long)lo - 0xdc00));
+                put_cp(o, len,
+                       0x10000 + (((unsigned long)u - 0xd800) << 10) +
+                           ((unsigned long)lo - 0xdc00));
                 i += 6;
                 continue;
             }
@@ -366,8 +371,7 @@ static uint8_t *ref_decode(const uint8_t *p, size_t i, size_t e, size_t *len)
 }
 
 /* What jsonscan_string should give for `key` (ref->ok known): malloc'ed, or NULL. */
-static uint8_t *ref_lookup(const uint8_t *p, const struct ref *r, const char *key,
-                           size_t *len)
+static uint8_t *ref_lookup(const uint8_t *p, const struct ref *r, const char *key, size_t *len)
 {
     if (!r->ok)
         return NULL;
@@ -378,9 +382,8 @@ static uint8_t *ref_lookup(const uint8_t *p, const struct ref *r, const char *ke
         int match = kl == klen && memcmp(k, key, klen) == 0;
         free(k);
         if (match)
-            return r->mem[m].is_string
-                       ? ref_decode(p, r->mem[m].val, r->mem[m].val_end, len)
-                       : NULL;
+            return r->mem[m].is_string ? ref_decode(p, r->mem[m].val, r->mem[m].val_end, len)
+                                       : NULL;
     }
     return NULL;
 }

@@ -141,8 +141,8 @@ static void read_log(const uint8_t *data, size_t size, int follow)
         } else {
             /* Follow mode never takes the end of the input for a cut. */
             CHECK(!follow || rc != -PYPROF_R_TRUNCATED);
-            CHECK(rc == -PYPROF_R_TRUNCATED || rc == -PYPROF_R_CORRUPT ||
-                  rc == -PYPROF_R_IO || rc == -PYPROF_R_NOMEM);
+            CHECK(rc == -PYPROF_R_TRUNCATED || rc == -PYPROF_R_CORRUPT || rc == -PYPROF_R_IO ||
+                  rc == -PYPROF_R_NOMEM);
             CHECK(pyprof_reader_strerror(-rc) != NULL);
         }
         break;

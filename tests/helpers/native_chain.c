@@ -58,15 +58,14 @@ NOINLINE static PyObject *chain_call(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef chain_methods[] = {
-    { "call", chain_call, METH_VARARGS, "call(f): f() called from C" },
-    { "spin", chain_spin, METH_VARARGS, "spin(n): n rounds of arithmetic in C" },
-    { NULL, NULL, 0, NULL },
+    {"call", chain_call, METH_VARARGS, "call(f): f() called from C"},
+    {"spin", chain_spin, METH_VARARGS, "spin(n): n rounds of arithmetic in C"},
+    {NULL, NULL, 0, NULL},
 };
 
 #if PY_MAJOR_VERSION >= 3
 static struct PyModuleDef chain_module = {
-    PyModuleDef_HEAD_INIT, "native_chain", NULL, -1, chain_methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "native_chain", NULL, -1, chain_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit_native_chain(void);

@@ -255,7 +255,7 @@ static void test_flip_waits_for_users(void **state)
     id_of(t, 0x60000, 6);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, flipper, NULL), 0);
-    struct timespec ms20 = { 0, 20000000 };
+    struct timespec ms20 = {0, 20000000};
     nanosleep(&ms20, NULL);
     assert_int_equal(atomic_load(&drained), 0);
     assert_int_equal(atomic_load(&flip_done), 0);

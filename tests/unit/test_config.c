@@ -33,6 +33,7 @@ static void test_duration_good(void **state)
         const char *s;
         uint64_t ns;
     } cases[] = {
+        /* clang-format off */
         {"10ms", 10000000ull},     {"0.01", 10000000ull},    {"500us", 500000ull},
         {"1s", 1000000000ull},     {"100us", 100000ull},     {"10s", 10000000000ull},
         {"10", 10000000000ull},    {"1.5ms", 1500000ull},    {"0.0001", 100000ull},
@@ -44,6 +45,7 @@ static void test_duration_good(void **state)
         /* Digits finer than a nanosecond are dropped, not rounded. */
         {"0.0001234567891", 123456ull},
         {"1.0000000009", 1000000000ull},
+        /* clang-format on */
     };
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
@@ -52,14 +54,15 @@ static void test_duration_good(void **state)
                                   &ns) != 0)
             fail_msg("\"%s\" rejected", cases[i].s);
         if (ns != cases[i].ns)
-            fail_msg("\"%s\" gave %llu ns, expected %llu", cases[i].s,
-                     (unsigned long long)ns, (unsigned long long)cases[i].ns);
+            fail_msg("\"%s\" gave %llu ns, expected %llu", cases[i].s, (unsigned long long)ns,
+                     (unsigned long long)cases[i].ns);
     }
 }
 
 static void test_duration_bad(void **state)
 {
     static const char *const cases[] = {
+        /* clang-format off */
         "99us",  "10.5s", "11s",   "abc",   "-1",     "+1",     "1e3",   "1e-2",  "",
         "10 ms", " 10ms", "10ms ", "10m",   "10min",  "1h",     "ms",    ".",     "s",
         ".s",    "1..2",  "1.2.3", "0x10",  "inf",    "nan",    "NaN",   "infinity",
@@ -68,6 +71,7 @@ static void test_duration_bad(void **state)
         /* Overflow: of the integer part, of the product with the unit, of the sum. */
         "99999999999999999999999999", "18446744073709551615s", "18446744073ms",
         "18446744073.709551616",
+        /* clang-format on */
     };
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
@@ -113,12 +117,11 @@ static void test_bool(void **state)
         const char *s;
         int v;
     } good[] = {
-        {"1", 1},   {"0", 0},    {"yes", 1},  {"no", 0},  {"true", 1}, {"false", 0},
-        {"on", 1},  {"off", 0},  {"YES", 1},  {"No", 0},  {"TRUE", 1}, {"False", 0},
-        {"ON", 1},  {"oFF", 0},
+        {"1", 1},   {"0", 0},   {"yes", 1}, {"no", 0},   {"true", 1},  {"false", 0}, {"on", 1},
+        {"off", 0}, {"YES", 1}, {"No", 0},  {"TRUE", 1}, {"False", 0}, {"ON", 1},    {"oFF", 0},
     };
-    static const char *const bad[] = {"", "2", "-1", "01", "y", "n", "yess", " 1", "1 ",
-                                      "t", "enable", "10", "o"};
+    static const char *const bad[] = {"",   "2",  "-1", "01",     "y",  "n", "yess",
+                                      " 1", "1 ", "t",  "enable", "10", "o"};
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(good); i++) {
         int v = -7;
@@ -155,8 +158,10 @@ static void test_uint(void **state)
     assert_int_equal(v, 0);
 
     static const char *const bad[] = {
+        /* clang-format off */
         "3", "4097", "", "-4", "+4", " 4", "4 ", "4.0", "0x10", "1e3", "abc", "12a",
         "4294967296", "18446744073709551616", "99999999999999999999999",
+        /* clang-format on */
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         v = 777;
@@ -198,14 +203,14 @@ static void test_signal_names(void **state)
         const char *name;
         int sig;
     } table[] = {
-        {"HUP", SIGHUP},     {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-        {"TRAP", SIGTRAP},   {"ABRT", SIGABRT},     {"BUS", SIGBUS},     {"FPE", SIGFPE},
-        {"KILL", SIGKILL},   {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
-        {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},     {"TERM", SIGTERM},   {"STKFLT", SIGSTKFLT},
-        {"CHLD", SIGCHLD},   {"CONT", SIGCONT},     {"STOP", SIGSTOP},   {"TSTP", SIGTSTP},
-        {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},     {"URG", SIGURG},     {"XCPU", SIGXCPU},
-        {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},   {"WINCH", SIGWINCH},
-        {"IO", SIGIO},       {"POLL", SIGPOLL},     {"PWR", SIGPWR},     {"SYS", SIGSYS},
+        {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+        {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},   {"FPE", SIGFPE},
+        {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+        {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"STKFLT", SIGSTKFLT},
+        {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+        {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},
+        {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+        {"IO", SIGIO},     {"POLL", SIGPOLL},     {"PWR", SIGPWR},   {"SYS", SIGSYS},
     };
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(table); i++) {
@@ -268,9 +273,11 @@ static void test_signal_numbers_and_rt(void **state)
     assert_int_equal(sig, SIGRTMIN);
 
     static const char *const bad[] = {
-        "", "0", "65", "-1", "+12", "12x", " USR2", "USR2 ", "USR3", "SIG", "SIGSIGUSR2",
-        "RTMIN-1", "RTMAX+1", "RTMIN+", "RTMIN+x", "RTMIN+1x", "RTMIN 1", "RT", "USR",
-        "99999999999999999999999", "sig12", "SIGUSR2\n",
+        "",           "0",         "65",      "-1",     "+12",
+        "12x",        " USR2",     "USR2 ",   "USR3",   "SIG",
+        "SIGSIGUSR2", "RTMIN-1",   "RTMAX+1", "RTMIN+", "RTMIN+x",
+        "RTMIN+1x",   "RTMIN 1",   "RT",      "USR",    "99999999999999999999999",
+        "sig12",      "SIGUSR2\n",
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         sig = 1234;
@@ -351,8 +358,8 @@ static void test_template_sequences(void **state)
 
 static void test_template_bad(void **state)
 {
-    static const char *const bad[] = {"%", "abc%", "%x", "%q.lz4", "%%%", "a%-b", "%P%",
-                                      "%N", "%H", "% p", "%\n", "%T"};
+    static const char *const bad[] = {"%",   "abc%", "%x", "%q.lz4", "%%%", "a%-b",
+                                      "%P%", "%N",   "%H", "% p",    "%\n", "%T"};
     char out[256];
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
@@ -371,8 +378,7 @@ static void test_template_overflow(void **state)
     assert_int_equal(config_expand_template("123456789012345", &tvars, out, sizeof out), 0);
     assert_string_equal(out, "123456789012345");
     memset(out, 'Z', sizeof out);
-    assert_int_equal(config_expand_template("1234567890123456", &tvars, out, sizeof out),
-                     -1);
+    assert_int_equal(config_expand_template("1234567890123456", &tvars, out, sizeof out), -1);
     assert_int_equal(out[0], '\0');
     /* The same edge, reached through expansions. */
     assert_int_equal(config_expand_template("%p%p%p1234", &tvars, out, 16), -1);
@@ -398,10 +404,9 @@ static void test_template_overflow(void **state)
 /* ---- config_load -------------------------------------------------------------------- */
 
 static const char *const all_vars[] = {
-    "PYPROF_OUTPUT", "PYPROF_PERIOD", "PYPROF_CLOCK",  "PYPROF_NATIVE",
-    "PYPROF_MEMORY", "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER",
-    "PYPROF_SIGNAL", "PYPROF_FLUSH",  "PYPROF_QUIET",  "PYPROF_VERBOSE",
-    "PYPROF_ROTATE", "PYPROF_KEEP",   "PYPROF_CONTROL",
+    "PYPROF_OUTPUT",    "PYPROF_PERIOD",   "PYPROF_CLOCK",  "PYPROF_NATIVE", "PYPROF_MEMORY",
+    "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER", "PYPROF_SIGNAL", "PYPROF_FLUSH",
+    "PYPROF_QUIET",     "PYPROF_VERBOSE",  "PYPROF_ROTATE", "PYPROF_KEEP",   "PYPROF_CONTROL",
 };
 
 static int clear_env(void **state)
@@ -702,14 +707,14 @@ static void test_rotate_parse(void **state)
                      (unsigned long long)bytes);
     }
     static const char *const bad[] = {
-        "", "0", "0.5s", "999ms", "-1min", "1m", "10 min", "MB", "5msMB", "1e3s",
-        "63KB", "2TB", "367d", "1.5.5h", "h", "64MBB", "nan",
+        "",     "0",    "0.5s", "999ms", "-1min",  "1m", "10 min", "MB",  "5msMB",
+        "1e3s", "63KB", "2TB",  "367d",  "1.5.5h", "h",  "64MBB",  "nan",
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         uint64_t ns = 0, bytes = 0;
         if (config_parse_rotate(bad[i], &ns, &bytes) == 0)
-            fail_msg("\"%s\" accepted as %llu ns, %llu bytes", bad[i],
-                     (unsigned long long)ns, (unsigned long long)bytes);
+            fail_msg("\"%s\" accepted as %llu ns, %llu bytes", bad[i], (unsigned long long)ns,
+                     (unsigned long long)bytes);
     }
 }
 

@@ -33,7 +33,7 @@ typedef struct fx_code {
     int first_line;
     uint8_t *tab; /* malloc'd with exactly `len` bytes (NULL when len is 0) */
     size_t len;
-    size_t n;     /* offsets */
+    size_t n; /* offsets */
     int64_t *off;
     int *line;
 } fx_code;
@@ -149,8 +149,10 @@ static int load_fixtures(void **state)
     (void)state;
     DIR *d = opendir(fixture_dir());
     if (!d) {
-        fprintf(stderr, "cannot open %s (run from the top of the tree, or set "
-                        "LINETABLE_FIXTURES)\n", fixture_dir());
+        fprintf(stderr,
+                "cannot open %s (run from the top of the tree, or set "
+                "LINETABLE_FIXTURES)\n",
+                fixture_dir());
         return -1;
     }
     struct dirent *e;
@@ -216,8 +218,8 @@ static void test_fixtures_every_offset(void **state)
                 checks++;
                 if (got != c->line[k] && bad++ < 20)
                     print_error("%s %s (line %d): offset %lld: got %d, CPython says %d\n",
-                                f->version, c->name, c->first_line, (long long)c->off[k],
-                                got, c->line[k]);
+                                f->version, c->name, c->first_line, (long long)c->off[k], got,
+                                c->line[k]);
             }
         }
     }
@@ -278,8 +280,8 @@ static void test_fixtures_cut_tables(void **state)
                         ok = got == (c->off[k] < covered ? c->line[k] : c->first_line);
                     else if (f->kind != PYPROF_LT_LOCATIONS_311 && c->off[k] < covered)
                         ok = got == c->line[k];
-                    else if (f->kind == PYPROF_LT_LOCATIONS_311 || f->kind ==
-                             PYPROF_LT_LINETABLE_310)
+                    else if (f->kind == PYPROF_LT_LOCATIONS_311 ||
+                             f->kind == PYPROF_LT_LINETABLE_310)
                         ok = got == c->line[k] || got == c->first_line;
                     else
                         ok = 1; /* co_lnotab past the cut: any line the kept pairs reach. */
@@ -350,37 +352,36 @@ static void test_linetable_310_handmade(void **state)
 static void test_locations_311_handmade(void **state)
 {
     static const uint8_t tab[] = {
-        0x80 | 0 << 3 | 1, 0x12,                 /* short form, 2 units, same line */
-        0x80 | 11 << 3 | 0, 4, 9,                /* one-line form, +1 */
-        0x80 | 12 << 3 | 2, 4, 9,                /* one-line form, +2, 3 units */
-        0x80 | 13 << 3 | 0, 0x40 | 0x01, 0x02,   /* no columns, svarint -(0x81>>1) = -64 */
-        0x80 | 15 << 3 | 3,                      /* no location, 4 units */
-        0x80 | 14 << 3 | 1, 0x14, 1, 5, 9,       /* long form, +10 */
-        0x80 | 13 << 3 | 0, 0x40, 0x40, 0x01,    /* no columns, +2048 (three groups) */
+        0x80 | 0 << 3 | 1,  0x12,              /* short form, 2 units, same line */
+        0x80 | 11 << 3 | 0, 4,           9,    /* one-line form, +1 */
+        0x80 | 12 << 3 | 2, 4,           9,    /* one-line form, +2, 3 units */
+        0x80 | 13 << 3 | 0, 0x40 | 0x01, 0x02, /* no columns, svarint -(0x81>>1) = -64 */
+        0x80 | 15 << 3 | 3,                    /* no location, 4 units */
+        0x80 | 14 << 3 | 1, 0x14,        1,    5,    9, /* long form, +10 */
+        0x80 | 13 << 3 | 0, 0x40,        0x40, 0x01,    /* no columns, +2048 (three groups) */
     };
     static const struct {
         int64_t off;
         int line;
     } want[] = {
-        {0, 100},   {2, 100},   {3, 100},   {4, 101},   {6, 103},   {10, 103},  {12, 39},
-        {13, 39},   {14, -1},   {20, -1},   {22, 49},   {24, 49},   {26, 2097}, {28, 100},
+        {0, 100}, {2, 100}, {3, 100}, {4, 101}, {6, 103}, {10, 103},  {12, 39},
+        {13, 39}, {14, -1}, {20, -1}, {22, 49}, {24, 49}, {26, 2097}, {28, 100},
     };
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(want); i++) {
         int got = linetable_line(PYPROF_LT_LOCATIONS_311, tab, sizeof tab, 100, want[i].off);
         if (got != want[i].line)
-            fail_msg("offset %lld: got %d, want %d", (long long)want[i].off, got,
-                     want[i].line);
+            fail_msg("offset %lld: got %d, want %d", (long long)want[i].off, got, want[i].line);
     }
     /* A byte without the entry bit where an entry should start: not a table we know. */
     static const uint8_t lost[] = {0x80 | 11 << 3 | 0, 4, 9, 0x05, 0x80};
     assert_int_equal(linetable_line(PYPROF_LT_LOCATIONS_311, lost, sizeof lost, 100, 0), 101);
     assert_int_equal(linetable_line(PYPROF_LT_LOCATIONS_311, lost, sizeof lost, 100, 2), 100);
     /* A varint that never ends. */
-    static const uint8_t endless[] = {0x80 | 13 << 3, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
-                                      0x41, 0x41};
-    assert_int_equal(
-        linetable_line(PYPROF_LT_LOCATIONS_311, endless, sizeof endless, 100, 0), 100);
+    static const uint8_t endless[] = {0x80 | 13 << 3, 0x41, 0x41, 0x41, 0x41,
+                                      0x41,           0x41, 0x41, 0x41};
+    assert_int_equal(linetable_line(PYPROF_LT_LOCATIONS_311, endless, sizeof endless, 100, 0),
+                     100);
 }
 
 /*

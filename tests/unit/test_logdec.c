@@ -27,12 +27,23 @@ static void test_header(void **state)
 {
     (void)state;
     static const char cmdline[] = "python3\0app.py\0";
-    logenc_header_fields h = {.pid = 42, .ppid = 1, .run_id = "run", .start_unix_ns = 7,
-                              .host = "h", .exe = "/bin/py", .cmdline = cmdline,
-                              .cmdline_len = sizeof cmdline - 1, .python_version = "3.11.7",
-                              .python_hex = 0x030b07f0, .period_ns = 1000000, .clock = 0,
-                              .timer = "t", .max_depth = 256, .flags = PYPROF_HDR_NATIVE,
-                              .seq = 3, .offset_us = 9};
+    logenc_header_fields h = {.pid = 42,
+                              .ppid = 1,
+                              .run_id = "run",
+                              .start_unix_ns = 7,
+                              .host = "h",
+                              .exe = "/bin/py",
+                              .cmdline = cmdline,
+                              .cmdline_len = sizeof cmdline - 1,
+                              .python_version = "3.11.7",
+                              .python_hex = 0x030b07f0,
+                              .period_ns = 1000000,
+                              .clock = 0,
+                              .timer = "t",
+                              .max_depth = 256,
+                              .flags = PYPROF_HDR_NATIVE,
+                              .seq = 3,
+                              .offset_us = 9};
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
     assert_int_equal(logenc_put_header(&o, &h), 0);
@@ -83,8 +94,8 @@ static void test_timed_and_batch(void **state)
         int type;
         int64_t t;
         uint64_t v;
-    } want[] = {{PYPROF_REC_SAMPLE, 110, 7}, {PYPROF_REC_RSS, 115, 8192},
-                {PYPROF_REC_SAMPLE, 130, 8}};
+    } want[] = {
+        {PYPROF_REC_SAMPLE, 110, 7}, {PYPROF_REC_RSS, 115, 8192}, {PYPROF_REC_SAMPLE, 130, 8}};
     for (size_t i = 0; i < 3; i++) {
         assert_true(logdec_pending(&d));
         logdec_next_event(&d, &rec);
@@ -108,8 +119,8 @@ static void test_timed_and_batch(void **state)
 static void test_stack_runs(void **state)
 {
     (void)state;
-    logenc_frame f[3] = {{PYPROF_CODE_FIRST, 1}, {PYPROF_CODE_FIRST + 1, 2},
-                         {PYPROF_CODE_FIRST + 2, -1}};
+    logenc_frame f[3] = {
+        {PYPROF_CODE_FIRST, 1}, {PYPROF_CODE_FIRST + 1, 2}, {PYPROF_CODE_FIRST + 2, -1}};
     uint32_t runs[2] = {1, 2};
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);

@@ -40,13 +40,24 @@ static const char cmdline[] = "python3\0-c\0print('hi')\0\0x y\0";
 static logenc_header_fields header_fields(void)
 {
     return (logenc_header_fields){
-        .pid = 4242, .ppid = 1, .run_id = "0123456789abcdef",
-        .start_unix_ns = 1700000000123456789ull, .host = "host-1",
+        .pid = 4242,
+        .ppid = 1,
+        .run_id = "0123456789abcdef",
+        .start_unix_ns = 1700000000123456789ull,
+        .host = "host-1",
         .exe = "/usr/bin/python3.11",
-        .cmdline = cmdline, .cmdline_len = sizeof cmdline - 1, .python_version = "3.11.7",
-        .python_hex = 0x030b07f0, .period_ns = 10000000, .clock = PYPROF_CLOCK_WALL,
-        .timer = "perf-task-clock", .max_depth = 256, .flags = PYPROF_HDR_MEMORY,
-        .window = 3, .seq = 12, .series_start_unix_ns = 1699999999000000000ull,
+        .cmdline = cmdline,
+        .cmdline_len = sizeof cmdline - 1,
+        .python_version = "3.11.7",
+        .python_hex = 0x030b07f0,
+        .period_ns = 10000000,
+        .clock = PYPROF_CLOCK_WALL,
+        .timer = "perf-task-clock",
+        .max_depth = 256,
+        .flags = PYPROF_HDR_MEMORY,
+        .window = 3,
+        .seq = 12,
+        .series_start_unix_ns = 1699999999000000000ull,
         .offset_us = 987654321,
     };
 }
@@ -92,9 +103,9 @@ static void test_snapshot(void **state)
 {
     (void)state;
     const logenc_snap_thread t[3] = {
-        { 0, 5, PYPROF_SNAP_F_GIL, 'R' },
-        { 1, 0, PYPROF_SNAP_F_CHANGED, 'S' },
-        { 300, 70000, 0, 0 },
+        {0, 5, PYPROF_SNAP_F_GIL, 'R'},
+        {1, 0, PYPROF_SNAP_F_CHANGED, 'S'},
+        {300, 70000, 0, 0},
     };
     uint8_t small[LOGENC_SNAPSHOT_MAX(3)];
     rec_out o;
@@ -113,7 +124,7 @@ static void test_snapshot(void **state)
     }
     expect_end(&in);
     /* The bound holds for the largest values a writer can put. */
-    logenc_snap_thread big = { UINT32_MAX, UINT32_MAX, 0xff, 0xff };
+    logenc_snap_thread big = {UINT32_MAX, UINT32_MAX, 0xff, 0xff};
     rec_out_init(&o, small, LOGENC_SNAPSHOT_MAX(1));
     assert_int_equal(logenc_put_snapshot(&o, UINT64_MAX, UINT64_MAX, &big, 1), 0);
 }
@@ -128,10 +139,20 @@ static void test_span(void **state)
     memcpy(name + PYPROF_SPAN_NAME_MAX - 1, "\xe2\x82\xac", 2); /* the euro sign's first 2 */
     name[PYPROF_SPAN_NAME_MAX] = (char)0xac;
     logenc_span_start s = {
-        .span_id = 7, .t_us = 1234567, .thread_idx = 3, .parent_span_id = 6,
-        .name = name, .name_len = sizeof name, .trace_id = "t-1", .trace_id_len = 3,
-        .parent_id = NULL, .parent_id_len = 0, .base_id = "b", .base_id_len = 1,
-        .info = "{\"a\": 1}", .info_len = 8,
+        .span_id = 7,
+        .t_us = 1234567,
+        .thread_idx = 3,
+        .parent_span_id = 6,
+        .name = name,
+        .name_len = sizeof name,
+        .trace_id = "t-1",
+        .trace_id_len = 3,
+        .parent_id = NULL,
+        .parent_id_len = 0,
+        .base_id = "b",
+        .base_id_len = 1,
+        .info = "{\"a\": 1}",
+        .info_len = 8,
     };
     uint8_t out[LOGENC_SPAN_MAX];
     rec_out o;
@@ -163,11 +184,20 @@ static void test_span(void **state)
     static char big[PYPROF_SPAN_INFO_MAX * 2];
     memset(big, 'x', sizeof big);
     logenc_span_start m = {
-        .span_id = UINT64_MAX, .t_us = UINT64_MAX, .thread_idx = UINT64_MAX,
-        .parent_span_id = UINT64_MAX, .name = big, .name_len = sizeof big,
-        .trace_id = big, .trace_id_len = sizeof big, .parent_id = big,
-        .parent_id_len = sizeof big, .base_id = big, .base_id_len = sizeof big,
-        .info = big, .info_len = sizeof big,
+        .span_id = UINT64_MAX,
+        .t_us = UINT64_MAX,
+        .thread_idx = UINT64_MAX,
+        .parent_span_id = UINT64_MAX,
+        .name = big,
+        .name_len = sizeof big,
+        .trace_id = big,
+        .trace_id_len = sizeof big,
+        .parent_id = big,
+        .parent_id_len = sizeof big,
+        .base_id = big,
+        .base_id_len = sizeof big,
+        .info = big,
+        .info_len = sizeof big,
     };
     rec_out_init(&o, out, sizeof out);
     assert_int_equal(logenc_put_span_start(&o, &m), 0);
@@ -243,10 +273,18 @@ static void test_code(void **state)
     static const uint8_t lt[] = {0x80, 0x00, 0xff, 0x01, 0x7f};
     /* Not NUL-terminated: the lengths count, the bytes after them must not show. */
     logenc_code_fields c = {
-        .code_id = 4097, .first_line = -3, .name = "handleXX", .name_len = 6,
-        .qualname = "Srv.handle", .qualname_len = 10, .filename = "/srv/app.pyZ",
-        .filename_len = 11, .lt_kind = PYPROF_LT_LOCATIONS_311, .lt = lt,
-        .lt_len = sizeof lt, .flags = PYPROF_CODE_F_TABLE_CUT,
+        .code_id = 4097,
+        .first_line = -3,
+        .name = "handleXX",
+        .name_len = 6,
+        .qualname = "Srv.handle",
+        .qualname_len = 10,
+        .filename = "/srv/app.pyZ",
+        .filename_len = 11,
+        .lt_kind = PYPROF_LT_LOCATIONS_311,
+        .lt = lt,
+        .lt_len = sizeof lt,
+        .flags = PYPROF_CODE_F_TABLE_CUT,
     };
     assert_int_equal(logenc_code_max(&c), 64 + 6 + 10 + 11 + sizeof lt);
     rec_out o;
@@ -269,7 +307,10 @@ static void test_stack(void **state)
 {
     (void)state;
     const logenc_frame f[] = {
-        {PYPROF_CODE_UNREADABLE, 0}, {16, 10}, {PYPROF_CODE_CUT, 300}, {70000, -1},
+        {PYPROF_CODE_UNREADABLE, 0},
+        {16, 10},
+        {PYPROF_CODE_CUT, 300},
+        {70000, -1},
     };
     size_t n = sizeof f / sizeof f[0];
     rec_out o;
@@ -330,12 +371,24 @@ static void test_footer(void **state)
 {
     (void)state;
     logenc_footer_fields f = {
-        .end_unix_ns = 1700000009000000000ull, .duration_ns = 8876543211ull, .samples = 3,
-        .signals = 7, .end = PYPROF_END_SIGNAL, .status_known = 5, .status = -15,
-        .achieved_hz_milli = 99500, .lib_cpu_ns = 1234567, .handler_ns = 1000,
-        .writer_ns = 234567, .timer_ns = 4242, .untimed_ns = 777,
-        .signal_cost_ns = 16500, .calib_signals = 32, .calib_ns = 31000000,
-        .process_cpu_ns = 4000000000ull, .spans_lost = 31,
+        .end_unix_ns = 1700000009000000000ull,
+        .duration_ns = 8876543211ull,
+        .samples = 3,
+        .signals = 7,
+        .end = PYPROF_END_SIGNAL,
+        .status_known = 5,
+        .status = -15,
+        .achieved_hz_milli = 99500,
+        .lib_cpu_ns = 1234567,
+        .handler_ns = 1000,
+        .writer_ns = 234567,
+        .timer_ns = 4242,
+        .untimed_ns = 777,
+        .signal_cost_ns = 16500,
+        .calib_signals = 32,
+        .calib_ns = 31000000,
+        .process_cpu_ns = 4000000000ull,
+        .spans_lost = 31,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -438,12 +491,22 @@ static void test_module(void **state)
     (void)state;
     static const uint8_t bid[20] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3};
     const logenc_segment segs[] = {
-        {0, 0x1000, 0, 4}, {0x1000, 0x5432, 0x1000, 5}, {UINT64_MAX, 1, 2, 6},
+        {0, 0x1000, 0, 4},
+        {0x1000, 0x5432, 0x1000, 5},
+        {UINT64_MAX, 1, 2, 6},
     };
     logenc_module_fields m = {
-        .module_id = 3, .path = "/usr/lib/libx.so.1", .base = 0x7f0000000000ull,
-        .build_id = bid, .build_id_len = sizeof bid, .segs = segs, .nseg = 3,
-        .dev = 0x803, .ino = 123456, .size = 98765, .mtime_ns = 1700000000987654321ull,
+        .module_id = 3,
+        .path = "/usr/lib/libx.so.1",
+        .base = 0x7f0000000000ull,
+        .build_id = bid,
+        .build_id_len = sizeof bid,
+        .segs = segs,
+        .nseg = 3,
+        .dev = 0x803,
+        .ino = 123456,
+        .size = 98765,
+        .mtime_ns = 1700000000987654321ull,
     };
     rec_out o;
     rec_out_init(&o, buf, logenc_module_max(&m));
@@ -467,7 +530,7 @@ static void test_module(void **state)
     assert_int_equal(rec_get_uvarint(&in), 1700000000987654321ull);
     expect_end(&in);
     /* No build-id, no segments, no file: still a whole record. */
-    logenc_module_fields v = { .module_id = 4, .path = "linux-vdso.so.1", .base = 1 };
+    logenc_module_fields v = {.module_id = 4, .path = "linux-vdso.so.1", .base = 1};
     rec_out_init(&o, buf, logenc_module_max(&v));
     assert_int_equal(logenc_put_module(&o, &v), 0);
     rec_in_init(&in, buf, o.len);
@@ -506,9 +569,13 @@ static void test_nstack(void **state)
 static void test_footer_native(void **state)
 {
     (void)state;
-    logenc_footer_fields f = { .timer_ns = 4242, .untimed_ns = 777, .signal_cost_ns = 300,
-                               .calib_signals = 5, .calib_ns = 6, .process_cpu_ns = 7,
-                               .spans_lost = 8 };
+    logenc_footer_fields f = {.timer_ns = 4242,
+                              .untimed_ns = 777,
+                              .signal_cost_ns = 300,
+                              .calib_signals = 5,
+                              .calib_ns = 6,
+                              .process_cpu_ns = 7,
+                              .spans_lost = 8};
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
@@ -608,11 +675,11 @@ static void test_batch_native(void **state)
     assert_int_equal(b.rss_unit, 1); /* 0 is taken as 1 */
     rec_out ev;
     rec_out_init(&ev, evbuf, sizeof evbuf);
-    assert_int_equal(logenc_batch_sample(&ev, &b, 1000, 0, 3, 1000, 300,
-                                         PYPROF_NATIVE_F_TRUNCATED), 0);
+    assert_int_equal(
+        logenc_batch_sample(&ev, &b, 1000, 0, 3, 1000, 300, PYPROF_NATIVE_F_TRUNCATED), 0);
     assert_int_equal(logenc_batch_rss(&ev, &b, 1500, 12345), 0);
-    assert_int_equal(logenc_batch_sample(&ev, &b, 2001, 1, 4, 1000, 0,
-                                         PYPROF_NATIVE_F_SKIPPED), 0);
+    assert_int_equal(logenc_batch_sample(&ev, &b, 2001, 1, 4, 1000, 0, PYPROF_NATIVE_F_SKIPPED),
+                     0);
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
     assert_int_equal(logenc_put_batch(&o, &b, ev.buf, ev.len), 0);

@@ -89,9 +89,13 @@ static int put_footer(rec_out *o, const void *arg) { return logenc_put_footer(o,
 
 static logfile_naming naming(const char *output)
 {
-    return (logfile_naming){ .output = output, .pid = 4242, .ppid = 1, .prog = "python3",
-                             .host = "host-1", .run_id = "r1d",
-                             .start_unix_ns = 1700000000123456789ull };
+    return (logfile_naming){.output = output,
+                            .pid = 4242,
+                            .ppid = 1,
+                            .prog = "python3",
+                            .host = "host-1",
+                            .run_id = "r1d",
+                            .start_unix_ns = 1700000000123456789ull};
 }
 
 /* Writes the reference log into `dir`; its path into `path`. */
@@ -111,11 +115,21 @@ static void write_log(const char *dir, char *path, size_t cap)
     snprintf(path, cap, "%s", lf.path);
 
     logenc_header_fields h = {
-        .pid = 4242, .ppid = 1, .run_id = "r1d", .start_unix_ns = 1700000000123456789ull,
-        .host = "host-1", .exe = "/usr/bin/python3.11", .cmdline = cmdline,
-        .cmdline_len = sizeof cmdline - 1, .python_version = "3.12.1",
-        .python_hex = 0x030c01f0, .period_ns = 5000000, .clock = PYPROF_CLOCK_CPU,
-        .timer = "posix-cpu-timer", .max_depth = 128, .flags = PYPROF_HDR_MEMORY,
+        .pid = 4242,
+        .ppid = 1,
+        .run_id = "r1d",
+        .start_unix_ns = 1700000000123456789ull,
+        .host = "host-1",
+        .exe = "/usr/bin/python3.11",
+        .cmdline = cmdline,
+        .cmdline_len = sizeof cmdline - 1,
+        .python_version = "3.12.1",
+        .python_hex = 0x030c01f0,
+        .period_ns = 5000000,
+        .clock = PYPROF_CLOCK_CPU,
+        .timer = "posix-cpu-timer",
+        .max_depth = 128,
+        .flags = PYPROF_HDR_MEMORY,
         .window = 2,
     };
     emit(&lf, PYPROF_REC_HEADER, put_header, &h);
@@ -124,18 +138,34 @@ static void write_log(const char *dir, char *path, size_t cap)
     logenc_put_thread(&o, 0, 4242, "MainThread");
     logfile_emit(&lf, PYPROF_REC_THREAD, &o);
     logenc_code_fields c = {
-        .code_id = 16, .first_line = 7, .name = "main", .name_len = 4,
-        .qualname = "main", .qualname_len = 4, .filename = "/srv/app.py",
-        .filename_len = 11, .lt_kind = PYPROF_LT_LINETABLE_310, .lt = small_lt,
-        .lt_len = sizeof small_lt, .flags = 0,
+        .code_id = 16,
+        .first_line = 7,
+        .name = "main",
+        .name_len = 4,
+        .qualname = "main",
+        .qualname_len = 4,
+        .filename = "/srv/app.py",
+        .filename_len = 11,
+        .lt_kind = PYPROF_LT_LINETABLE_310,
+        .lt = small_lt,
+        .lt_len = sizeof small_lt,
+        .flags = 0,
     };
     emit(&lf, PYPROF_REC_CODE, put_code, &c);
     for (size_t i = 0; i < BIG_LT_LEN; i++)
         big_lt[i] = (uint8_t)(i * 7 + i / 251);
     logenc_code_fields big = {
-        .code_id = 17, .first_line = 100, .name = "gen", .name_len = 3,
-        .qualname = "", .qualname_len = 0, .filename = "/srv/gen.py", .filename_len = 11,
-        .lt_kind = PYPROF_LT_LOCATIONS_311, .lt = big_lt, .lt_len = BIG_LT_LEN,
+        .code_id = 17,
+        .first_line = 100,
+        .name = "gen",
+        .name_len = 3,
+        .qualname = "",
+        .qualname_len = 0,
+        .filename = "/srv/gen.py",
+        .filename_len = 11,
+        .lt_kind = PYPROF_LT_LOCATIONS_311,
+        .lt = big_lt,
+        .lt_len = BIG_LT_LEN,
         .flags = PYPROF_CODE_F_TABLE_CUT,
     };
     emit(&lf, PYPROF_REC_CODE, put_code, &big);
@@ -159,10 +189,19 @@ static void write_log(const char *dir, char *path, size_t cap)
         logfile_emit(&lf, PYPROF_REC_SAMPLE, &o);
     }
     logenc_footer_fields f = {
-        .end_unix_ns = 1700000009000000000ull, .duration_ns = 8876543211ull,
-        .samples = 30001, .signals = 30005, .end = PYPROF_END_EXIT, .status_known = 1,
-        .status = 3, .achieved_hz_milli = 199500, .lib_cpu_ns = 1234567,
-        .handler_ns = 1000, .writer_ns = 234567, .timer_ns = 555, .untimed_ns = 66,
+        .end_unix_ns = 1700000009000000000ull,
+        .duration_ns = 8876543211ull,
+        .samples = 30001,
+        .signals = 30005,
+        .end = PYPROF_END_EXIT,
+        .status_known = 1,
+        .status = 3,
+        .achieved_hz_milli = 199500,
+        .lib_cpu_ns = 1234567,
+        .handler_ns = 1000,
+        .writer_ns = 234567,
+        .timer_ns = 555,
+        .untimed_ns = 66,
     };
     f.drops[PYPROF_DROP_RING_FULL] = 4;
     f.drops[PYPROF_DROP_CHANGING] = 9;
@@ -293,8 +332,9 @@ static void test_roundtrip(void **state)
     assert_int_equal(f->samples, 30001);
     assert_int_equal(f->signals, 30005);
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
-        assert_int_equal(f->dropped[i], i == PYPROF_DROP_RING_FULL ? 4
-                                        : i == PYPROF_DROP_CHANGING ? 9 : 0);
+        assert_int_equal(f->dropped[i], i == PYPROF_DROP_RING_FULL  ? 4
+                                        : i == PYPROF_DROP_CHANGING ? 9
+                                                                    : 0);
     assert_int_equal(f->end, PYPROF_END_EXIT);
     assert_int_equal(f->status_known, 1);
     assert_int_equal(f->status, 3);
@@ -336,16 +376,29 @@ static void test_native_roundtrip(void **state)
     logfile_naming nm = naming(dir);
     assert_int_equal(logfile_open(&lf, &nm), 0);
     logenc_header_fields h = {
-        .run_id = "r", .host = "h", .exe = "/e", .cmdline = "", .python_version = "3.12.1",
-        .timer = "perf-task-clock", .flags = PYPROF_HDR_NATIVE,
+        .run_id = "r",
+        .host = "h",
+        .exe = "/e",
+        .cmdline = "",
+        .python_version = "3.12.1",
+        .timer = "perf-task-clock",
+        .flags = PYPROF_HDR_NATIVE,
     };
     emit(&lf, PYPROF_REC_HEADER, put_header, &h);
     static const uint8_t bid[] = {1, 2, 3, 4};
     const logenc_segment segs[] = {{0, 0x1000, 0, 4}, {0x1000, 0x2000, 0x1000, 5}};
     logenc_module_fields m = {
-        .module_id = 1, .path = "/usr/lib/libx.so", .base = 0x7f0000000000ull,
-        .build_id = bid, .build_id_len = sizeof bid, .segs = segs, .nseg = 2,
-        .dev = 1, .ino = 2, .size = 3, .mtime_ns = 4,
+        .module_id = 1,
+        .path = "/usr/lib/libx.so",
+        .base = 0x7f0000000000ull,
+        .build_id = bid,
+        .build_id_len = sizeof bid,
+        .segs = segs,
+        .nseg = 2,
+        .dev = 1,
+        .ino = 2,
+        .size = 3,
+        .mtime_ns = 4,
     };
     emit(&lf, PYPROF_REC_MODULE, put_module, &m);
     const uint64_t addrs[] = {0x7f0000001234ull, 0x7f0000001000ull};
@@ -365,8 +418,11 @@ static void test_native_roundtrip(void **state)
     rec_out_init(&o, pl, 16);
     logenc_put_module_gone(&o, 1);
     logfile_emit(&lf, PYPROF_REC_MODULE_GONE, &o);
-    logenc_footer_fields f = { .has_native = 1, .native_ok = 5, .native_truncated = 6,
-                               .native_skipped = 7, .native_ns = 8 };
+    logenc_footer_fields f = {.has_native = 1,
+                              .native_ok = 5,
+                              .native_truncated = 6,
+                              .native_skipped = 7,
+                              .native_ns = 8};
     emit(&lf, PYPROF_REC_FOOTER, put_footer, &f);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s", lf.path);
@@ -675,7 +731,7 @@ static void test_procself(void **state)
     char cmd[8192], small[8], prog[256];
     size_t n = procself_cmdline(cmd, sizeof cmd);
     assert_true(n > 0);
-    assert_int_equal(cmd[n - 1], 0); /* each argument NUL-terminated */
+    assert_int_equal(cmd[n - 1], 0);              /* each argument NUL-terminated */
     assert_non_null(strstr(cmd, "test_logfile")); /* argv[0] is this program */
     /* Cut: cap - 1 bytes and a NUL. */
     assert_int_equal(procself_cmdline(small, sizeof small), sizeof small - 1);

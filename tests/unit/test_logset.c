@@ -46,15 +46,15 @@ static void test_series_order(void **state)
 {
     (void)state;
     logset s = {0};
-    put(&s, "a2", "h", "r", 1, 0, 100, 2);   /* 0: series A */
-    put(&s, "b0", "h", "r", 2, 0, 100, 0);   /* 1: B, another pid */
-    put(&s, "a0", "h", "r", 1, 0, 100, 0);   /* 2: A */
-    put(&s, "a1", "h", "r", 1, 0, 100, 1);   /* 3: A */
-    put(&s, "a1b", "h", "r", 1, 0, 100, 1);  /* 4: A's seq 1 again: a series of its own */
+    put(&s, "a2", "h", "r", 1, 0, 100, 2);         /* 0: series A */
+    put(&s, "b0", "h", "r", 2, 0, 100, 0);         /* 1: B, another pid */
+    put(&s, "a0", "h", "r", 1, 0, 100, 0);         /* 2: A */
+    put(&s, "a1", "h", "r", 1, 0, 100, 1);         /* 3: A */
+    put(&s, "a1b", "h", "r", 1, 0, 100, 1);        /* 4: A's seq 1 again: a series of its own */
     put(&s, "x", "h", "r", 1, 0, 100, 3)->use = 0; /* 5: left out (a filter) */
-    put(&s, "w1", "h", "r", 1, 1, 200, 0);   /* 6: A's next window: another series */
-    put(&s, "oh", "other", "r", 1, 0, 100, 3); /* 7: another host */
-    put(&s, "or", "h", "r2", 1, 0, 100, 4);  /* 8: another run */
+    put(&s, "w1", "h", "r", 1, 1, 200, 0);         /* 6: A's next window: another series */
+    put(&s, "oh", "other", "r", 1, 0, 100, 3);     /* 7: another host */
+    put(&s, "or", "h", "r2", 1, 0, 100, 4);        /* 8: another run */
     assert_int_equal(logset_add(&s, "notread", 0), 0); /* 9: header never read */
     size_t *order;
     long n = logset_series_order(&s, &order);

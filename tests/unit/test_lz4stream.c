@@ -28,8 +28,8 @@ static uint8_t raw[RAW_LEN];
  * LZ4F streams itself), yet not so compressible that a block is tiny. */
 static void make_raw(void)
 {
-    static const char *const words[] = {"sample ", "stack ", "frame ", "thread ", "span ",
-                                        "record ", "footer ", "header ", "batch ", "code "};
+    static const char *const words[] = {"sample ", "stack ",  "frame ",  "thread ", "span ",
+                                        "record ", "footer ", "header ", "batch ",  "code "};
     uint32_t x = 12345;
     for (size_t i = 0; i < RAW_LEN;) {
         x = x * 1103515245u + 12345u;

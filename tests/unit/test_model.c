@@ -44,6 +44,7 @@ typedef struct pstack {
     int func[MAXF];
     int line[MAXF];
 } pstack;
+/* clang-format off */
 static const pstack plan_stacks[] = {
     {3, {0, 1, 2}, {2, 11, 21}},
     {2, {0, 1}, {2, 12}},
@@ -52,6 +53,7 @@ static const pstack plan_stacks[] = {
     {0, {0}, {0}},
     {4, {0, 3, 1, 3}, {4, 31, 13, 32}},
 };
+/* clang-format on */
 #define NSTACKS 6
 
 typedef struct psample {
@@ -81,10 +83,7 @@ static void make_plan(void)
     }
 }
 
-static uint64_t plan_us(const psample *s)
-{
-    return s->cpu_us ? s->cpu_us : PERIOD_NS / 1000;
-}
+static uint64_t plan_us(const psample *s) { return s->cpu_us ? s->cpu_us : PERIOD_NS / 1000; }
 
 /* ---- writing the log --------------------------------------------------------------- */
 
@@ -287,7 +286,7 @@ static void test_load(void **state)
     assert_int_equal(p->nsamples, NSAMPLES);
     assert_int_equal(p->nthreads, 2);
     assert_int_equal(p->nfuncs, NFUNCS);
-    assert_int_equal(p->nstacks, NSTACKS - 1); /* stacks 0 and 3 are one */
+    assert_int_equal(p->nstacks, NSTACKS - 1);     /* stacks 0 and 3 are one */
     assert_int_equal(p->procs[0].unknown_read, 1); /* the reserved type 7 */
     assert_int_equal(p->procs[0].end_error, -PYPROF_R_TRUNCATED);
     assert_int_equal(p->nwarnings, 1);
@@ -386,8 +385,7 @@ static void test_funcs(void **state)
             uint64_t want = 0;
             for (int i = 0; i < NSAMPLES; i++) {
                 const pstack *s = &plan_stacks[plan[i].stack];
-                want += s->n && s->func[s->n - 1] == pf &&
-                        s->line[s->n - 1] == a.lines[l].line;
+                want += s->n && s->func[s->n - 1] == pf && s->line[s->n - 1] == a.lines[l].line;
             }
             assert_int_equal(a.lines[l].self, want);
             if (l > a.line_first[f])
@@ -615,7 +613,6 @@ static void test_fixture(void **state)
     profile_free(p);
 }
 
-
 /* ---- a rotated series -------------------------------------------------------------- */
 
 /* The plan cut into NFILES files of one series: file k has the samples [k * PER_FILE,
@@ -719,21 +716,21 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
     if (!footer)
         return;
     rec_out_init(&o, scratch, sizeof scratch);
-    rec_put_uvarint(&o, SERIES_START + 99);                      /* end_unix_ns */
+    rec_put_uvarint(&o, SERIES_START + 99);                       /* end_unix_ns */
     rec_put_uvarint(&o, (uint64_t)(t + 10) * 1000 + (uint64_t)k); /* duration_ns */
-    rec_put_uvarint(&o, PER_FILE);                               /* samples */
-    rec_put_uvarint(&o, PER_FILE + (uint64_t)k);                 /* signals */
+    rec_put_uvarint(&o, PER_FILE);                                /* samples */
+    rec_put_uvarint(&o, PER_FILE + (uint64_t)k);                  /* signals */
     rec_put_uvarint(&o, 1);
     rec_put_uvarint(&o, PYPROF_DROP_RING_FULL);
     rec_put_uvarint(&o, (uint64_t)k + 1);
     rec_put_uvarint(&o, k == NFILES - 1 ? PYPROF_END_EXIT : PYPROF_END_ROTATED);
     rec_put_u8(&o, k == NFILES - 1);
     rec_put_svarint(&o, 3);
-    rec_put_uvarint(&o, 100000);                    /* achieved_hz_milli: 100 Hz */
+    rec_put_uvarint(&o, 100000);                   /* achieved_hz_milli: 100 Hz */
     rec_put_uvarint(&o, 1000 * ((uint64_t)k + 1)); /* lib_cpu_ns */
-    rec_put_uvarint(&o, 10);                        /* handler_ns */
-    rec_put_uvarint(&o, 20);                        /* writer_ns */
-    rec_put_uvarint(&o, 2);                         /* ntime */
+    rec_put_uvarint(&o, 10);                       /* handler_ns */
+    rec_put_uvarint(&o, 20);                       /* writer_ns */
+    rec_put_uvarint(&o, 2);                        /* ntime */
     rec_put_uvarint(&o, 500);
     rec_put_uvarint(&o, 0);
     rec_put_uvarint(&o, 1); /* ndepth */
@@ -772,8 +769,7 @@ static void write_series(int last_footer, int bad_snapshot_in)
     for (int k = 0; k < NFILES; k++) {
         put_series_file(&b, k, k < NFILES - 1 || last_footer, k == bad_snapshot_in);
         /* Names that sort against seq order, as a directory may list them. */
-        snprintf(ser_path[k], sizeof ser_path[k], "%s/pyprof.%c.%d.lz4", ser_dir,
-                 'z' - k, k);
+        snprintf(ser_path[k], sizeof ser_path[k], "%s/pyprof.%c.%d.lz4", ser_dir, 'z' - k, k);
         write_file(ser_path[k], &b);
     }
     free(b.p);
@@ -862,12 +858,13 @@ static void check_series_as(const profile *p, const int *which, int n, const pro
     assert_int_equal(pr->footer.cost[0][0], cost0);
     assert_int_equal(pr->end_error, hi_footer ? 0 : -PYPROF_R_TRUNCATED);
     if (hi_footer) {
-        assert_int_equal(pr->footer.end, hi == NFILES - 1 ? PYPROF_END_EXIT : PYPROF_END_ROTATED);
+        assert_int_equal(pr->footer.end,
+                         hi == NFILES - 1 ? PYPROF_END_EXIT : PYPROF_END_ROTATED);
         assert_int_equal(pr->footer.achieved_hz_milli, 100000);
         int64_t last_rel = plan[(hi + 1) * PER_FILE - 1].t_us - ser_off[hi];
-        assert_int_equal(pr->footer.duration_ns,
-                         (uint64_t)ser_off[hi] * 1000 + (uint64_t)(last_rel + 10) * 1000 +
-                             (uint64_t)hi);
+        assert_int_equal(pr->footer.duration_ns, (uint64_t)ser_off[hi] * 1000 +
+                                                     (uint64_t)(last_rel + 10) * 1000 +
+                                                     (uint64_t)hi);
     }
     /* The newest name wins. */
     for (size_t t = 0; t < p->nthreads; t++)
@@ -939,7 +936,10 @@ static void test_series(void **state)
     (void)state;
     write_series(1, -1);
     static const int orders[][NFILES] = {
-        {0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}, {1, 3, 0, 2},
+        {0, 1, 2, 3},
+        {3, 2, 1, 0},
+        {2, 0, 3, 1},
+        {1, 3, 0, 2},
     };
     uint64_t digest = 0;
     for (size_t o = 0; o < sizeof orders / sizeof *orders; o++) {
@@ -1052,11 +1052,11 @@ static void test_series_bad_snapshot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load),      cmocka_unit_test(test_stack_costs),
-        cmocka_unit_test(test_orders),    cmocka_unit_test(test_funcs),
-        cmocka_unit_test(test_calltree),  cmocka_unit_test(test_callgraph),
-        cmocka_unit_test(test_filters),   cmocka_unit_test(test_fixture),
-        cmocka_unit_test(test_series),    cmocka_unit_test(test_series_missing),
+        cmocka_unit_test(test_load),          cmocka_unit_test(test_stack_costs),
+        cmocka_unit_test(test_orders),        cmocka_unit_test(test_funcs),
+        cmocka_unit_test(test_calltree),      cmocka_unit_test(test_callgraph),
+        cmocka_unit_test(test_filters),       cmocka_unit_test(test_fixture),
+        cmocka_unit_test(test_series),        cmocka_unit_test(test_series_missing),
         cmocka_unit_test(test_series_window), cmocka_unit_test(test_series_bad_snapshot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

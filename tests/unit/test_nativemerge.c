@@ -20,14 +20,14 @@
 #include "read/symbols.h"
 
 #define EVAL 200
-#define GLUE 201   /* e.g. _PyFunction_Vectorcall */
-#define GLUE2 202  /* e.g. PyDict_GetItem, a leaf in the interpreter */
-#define START 203  /* e.g. Py_BytesMain, in the interpreter */
-#define LIBC 210   /* __libc_start_main */
-#define LIBC2 211  /* memcpy */
-#define EXT 220    /* a function of an extension module */
+#define GLUE 201  /* e.g. _PyFunction_Vectorcall */
+#define GLUE2 202 /* e.g. PyDict_GetItem, a leaf in the interpreter */
+#define START 203 /* e.g. Py_BytesMain, in the interpreter */
+#define LIBC 210  /* __libc_start_main */
+#define LIBC2 211 /* memcpy */
+#define EXT 220   /* a function of an extension module */
 #define EXT2 221
-#define INL 222    /* inlined into EXT2 */
+#define INL 222 /* inlined into EXT2 */
 
 static profile_frame frames_pool[64];
 
@@ -72,8 +72,8 @@ static const profile_frame py3[] = {{101, 1}, {102, 2}, {103, 3}};
 static void test_equal_counts(void **state)
 {
     (void)state;
-    nm_native n[] = {nat(LIBC), nat(START), nat(EVAL), nat(GLUE), nat(EVAL), nat(GLUE),
-                     nat(EVAL), nat(EXT), nat(LIBC2)};
+    nm_native n[] = {nat(LIBC), nat(START), nat(EVAL), nat(GLUE), nat(EVAL),
+                     nat(GLUE), nat(EVAL),  nat(EXT),  nat(LIBC2)};
     nm_input in = {py3, 3, NULL, 0, 0, n, 9, 0};
     check(&in, (uint32_t[]){101, 102, 103, EXT, LIBC2, 0}, 1);
     /* --native-glue shows every native frame, eval frames still replaced. */
@@ -104,8 +104,8 @@ static void test_mismatch(void **state)
     (void)state;
     /* Two eval frames for three Python frames: the Python stack, then the native frames
      * leafward of the innermost eval frame. */
-    nm_native n[] = {nat(LIBC), nat(EVAL), nat(GLUE), nat(EVAL), nat(GLUE), nat(EXT),
-                     nat(GLUE2), nat(LIBC2)};
+    nm_native n[] = {nat(LIBC), nat(EVAL), nat(GLUE),  nat(EVAL),
+                     nat(GLUE), nat(EXT),  nat(GLUE2), nat(LIBC2)};
     nm_input in = {py3, 3, NULL, 0, 0, n, 8, 0};
     check(&in, (uint32_t[]){101, 102, 103, EXT, LIBC2, 0}, 0);
     /* Five eval frames (two more) for three: unmerged too. */
@@ -146,8 +146,8 @@ static void test_c_python_c_python(void **state)
 {
     (void)state;
     /* main (C) -> Python -> extension -> Python (callback) -> extension leaf. */
-    nm_native n[] = {nat(LIBC),  nat(START), nat(EVAL), nat(GLUE), nat(EXT),
-                     nat(GLUE),  nat(EVAL),  nat(GLUE), nat(EVAL), nat(EXT2)};
+    nm_native n[] = {nat(LIBC), nat(START), nat(EVAL), nat(GLUE), nat(EXT),
+                     nat(GLUE), nat(EVAL),  nat(GLUE), nat(EVAL), nat(EXT2)};
     nm_input in = {py3, 3, NULL, 0, 0, n, 10, 0};
     check(&in, (uint32_t[]){101, EXT, 102, 103, EXT2, 0}, 1);
 }
@@ -174,10 +174,14 @@ static void test_no_python(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equal_counts),     cmocka_unit_test(test_one_more_eval),
-        cmocka_unit_test(test_innermost_interp_kept), cmocka_unit_test(test_mismatch),
-        cmocka_unit_test(test_cut_python_stack), cmocka_unit_test(test_runs),
-        cmocka_unit_test(test_c_python_c_python), cmocka_unit_test(test_inlined_frames),
+        cmocka_unit_test(test_equal_counts),
+        cmocka_unit_test(test_one_more_eval),
+        cmocka_unit_test(test_innermost_interp_kept),
+        cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_cut_python_stack),
+        cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_c_python_c_python),
+        cmocka_unit_test(test_inlined_frames),
         cmocka_unit_test(test_no_python),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,13 +72,15 @@ static void take_ok(const fixture *fx, pyabi *row, pyabi *out)
 }
 
 /* Every offset the sample path and the name reader use, by name. */
-#define FIELDS(X)                                                                       \
-    X(rt_initialized) X(rt_finalizing) X(rt_interp_head) X(rt_interp_main) X(rt_tss)   \
-    X(gil_holder) X(is_tstate_head) X(ts_prev) X(ts_next) X(ts_interp) X(ts_thread_id) \
-    X(ts_native_tid) X(is_modules) X(ts_frame) X(fr_back) X(fr_code) X(fr_lasti)        \
-    X(fr_owner) X(co_firstlineno) X(co_filename) X(co_name) X(co_qualname)              \
-    X(co_linetable) X(co_code_adaptive) X(co_firsttraceable) X(uni_ascii_size)          \
+/* clang-format off */
+#define FIELDS(X)                                                                              \
+    X(rt_initialized) X(rt_finalizing) X(rt_interp_head) X(rt_interp_main) X(rt_tss)           \
+    X(gil_holder) X(is_tstate_head) X(ts_prev) X(ts_next) X(ts_interp) X(ts_thread_id)         \
+    X(ts_native_tid) X(is_modules) X(ts_frame) X(fr_back) X(fr_code) X(fr_lasti)               \
+    X(fr_owner) X(co_firstlineno) X(co_filename) X(co_name) X(co_qualname)                     \
+    X(co_linetable) X(co_code_adaptive) X(co_firsttraceable) X(uni_ascii_size)                 \
     X(uni_compact_size) X(uni_data) X(str_length) X(str_state) X(ht_cached_keys)
+/* clang-format on */
 #define SAME(f) assert_int_equal(got.f, want.f);
 
 /* A real table gives back what offsetof() measured for its minor, field by field: every
@@ -96,9 +98,21 @@ static void check_real(const char *version)
     assert_int_equal(got.co_basicsize, want.co_basicsize);
 }
 
-static void test_real_313(void **state) { (void)state; check_real("3.13.0"); }
-static void test_real_314(void **state) { (void)state; check_real("3.14.10"); }
-static void test_real_315(void **state) { (void)state; check_real("3.15.2"); }
+static void test_real_313(void **state)
+{
+    (void)state;
+    check_real("3.13.0");
+}
+static void test_real_314(void **state)
+{
+    (void)state;
+    check_real("3.14.10");
+}
+static void test_real_315(void **state)
+{
+    (void)state;
+    check_real("3.15.2");
+}
 
 /* 3.14.5 moved interp->imports.modules and, with it, the GIL (the per-interpreter GC
  * state grew): offsets the table publishes are followed wherever they go. */
@@ -248,12 +262,12 @@ static void test_versions_without_table(void **state)
     (void)state;
     pyabi a;
     char err[512];
-    static const int none[][2] = { { 3, 16 }, { 3, 5 }, { 2, 6 }, { 4, 0 } };
+    static const int none[][2] = {{3, 16}, {3, 5}, {2, 6}, {4, 0}};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
         assert_int_equal(pyabi_layout(&a, none[i][0], none[i][1], 0, err, sizeof err), -1);
         assert_non_null(strstr(err, "is not supported (supported: 2.7, 3.6 to 3.15)"));
     }
-    static const int some[][2] = { { 2, 7 }, { 3, 6 }, { 3, 13 }, { 3, 14 }, { 3, 15 } };
+    static const int some[][2] = {{2, 7}, {3, 6}, {3, 13}, {3, 14}, {3, 15}};
     for (size_t i = 0; i < sizeof some / sizeof some[0]; i++)
         assert_int_equal(pyabi_layout(&a, some[i][0], some[i][1], 1, err, sizeof err), 0);
     assert_string_equal(a.version, "3.15.1");

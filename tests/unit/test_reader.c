@@ -89,9 +89,9 @@ static void lb_header_series(logbuf *b, uint64_t version, uint64_t flags,
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, version);
-    rec_put_uvarint(&o, 4242);               /* pid */
-    rec_put_uvarint(&o, 1);                  /* ppid */
-    rec_put_cstr(&o, "0123456789abcdef");    /* run id */
+    rec_put_uvarint(&o, 4242);            /* pid */
+    rec_put_uvarint(&o, 1);               /* ppid */
+    rec_put_cstr(&o, "0123456789abcdef"); /* run id */
     rec_put_uvarint(&o, 1700000000123456789ull);
     rec_put_cstr(&o, "host.example");
     rec_put_cstr(&o, "/usr/bin/python3.11");
@@ -100,12 +100,12 @@ static void lb_header_series(logbuf *b, uint64_t version, uint64_t flags,
         rec_put_cstr(&o, test_argv[i]);
     rec_put_cstr(&o, "3.11.7");
     rec_put_uvarint(&o, 0x030b07f0);
-    rec_put_uvarint(&o, 10000000);           /* period_ns */
+    rec_put_uvarint(&o, 10000000); /* period_ns */
     rec_put_u8(&o, PYPROF_CLOCK_WALL);
     rec_put_cstr(&o, "perf-task-clock");
     rec_put_uvarint(&o, 256);
     rec_put_uvarint(&o, flags);
-    rec_put_uvarint(&o, 3);                  /* window */
+    rec_put_uvarint(&o, 3); /* window */
     if (series)
         for (int i = 0; i < 3; i++)
             rec_put_uvarint(&o, series[i]);
@@ -202,9 +202,9 @@ static void lb_footer(logbuf *b)
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, 1700000009000000000ull);
     rec_put_uvarint(&o, 8876543211ull);
-    rec_put_uvarint(&o, 3);  /* samples */
-    rec_put_uvarint(&o, 7);  /* signals */
-    rec_put_uvarint(&o, 3);  /* ndrop */
+    rec_put_uvarint(&o, 3); /* samples */
+    rec_put_uvarint(&o, 7); /* signals */
+    rec_put_uvarint(&o, 3); /* ndrop */
     rec_put_uvarint(&o, PYPROF_DROP_RING_FULL);
     rec_put_uvarint(&o, 2);
     rec_put_uvarint(&o, PYPROF_DROP_NO_PYTHON);
@@ -216,12 +216,12 @@ static void lb_footer(logbuf *b)
     rec_put_svarint(&o, 15);
     rec_put_uvarint(&o, 99500);
     rec_put_uvarint(&o, 1234567);
-    rec_put_uvarint(&o, 1000); /* handler_ns */
+    rec_put_uvarint(&o, 1000);   /* handler_ns */
     rec_put_uvarint(&o, 234567); /* writer_ns */
-    rec_put_uvarint(&o, 2);    /* ntime: <= 500 ns, unbounded */
+    rec_put_uvarint(&o, 2);      /* ntime: <= 500 ns, unbounded */
     rec_put_uvarint(&o, 500);
     rec_put_uvarint(&o, 0);
-    rec_put_uvarint(&o, 1);    /* ndepth: one unbounded bucket */
+    rec_put_uvarint(&o, 1); /* ndepth: one unbounded bucket */
     rec_put_uvarint(&o, 0);
     rec_put_uvarint(&o, 2);
     rec_put_uvarint(&o, 1);
@@ -263,8 +263,8 @@ static uint8_t *compress_frames(const uint8_t *raw, size_t len, const size_t *cu
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);
     prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
-    prefs.frameInfo.blockChecksumFlag =
-        block_checksum ? LZ4F_blockChecksumEnabled : LZ4F_noBlockChecksum;
+    prefs.frameInfo.blockChecksumFlag = block_checksum ? LZ4F_blockChecksumEnabled
+                                                       : LZ4F_noBlockChecksum;
     prefs.frameInfo.blockSizeID = LZ4F_max64KB;
     prefs.frameInfo.blockMode = LZ4F_blockLinked;
     size_t cap = (ncuts + 1) * LZ4F_compressFrameBound(len, &prefs) + 64;
@@ -652,7 +652,7 @@ static void test_corrupt_records(void **state)
     static const uint8_t huge[] = {PYPROF_REC_SAMPLE, 0x80, 0x80, 0x80, 0x32, 0, 0, 0};
     assert_int_equal(first_next_after(huge, sizeof huge), -PYPROF_R_CORRUPT);
     /* A length varint that never ends. */
-    static const uint8_t endless[] = {5, 0xff, 0xff, 0xff, 0xff, 0xff,
+    static const uint8_t endless[] = {5,    0xff, 0xff, 0xff, 0xff, 0xff,
                                       0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     assert_int_equal(first_next_after(endless, sizeof endless), -PYPROF_R_CORRUPT);
     /* A SAMPLE whose payload lacks fields. */
@@ -772,7 +772,7 @@ static void test_content_checksum(void **state)
     assert_non_null(r);
     assert_true(streq(pyprof_reader_header(r)->host, "hosT.example"));
     int n = read_all(r, types, MAX_RECS, &end);
-    assert_int_equal(n, b.nrec - 1); /* every record, the footer included... */
+    assert_int_equal(n, b.nrec - 1);          /* every record, the footer included... */
     assert_int_equal(end, -PYPROF_R_CORRUPT); /* ...then the checksum says no */
     pyprof_reader_close(r);
     free(c);
@@ -795,7 +795,7 @@ static void test_cut_block(void **state)
     uint64_t x = 99;
     for (int i = 0; i < N; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        dts[i] = (int64_t)(x >> 54);       /* a few bits of noise, so LZ4 finds matches */
+        dts[i] = (int64_t)(x >> 54); /* a few bits of noise, so LZ4 finds matches */
         cpus[i] = (x >> 60) * 1000;
         lb_sample(&b, dts[i], 0, 0, cpus[i]);
     }
@@ -972,8 +972,8 @@ static void test_file_big(void **state)
 
 /* A MODULE of `nseg` segments (segment i: vaddr 0x1000 * i, memsz i + 1, offset i * 16,
  * flags i & 7) and a build-id of `bid_len` bytes 0, 1, 2, ... */
-static void lb_module(logbuf *b, uint64_t id, const char *path, uint64_t base,
-                      size_t bid_len, uint64_t nseg)
+static void lb_module(logbuf *b, uint64_t id, const char *path, uint64_t base, size_t bid_len,
+                      uint64_t nseg)
 {
     uint8_t bid[256];
     for (size_t i = 0; i < bid_len; i++)
@@ -991,9 +991,9 @@ static void lb_module(logbuf *b, uint64_t id, const char *path, uint64_t base,
         rec_put_uvarint(&o, i * 16);
         rec_put_uvarint(&o, i & 7);
     }
-    rec_put_uvarint(&o, 0x803);       /* dev */
-    rec_put_uvarint(&o, 424242);      /* ino */
-    rec_put_uvarint(&o, 1 << 20);     /* size */
+    rec_put_uvarint(&o, 0x803);   /* dev */
+    rec_put_uvarint(&o, 424242);  /* ino */
+    rec_put_uvarint(&o, 1 << 20); /* size */
     rec_put_uvarint(&o, 1700000000123456789ull);
     lb_rec(b, PYPROF_REC_MODULE, &o);
 }
@@ -1011,8 +1011,7 @@ static void lb_nstack(logbuf *b, uint64_t id, uint64_t n, uint64_t base)
 }
 
 /* A STACK of n frames (code 16 + i, line i) and its runs (nruns < 0: none written). */
-static void lb_stack_runs(logbuf *b, uint64_t id, uint64_t n, int nruns,
-                          const uint64_t *runs)
+static void lb_stack_runs(logbuf *b, uint64_t id, uint64_t n, int nruns, const uint64_t *runs)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -1059,7 +1058,7 @@ static void lb_footer_native(logbuf *b)
     rec_out_init(&o, scratch, sizeof scratch);
     for (int i = 0; i < 4; i++)
         rec_put_uvarint(&o, (uint64_t)i + 1); /* end, duration, samples, signals */
-    rec_put_uvarint(&o, 0);                  /* ndrop */
+    rec_put_uvarint(&o, 0);                   /* ndrop */
     rec_put_uvarint(&o, PYPROF_END_EXIT);
     rec_put_u8(&o, 1);
     rec_put_svarint(&o, 0);
@@ -1095,7 +1094,7 @@ static void build_native(logbuf *b)
     lb_stack_runs(b, 2, 2, -1, NULL); /* no runs: an older writer */
     lb_stack_runs(b, 3, 0, 0, NULL);  /* no frames, no runs */
     lb_sample_native(b, 10, 1, 1, PYPROF_NATIVE_F_TRUNCATED);
-    lb_sample(b, 5, 0, 2, 10000);     /* no native tail */
+    lb_sample(b, 5, 0, 2, 10000); /* no native tail */
     lb_module_gone(b, 2);
     lb_footer_native(b);
 }
@@ -1247,7 +1246,7 @@ static void lb_footer_tail(logbuf *b, int native, const uint64_t *tail, size_t n
     rec_out_init(&o, scratch, sizeof scratch);
     for (int i = 0; i < 4; i++)
         rec_put_uvarint(&o, (uint64_t)i + 1); /* end, duration, samples, signals */
-    rec_put_uvarint(&o, 0);                  /* ndrop */
+    rec_put_uvarint(&o, 0);                   /* ndrop */
     rec_put_uvarint(&o, PYPROF_END_EXIT);
     rec_put_u8(&o, 1);
     rec_put_svarint(&o, 0);
@@ -1294,7 +1293,7 @@ static pyprof_footer footer_with(int native, const uint64_t *tail, size_t ntail)
 static void test_footer_spans_lost(void **state)
 {
     (void)state;
-    pyprof_footer f = footer_with(0, (const uint64_t[]){ 16000, 32, 3000, 900, 1234 }, 5);
+    pyprof_footer f = footer_with(0, (const uint64_t[]){16000, 32, 3000, 900, 1234}, 5);
     assert_true(f.has_timers);
     assert_false(f.has_native);
     assert_true(f.has_whole);
@@ -1302,7 +1301,7 @@ static void test_footer_spans_lost(void **state)
     assert_int_equal(f.process_cpu_ns, 900);
     assert_true(f.has_spans);
     assert_int_equal(f.spans_lost, 1234);
-    f = footer_with(1, (const uint64_t[]){ 1, 2, 3, 4, 7 }, 5);
+    f = footer_with(1, (const uint64_t[]){1, 2, 3, 4, 7}, 5);
     assert_true(f.has_native);
     assert_int_equal(f.native_ok, 40);
     assert_int_equal(f.native_ns, 43);
@@ -1320,10 +1319,10 @@ static void test_footer_spans_lost(void **state)
     assert_true(f.has_native);
     assert_false(f.has_spans);
     /* A whole-cost section cut short is not taken. */
-    f = footer_with(0, (const uint64_t[]){ 16000, 32 }, 2);
+    f = footer_with(0, (const uint64_t[]){16000, 32}, 2);
     assert_false(f.has_whole);
     assert_false(f.has_spans);
-    f = footer_with(0, (const uint64_t[]){ 1, 2, 3, 4, 5, 99, 1u << 20 }, 7);
+    f = footer_with(0, (const uint64_t[]){1, 2, 3, 4, 5, 99, 1u << 20}, 7);
     assert_true(f.has_spans);
     assert_int_equal(f.spans_lost, 5);
 }
@@ -1416,7 +1415,6 @@ static void test_native_truncated(void **state)
     check_cut_at_every_byte(&b);
     free(b.p);
 }
-
 
 /* ---- rotated series, snapshots, follow mode ---------------------------------------- */
 
@@ -1517,10 +1515,20 @@ static void lb_span_start(logbuf *b, uint64_t id, uint64_t t_us, uint64_t thread
                           uint64_t parent, const char *name, const char *info)
 {
     logenc_span_start s = {
-        .span_id = id, .t_us = t_us, .thread_idx = thread, .parent_span_id = parent,
-        .name = name, .name_len = strlen(name), .trace_id = "trace-1", .trace_id_len = 7,
-        .parent_id = "p", .parent_id_len = 1, .base_id = "base", .base_id_len = 4,
-        .info = info, .info_len = strlen(info),
+        .span_id = id,
+        .t_us = t_us,
+        .thread_idx = thread,
+        .parent_span_id = parent,
+        .name = name,
+        .name_len = strlen(name),
+        .trace_id = "trace-1",
+        .trace_id_len = 7,
+        .parent_id = "p",
+        .parent_id_len = 1,
+        .base_id = "base",
+        .base_id_len = 4,
+        .info = info,
+        .info_len = strlen(info),
     };
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -1639,11 +1647,24 @@ static void test_snapshot_corrupt(void **state)
     static const uint8_t no_state[] = {PYPROF_REC_SNAPSHOT, 6, 1, 0, 1, 0, 0, 0};
     assert_int_equal(first_next_after(no_state, sizeof no_state), -PYPROF_R_CORRUPT);
     /* A billion threads in a few bytes. */
-    static const uint8_t billion[] = {PYPROF_REC_SNAPSHOT, 7, 1, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03};
+    static const uint8_t billion[] = {
+        PYPROF_REC_SNAPSHOT, 7, 1, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03};
     assert_int_equal(first_next_after(billion, sizeof billion), -PYPROF_R_CORRUPT);
     /* A time no clock reaches (2^63 us). */
-    static const uint8_t far[] = {PYPROF_REC_SNAPSHOT, 12, 1,    0x80, 0x80, 0x80, 0x80,
-                                  0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0};
+    static const uint8_t far[] = {PYPROF_REC_SNAPSHOT,
+                                  12,
+                                  1,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x80,
+                                  0x01,
+                                  0};
     assert_int_equal(first_next_after(far, sizeof far), -PYPROF_R_CORRUPT);
     /* The payload cut inside the id. */
     static const uint8_t cut_id[] = {PYPROF_REC_SNAPSHOT, 1, 0x80};
@@ -1703,10 +1724,10 @@ static void lb_batch(logbuf *b, int64_t t0_us, const tev *e, size_t n, int nativ
     rec_out ev;
     rec_out_init(&ev, ev_buf, sizeof ev_buf);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(e[i].rss ? logenc_batch_rss(&ev, &lb, e[i].t_us, e[i].rss)
-                                  : logenc_batch_sample(&ev, &lb, e[i].t_us, e[i].thread,
-                                                        e[i].stack, e[i].cpu, e[i].nstack,
-                                                        e[i].nflags),
+        assert_int_equal(e[i].rss
+                             ? logenc_batch_rss(&ev, &lb, e[i].t_us, e[i].rss)
+                             : logenc_batch_sample(&ev, &lb, e[i].t_us, e[i].thread, e[i].stack,
+                                                   e[i].cpu, e[i].nstack, e[i].nflags),
                          0);
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -1720,6 +1741,7 @@ static void lb_batch(logbuf *b, int64_t t0_us, const tev *e, size_t n, int nativ
 
 /* Every kind of event: thread switches, a cpu_us of its own, gaps near and far from the
  * period, a gap of 0 (a wall-clock pass), a negative one, RSS points up and down. */
+/* clang-format off */
 static const tev batch1[] = {
     {11000, 0, 1, 10000, 0, 0, 0},
     {21007, 1, 2, 10000, 0, 0, 0},
@@ -1730,6 +1752,7 @@ static const tev batch1[] = {
     {31500, 0, 0, 0, 49 << 12, 0, 0},
     {900000, 1, 3, 10000, 0, 0, 0},
 };
+/* clang-format on */
 static const tev batch2[] = {
     {910000, 1, 1, 10000, 0, 0, 0},
     {910100, 0, 0, 0, (uint64_t)3 << 30, 0, 0},
@@ -1746,7 +1769,7 @@ static void build_batches(logbuf *b)
     lb_stack(b, 1, 4, stack_codes, stack_lines);
     lb_sample(b, 1000, 0, 1, 10000); /* t 1000 */
     lb_batch(b, 1000, batch1, sizeof batch1 / sizeof *batch1, 0);
-    lb_rss(b, 100, 4096); /* t 900100 */
+    lb_rss(b, 100, 4096);            /* t 900100 */
     lb_batch(b, 900100, NULL, 0, 0); /* empty: yields nothing */
     lb_batch(b, 900100, batch2, sizeof batch2 / sizeof *batch2, 0);
     lb_sample(b, 5, 0, 1, 10000); /* t 910105 */
@@ -1864,8 +1887,7 @@ static void test_batch_corrupt(void **state)
     assert_int_equal(batch_raw((const uint64_t[]){1, 10, 10, 1, 1 << 3 | 7, 0, 0}, 7),
                      -PYPROF_R_CORRUPT);
     /* The second event cut short: the first is not returned either. */
-    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0, 1 << 3 | 1, 5},
-                               8),
+    assert_int_equal(batch_raw((const uint64_t[]){2, 10, 10, 1, 1 << 1, 0, 1 << 3 | 1, 5}, 8),
                      -PYPROF_R_CORRUPT);
     /* Extreme values wrap without harm (times and RSS are unsigned sums). */
     assert_int_equal(batch_raw((const uint64_t[]){2, UINT64_MAX, UINT64_MAX, UINT64_MAX,
@@ -1928,7 +1950,8 @@ static uint64_t rec_digest(const pyprof_record *rec)
         MIX(rec->u.snapshot.snapshot_id);
         MIX(rec->u.snapshot.t_us);
         for (uint64_t i = 0; i < rec->u.snapshot.nthreads; i++)
-            MIX(rec->u.snapshot.threads[i].stack_id * 256 + rec->u.snapshot.threads[i].os_state);
+            MIX(rec->u.snapshot.threads[i].stack_id * 256 +
+                rec->u.snapshot.threads[i].os_state);
         break;
     case PYPROF_REC_FOOTER:
         MIX(rec->u.footer.samples);

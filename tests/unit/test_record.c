@@ -1,8 +1,8 @@
 /*
- * Unit tests of src/common/record.c: the primitives of the log format (include/pyprof/format.h).
- * Every encoder is checked against the exact bytes the format specifies, then decoded
- * back; every decoder is fed truncated and malformed input and must set `bad`, never read
- * past the end, and return zeros.
+ * Unit tests of src/common/record.c: the primitives of the log format
+ * (include/pyprof/format.h).  Every encoder is checked against the exact bytes the format
+ * specifies, then decoded back; every decoder is fed truncated and malformed input and must set
+ * `bad`, never read past the end, and return zeros.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,19 +39,21 @@ static void test_uvarint_encoding(void **state)
     expect_uvarint_bytes(16383, (const uint8_t[]){0xff, 0x7f}, 2);
     expect_uvarint_bytes(16384, (const uint8_t[]){0x80, 0x80, 0x01}, 3);
     expect_uvarint_bytes(1ull << 32, (const uint8_t[]){0x80, 0x80, 0x80, 0x80, 0x10}, 5);
-    expect_uvarint_bytes(UINT64_MAX,
-                         (const uint8_t[]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                           0xff, 0x01},
-                         REC_VARINT_MAX);
+    expect_uvarint_bytes(
+        UINT64_MAX,
+        (const uint8_t[]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+        REC_VARINT_MAX);
 }
 
 static void test_uvarint_round_trip(void **state)
 {
+    /* clang-format off */
     static const uint64_t values[] = {
         0, 1, 126, 127, 128, 129, 255, 256, 16383, 16384, 0xffffffffull, 1ull << 32,
         (1ull << 32) + 1, (1ull << 56) - 1, 1ull << 56, (1ull << 63) - 1, 1ull << 63,
         UINT64_MAX - 1, UINT64_MAX,
     };
+    /* clang-format on */
     uint8_t buf[ARRAY_LEN(values) * REC_VARINT_MAX];
     rec_out o;
     (void)state;
@@ -81,9 +83,11 @@ static void test_svarint(void **state)
         int64_t v;
         uint64_t zigzag;
     } cases[] = {
+        /* clang-format off */
         {0, 0},  {-1, 1},  {1, 2},  {-2, 3},  {2, 4},  {-64, 127},  {64, 128},
         {INT64_MAX, UINT64_MAX - 1}, {INT64_MIN, UINT64_MAX},
         {INT64_MIN + 1, UINT64_MAX - 2}, {-2147483648ll, 4294967295ull},
+        /* clang-format on */
     };
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
@@ -126,7 +130,9 @@ static void test_strings_and_bytes(void **state)
     rec_put_bytes(&o, NULL, 0);
     assert_false(o.overflow);
     /* The exact bytes of the first strings: length, then the bytes. */
+    /* clang-format off */
     assert_memory_equal(buf, "\x05hello\x00\x00\x03" "a\0b", 1 + 5 + 1 + 1 + 1 + 3);
+    /* clang-format on */
     assert_int_equal(o.len, 6 + 1 + 1 + 4 + 2 + 300 + 1 + 3);
 
     rec_in in;
@@ -166,8 +172,8 @@ static void test_string_longer_than_input(void **state)
     assert_int_equal(n, 0);
     assert_non_null(s);
     /* A length near 2^64 must not wrap the pointer arithmetic into "fits". */
-    static const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
-                                   'a'};
+    static const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0xff, 0x01, 'a'};
     rec_in_init(&in, huge, sizeof huge);
     n = 99;
     rec_get_str(&in, &n);
@@ -352,8 +358,8 @@ static void test_envelope_partial_and_absurd(void **state)
     assert_int_equal(rec_parse_envelope(rec, 3, 199, &type, &p, &plen, &total), -1);
     assert_int_equal(rec_parse_envelope(rec, n, 199, &type, &p, &plen, &total), -1);
     assert_int_equal(rec_parse_envelope(rec, n, 200, &type, &p, &plen, &total), 1);
-    static const uint8_t huge[] = {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                   0x01};
+    static const uint8_t huge[] = {1,    0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0xff, 0xff, 0x01};
     assert_int_equal(rec_parse_envelope(huge, sizeof huge, 1 << 20, &type, &p, &plen, &total),
                      -1);
     /* A length varint that never ends is absurd once it is longer than any varint. */

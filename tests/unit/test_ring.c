@@ -79,9 +79,9 @@ static void test_init(void **state)
     memset(mem, 0, 1 << 16);
     assert_int_equal(ring_init(&r, mem, 4096), 0);
     assert_int_equal(ring_init(&r, mem, 1 << 16), 0);
-    assert_int_equal(ring_init(&r, mem, 2048), -1);   /* too small */
+    assert_int_equal(ring_init(&r, mem, 2048), -1); /* too small */
     assert_int_equal(ring_init(&r, mem, 0), -1);
-    assert_int_equal(ring_init(&r, mem, 6144), -1);   /* not a power of two */
+    assert_int_equal(ring_init(&r, mem, 6144), -1);                /* not a power of two */
     assert_int_equal(ring_init(&r, (uint8_t *)mem + 4, 4096), -1); /* misaligned */
     assert_int_equal(ring_init(&r, mem, 4096), 0);
     assert_int_equal(ring_used(&r), 0);
@@ -312,8 +312,8 @@ typedef struct mt_rec {
 typedef struct mt_state {
     ring r;
     _Atomic int producers_done;
-    uint8_t fate[NPROD][NREC];     /* written by each producer before commit/cancel */
-    uint8_t arrived[NPROD][NREC];  /* written by the consumer */
+    uint8_t fate[NPROD][NREC];    /* written by each producer before commit/cancel */
+    uint8_t arrived[NPROD][NREC]; /* written by the consumer */
     uint64_t failures[NPROD];
     pthread_t threads[NPROD];
 } mt_state;

@@ -142,8 +142,8 @@ static void test_yield(void **state)
     reset_counts();
     struct sigaction dfl = with_handler(SIG_DFL);
     assert_int_equal(libc_next_sigaction(SIGWINCH, &dfl, NULL), 0);
-    assert_int_equal(
-        sigdisp_take(SIGWINCH, ours, SA_RESTART, NULL, SIGDISP_YIELD, on_yield), 0);
+    assert_int_equal(sigdisp_take(SIGWINCH, ours, SA_RESTART, NULL, SIGDISP_YIELD, on_yield),
+                     0);
     /* A query does not yield. */
     struct sigaction old;
     assert_int_equal(sigdisp_program_sigaction(SIGWINCH, NULL, &old), 1);

@@ -61,8 +61,8 @@ static uint32_t add_func_stack(profile *p, const char *name)
 static void add_sample(profile *p, uint32_t th, int64_t t_us, uint32_t stack, uint32_t cpu_us)
 {
     GROW1(p->samples, p->nsamples);
-    p->samples[p->nsamples++] =
-        (profile_sample){t_us, th, stack, cpu_us, p->threads[th].process};
+    p->samples[p->nsamples++] = (profile_sample){t_us, th, stack, cpu_us,
+                                                 p->threads[th].process};
 }
 
 static uint32_t add_span(profile *p, uint32_t th, uint64_t id, int64_t start, int64_t stop,
@@ -186,7 +186,8 @@ static void test_mask(void **state)
             for (size_t k = 0; k < p->nspans; k++)
                 for (size_t m = 0; m < runs[r].n; m++)
                     want |= !strcmp(p->spans[k].name, runs[r].names[m]) &&
-                            s->thread == p->spans[k].thread && s->t_us >= p->spans[k].start_us &&
+                            s->thread == p->spans[k].thread &&
+                            s->t_us >= p->spans[k].start_us &&
                             (p->spans[k].unfinished || s->t_us < p->spans[k].stop_us);
             assert_int_equal(keep[i], want);
         }
@@ -255,7 +256,8 @@ static void test_trace_join(void **state)
     assert_int_equal(ts.tparent[lone2], lone);
     assert_int_equal(ts.traces[1].unfinished, 1);
     /* The cycle X <-> Y is cut: exactly one of them is top level, the other under it. */
-    int cx_root = ts.tparent[cx] == PROFILE_NO_SPAN, cy_root = ts.tparent[cy] == PROFILE_NO_SPAN;
+    int cx_root = ts.tparent[cx] == PROFILE_NO_SPAN,
+        cy_root = ts.tparent[cy] == PROFILE_NO_SPAN;
     assert_int_equal(cx_root + cy_root, 1);
     assert_int_equal(cx_root ? ts.tparent[cy] : ts.tparent[cx], cx_root ? cx : cy);
     assert_int_equal(ts.traces[2].first_root, cx_root ? cx : cy);
@@ -278,9 +280,13 @@ static void test_trace_empty(void **state)
 
 static void test_json_objects(void **state)
 {
-    const char *good[] = {"{}", " {\"a\": 1} ", "{\"a\": [1, -2.5e+3, true, false, null, {}]}",
-                          "{\"k\": \"\\u00e9\\n\\\"\\\\\\/\"}", "{\"\xc3\xa9\": \"\xf0\x9f\x98\x80\"}",
-                          "{\"a\":{\"b\":{\"c\":[[]]}}}", "{\"n\": 0, \"m\": -0.0e1}"};
+    const char *good[] = {"{}",
+                          " {\"a\": 1} ",
+                          "{\"a\": [1, -2.5e+3, true, false, null, {}]}",
+                          "{\"k\": \"\\u00e9\\n\\\"\\\\\\/\"}",
+                          "{\"\xc3\xa9\": \"\xf0\x9f\x98\x80\"}",
+                          "{\"a\":{\"b\":{\"c\":[[]]}}}",
+                          "{\"n\": 0, \"m\": -0.0e1}"};
     const char *bad[] = {"",
                          "[]",
                          "\"s\"",
@@ -327,9 +333,10 @@ static void test_json_objects(void **state)
 
 static void test_json_strings(void **state)
 {
-    const char *obj = "{\"etype\": \"ValueError\", \"n\": 5, \"nested\": {\"service\": \"no\"},"
-                      " \"s\\u0065rvice\": \"api \\u00e9\\ud83d\\ude00\\n\","
-                      " \"zero\": \"a\\u0000b\", \"lone\": \"\\ud800x\", \"etype\": \"second\"}";
+    const char *obj =
+        "{\"etype\": \"ValueError\", \"n\": 5, \"nested\": {\"service\": \"no\"},"
+        " \"s\\u0065rvice\": \"api \\u00e9\\ud83d\\ude00\\n\","
+        " \"zero\": \"a\\u0000b\", \"lone\": \"\\ud800x\", \"etype\": \"second\"}";
     char *v = jsonscan_string(obj, "etype");
     assert_non_null(v);
     assert_string_equal(v, "ValueError"); /* the first of a repeated name */
@@ -340,7 +347,9 @@ static void test_json_strings(void **state)
     free(v);
     v = jsonscan_string(obj, "zero");
     assert_non_null(v);
+    /* clang-format off */
     assert_string_equal(v, "a\xef\xbf\xbd" "b");
+    /* clang-format on */
     free(v);
     v = jsonscan_string(obj, "lone");
     assert_non_null(v);
@@ -355,9 +364,9 @@ static void test_json_strings(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_contains),   cmocka_unit_test(test_samples_and_top),
-        cmocka_unit_test(test_mask),       cmocka_unit_test(test_trace_join),
-        cmocka_unit_test(test_trace_empty), cmocka_unit_test(test_json_objects),
+        cmocka_unit_test(test_contains),     cmocka_unit_test(test_samples_and_top),
+        cmocka_unit_test(test_mask),         cmocka_unit_test(test_trace_join),
+        cmocka_unit_test(test_trace_empty),  cmocka_unit_test(test_json_objects),
         cmocka_unit_test(test_json_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,7 +111,8 @@ static pyprof_module_rec exe_module(uint64_t id)
     m.dev = exe_st.st_dev;
     m.ino = exe_st.st_ino;
     m.size = (uint64_t)exe_st.st_size;
-    m.mtime_ns = (uint64_t)exe_st.st_mtim.tv_sec * 1000000000u + (uint64_t)exe_st.st_mtim.tv_nsec;
+    m.mtime_ns = (uint64_t)exe_st.st_mtim.tv_sec * 1000000000u +
+                 (uint64_t)exe_st.st_mtim.tv_nsec;
     return m;
 }
 
@@ -154,7 +155,8 @@ static void test_own_functions(void **state)
     symbols *s = symbols_new(NULL, NULL);
     pyprof_module_rec m = exe_module(1);
     assert_int_equal(symbols_add_module(s, &m, 0), 0);
-    uint64_t fns[2] = {(uint64_t)(uintptr_t)&symtest_target, (uint64_t)(uintptr_t)&symtest_other};
+    uint64_t fns[2] = {(uint64_t)(uintptr_t)&symtest_target,
+                       (uint64_t)(uintptr_t)&symtest_other};
     const char *names[2] = {"symtest_target", "symtest_other"};
     for (int k = 0; k < 2; k++) {
         for (uint64_t d = 0; d < 12; d += 3) {
@@ -419,12 +421,9 @@ static void test_root(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eval_names),
-        cmocka_unit_test(test_own_functions),
-        cmocka_unit_test(test_wrong_build_id),
-        cmocka_unit_test(test_identity_without_build_id),
-        cmocka_unit_test(test_hostile_paths),
-        cmocka_unit_test(test_module_lifetimes),
+        cmocka_unit_test(test_eval_names),     cmocka_unit_test(test_own_functions),
+        cmocka_unit_test(test_wrong_build_id), cmocka_unit_test(test_identity_without_build_id),
+        cmocka_unit_test(test_hostile_paths),  cmocka_unit_test(test_module_lifetimes),
         cmocka_unit_test(test_root),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

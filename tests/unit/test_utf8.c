@@ -32,12 +32,12 @@ static size_t clean(char *out, size_t room, const char *in, size_t len, unsigned
     return n;
 }
 
-#define assert_clean(in, want)                                                          \
-    do {                                                                                \
-        char out_[256];                                                                 \
-        size_t n_ = clean(out_, sizeof out_ - 1, in, sizeof(in) - 1, 0);                \
-        assert_int_equal(n_, sizeof(want) - 1);                                         \
-        assert_memory_equal(out_, want, sizeof(want) - 1);                              \
+#define assert_clean(in, want)                                                                 \
+    do {                                                                                       \
+        char out_[256];                                                                        \
+        size_t n_ = clean(out_, sizeof out_ - 1, in, sizeof(in) - 1, 0);                       \
+        assert_int_equal(n_, sizeof(want) - 1);                                                \
+        assert_memory_equal(out_, want, sizeof(want) - 1);                                     \
     } while (0)
 
 /* The reference: 1 when b[0..len) is well-formed UTF-8 (decoded to code points, each
@@ -46,8 +46,11 @@ static int valid_utf8(const uint8_t *b, size_t len)
 {
     for (size_t i = 0; i < len;) {
         uint32_t c = b[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xe0) == 0xc0 ? 2
+                   : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4
+                                        : 0;
         if (!n || i + n > len)
             return 0;
         if (n > 1)
@@ -57,7 +60,7 @@ static int valid_utf8(const uint8_t *b, size_t len)
                 return 0;
             c = c << 6 | (b[i + k] & 0x3f);
         }
-        static const uint32_t min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+        static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
         if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
             return 0;
         i += n;
@@ -68,35 +71,38 @@ static int valid_utf8(const uint8_t *b, size_t len)
 static void test_put(void **state)
 {
     (void)state;
-    static const struct { uint32_t c; const char *want; } cases[] = {
-        { 0x41, "A" },
-        { 0x7f, "\x7f" },
-        { 0x80, "\xc2\x80" },
-        { 0xe9, "\xc3\xa9" },
-        { 0x7ff, "\xdf\xbf" },
-        { 0x800, "\xe0\xa0\x80" },
-        { 0x20ac, "\xe2\x82\xac" },
-        { 0xd7ff, "\xed\x9f\xbf" },
-        { 0xd800, FFFD },         /* lone surrogates */
-        { 0xdc80, FFFD },
-        { 0xdfff, FFFD },
-        { 0xe000, "\xee\x80\x80" },
-        { 0xfffd, FFFD },
-        { 0xffff, "\xef\xbf\xbf" },
-        { 0x10000, "\xf0\x90\x80\x80" },
-        { 0x1d11e, "\xf0\x9d\x84\x9e" },
-        { 0x10ffff, "\xf4\x8f\xbf\xbf" },
-        { 0x110000, FFFD },       /* past Unicode */
-        { 0xffffffffu, FFFD },
+    static const struct {
+        uint32_t c;
+        const char *want;
+    } cases[] = {
+        {0x41, "A"},
+        {0x7f, "\x7f"},
+        {0x80, "\xc2\x80"},
+        {0xe9, "\xc3\xa9"},
+        {0x7ff, "\xdf\xbf"},
+        {0x800, "\xe0\xa0\x80"},
+        {0x20ac, "\xe2\x82\xac"},
+        {0xd7ff, "\xed\x9f\xbf"},
+        {0xd800, FFFD}, /* lone surrogates */
+        {0xdc80, FFFD},
+        {0xdfff, FFFD},
+        {0xe000, "\xee\x80\x80"},
+        {0xfffd, FFFD},
+        {0xffff, "\xef\xbf\xbf"},
+        {0x10000, "\xf0\x90\x80\x80"},
+        {0x1d11e, "\xf0\x9d\x84\x9e"},
+        {0x10ffff, "\xf4\x8f\xbf\xbf"},
+        {0x110000, FFFD}, /* past Unicode */
+        {0xffffffffu, FFFD},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char out[8] = { 0 };
+        char out[8] = {0};
         size_t n = utf8_put(out, cases[i].c);
         assert_int_equal(n, strlen(cases[i].want));
         assert_int_equal(n, utf8_len(cases[i].c));
         assert_memory_equal(out, cases[i].want, n);
     }
-    char nul[2] = { 'x', 'x' };
+    char nul[2] = {'x', 'x'};
     assert_int_equal(utf8_put(nul, 0), 1);
     assert_int_equal(nul[0], 0);
 }
@@ -122,16 +128,18 @@ static void test_clean_valid(void **state)
     (void)state;
     assert_clean("", "");
     assert_clean("plain ascii", "plain ascii");
-    assert_clean("h\xc3\xa9llo \xe2\x82\xac \xf0\x9d\x84\x9e", "h\xc3\xa9llo \xe2\x82\xac \xf0\x9d\x84\x9e");
-    assert_clean("\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf");   /* U+10FFFF */
-    assert_clean("\xed\x9f\xbf", "\xed\x9f\xbf");           /* U+D7FF */
-    assert_clean("\xee\x80\x80", "\xee\x80\x80");           /* U+E000 */
-    assert_clean("a\0b", "a\0b");                           /* NUL kept without the flag */
+    assert_clean("h\xc3\xa9llo \xe2\x82\xac \xf0\x9d\x84\x9e",
+                 "h\xc3\xa9llo \xe2\x82\xac \xf0\x9d\x84\x9e");
+    assert_clean("\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"); /* U+10FFFF */
+    assert_clean("\xed\x9f\xbf", "\xed\x9f\xbf");         /* U+D7FF */
+    assert_clean("\xee\x80\x80", "\xee\x80\x80");         /* U+E000 */
+    assert_clean("a\0b", "a\0b");                         /* NUL kept without the flag */
 }
 
 static void test_clean_invalid(void **state)
 {
     (void)state;
+    /* clang-format off */
     assert_clean("\x80", FFFD);                         /* lone continuation */
     assert_clean("a\xbf" "b", "a" FFFD "b");
     assert_clean("\xc0\xaf", FFFD FFFD);                /* overlong '/' */
@@ -149,6 +157,7 @@ static void test_clean_invalid(void **state)
     assert_clean("\xf0\x9d\x84" "x", FFFD FFFD FFFD "x");
     assert_clean("\xc3", FFFD);
     assert_clean("\xc3\xa9\xc3", "\xc3\xa9" FFFD);
+    /* clang-format on */
 }
 
 static void test_clean_flags_and_room(void **state)
@@ -160,7 +169,9 @@ static void test_clean_flags_and_room(void **state)
     assert_string_equal(out, "ab");
     assert_int_equal(clean(out, 63, "ab\xf0", 3, UTF8_CUT), 2);
     /* ... but a bad byte before the end is still replaced. */
+    /* clang-format off */
     assert_int_equal(clean(out, 63, "\xe2" "A\xe2\x82", 4, UTF8_CUT), 4);
+    /* clang-format on */
     assert_string_equal(out, FFFD "A");
     assert_int_equal(clean(out, 63, "\xff", 1, UTF8_CUT), 3);
     /* UTF8_STOP_AT_NUL. */
@@ -179,8 +190,12 @@ static void test_clean_in_place(void **state)
 {
     (void)state;
     static const char *inputs[] = {
-        "\x80\x80\x80\x80", "abc", "\xc3\xa9\xff\xe2\x82\xac\xed\xa0\x80x", "\xff",
-        "\xf0\x9d\x84\x9e\xf0\x9d\x84", "",
+        "\x80\x80\x80\x80",
+        "abc",
+        "\xc3\xa9\xff\xe2\x82\xac\xed\xa0\x80x",
+        "\xff",
+        "\xf0\x9d\x84\x9e\xf0\x9d\x84",
+        "",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         size_t len = strlen(inputs[i]);
