@@ -643,6 +643,33 @@ def check_report_shape(rep):
         assert f["total"] >= f["self"] >= 0, "total < self: %r\n%s" % (f, where)
 
 
+def dropped_total(proc):
+    """The samples a process's log counts as dropped, all reasons together: periods the
+    sampler saw run out but recorded nothing for."""
+    return sum(proc["dropped"].values())
+
+
+def check_cpu_samples(profile, cpu_s, got=None, share=0.5, what="samples"):
+    """Asserts that `got` samples (the process's, by default), with those its log counts
+    as dropped, are at least `share` of the periods in `cpu_s` seconds of CPU, the time
+    the workload measured it used.  A CPU-clock sampler fires once per period of each
+    thread's own CPU time, so this is what a run gets however busy the machine is: a
+    workload that got little of a loaded machine burns its CPU later, not less of it.
+    The default half leaves room for the periods a thread loses at its start and end
+    and what the library's own threads add to the process's CPU; the count itself is
+    checked closely by test_four_thread_cpu_shares.  Returns the periods expected."""
+    proc = profile.proc
+    period_s = proc["period_ns"] / 1e9
+    expected = cpu_s / period_s
+    n = proc["samples"] if got is None else got
+    lost = dropped_total(proc)
+    assert n + lost >= share * expected, (
+        "%d %s and %d dropped for %.3f s of CPU, %.0f periods of %g ms: expected at least "
+        "%d%% of them\n%s" % (n, what, lost, cpu_s, expected, period_s * 1e3, 100 * share,
+                              profile.dump()))
+    return expected
+
+
 def check_python_version(profile, interp):
     v = profile.proc["python"]
     want = "%d.%d" % interp.minor

@@ -16,10 +16,15 @@ import pyprof_testlib as t
 
 CHILDREN = t.workload("children.py")
 CHILD_PROG = t.workload("child_prog.py")
-# 0.3 s of CPU at 2 ms is worth ~150 samples (the perf timer) or ~75 (the 250 Hz tick
-# timer); a floor well below both still catches a process whose samples went missing.
-MIN_SAMPLES = 20
-ENV = {"PYPROF_PERIOD": "2ms"}
+# Every burn is 0.3 s of the process's own CPU (BURN_SECONDS in children.py,
+# child_burn in fork_from_thread.py), however long a busy machine makes it take: at
+# 2 ms, 150 periods, worth ~150 samples (the perf timer) or ~75 (the 250 Hz tick timer).
+# A quarter of the periods, well below both, still catches a process whose samples went
+# missing.
+BURN_CPU = 0.3
+PERIOD = 0.002
+MIN_SAMPLES = int(0.25 * BURN_CPU / PERIOD)
+ENV = {"PYPROF_PERIOD": "%dms" % (PERIOD * 1000)}
 INTERPS = t.params(t.by_id("py2.7", "py3.8", "py3.11", "py3.12", "py3.13",
                            "py3.11-debian", *t.SID_IDS))
 MIXED = t.params(t.by_id("py2.7", "py3.8", "py3.13", "py3.11-debian", *t.SID_IDS))

@@ -158,7 +158,7 @@ def log_report(path):
     return json.loads(res.stdout)
 
 
-def wait_for(what, fn, timeout=20.0, step=0.05):
+def wait_for(what, fn, timeout=60.0, step=0.05):
     """Calls fn() until it returns something true; fails after `timeout` seconds (a
     generous bound: reaching it means something hung)."""
     deadline = time.time() + timeout
@@ -497,9 +497,10 @@ def dump_problems(dump, pid, gil=False):
 
 def dump_in_place(d, gil=False):
     """`pyprof dump --json` of dump_target.py once every thread is in place: "ready"
-    comes just before the C spinner starts, and within a second every thread must be
-    where the workload put it."""
-    deadline = time.time() + 1.0
+    comes just before the C spinner starts, and every thread must then get where the
+    workload puts it (however long a busy machine makes that take; a minute without
+    means it never will)."""
+    deadline = time.time() + 60.0
     while True:
         res = t.tool("dump", "--json", d.pid, timeout=60)
         assert res.returncode == 0, res.stderr
@@ -740,8 +741,8 @@ def test_top_in_a_terminal(interp, target, quit_key, tmp_path, daemons):
         def look():
             screen[0] = tm.capture()
             return hottest_first(screen[0])
-        rows = wait_for("hottest() at the top of pyprof top's table within 3 s", look,
-                        timeout=3.0, step=0.1)
+        rows = wait_for("hottest() at the top of pyprof top's table", look,
+                        timeout=60.0, step=0.1)
         lines = screen[0].splitlines()
         assert lines[0].startswith("pyprof top - pid %d: " % d.pid), screen[0]
         assert "Python %s" % interp.version in lines[1] and "clock cpu" in lines[1], lines[1]
@@ -759,12 +760,12 @@ def test_top_in_a_terminal(interp, target, quit_key, tmp_path, daemons):
                 status_line = screen[0].splitlines()[2]
                 return ("seq %d: " % seq in status_line and tail in status_line
                         and hottest_first(screen[0]))
-            wait_for("top to follow the rotation into %s" % path, followed, timeout=5.0,
+            wait_for("top to follow the rotation into %s" % path, followed, timeout=60.0,
                      step=0.1)
 
         tm.run("send-keys", "-t", "top", quit_key)
         wait_for("top to quit on %s" % quit_key, lambda: os.path.exists(rcfile)
-                 and open(rcfile).read().strip(), timeout=5.0)
+                 and open(rcfile).read().strip(), timeout=60.0)
         assert open(rcfile).read().strip() == "0"
         # Out of the alternate screen, the terminal is as before: nothing of top's table.
         assert "%Own" not in tm.capture()

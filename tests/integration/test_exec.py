@@ -21,7 +21,9 @@ def test_exec_finalizes_log(interp, tmp_path):
     assert prof.stdout == b"exec workload: echo ran\n", prof.describe()
     p = t.one_log(prof, ended="exec")
     assert not p.proc["truncated"], p.dump()
-    assert p.proc["samples"] >= 10, p.dump()
+    # The workload burned at least 0.5 s of its own CPU before the exec: at least half
+    # of those periods are in the log, however long the machine made it take.
+    t.check_cpu_samples(p, 0.5)
     assert any(f["name"] == "burn" for f in p.rep["functions"]), p.dump()
 
 

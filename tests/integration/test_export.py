@@ -101,14 +101,20 @@ class RealLog(object):
 @pytest.fixture(scope="module", params=("py3.11",) + t.SID_IDS)
 def real(tmp_path_factory, request):
     """accuracy.py at a 2 ms period on 3.11 and on the newest interpreters: about two
-    thousand samples, burn_a the hot function (twice the next one's CPU)."""
+    thousand samples (its CPU, not its wall time, is calibrated), burn_a the hot
+    function (twice the next one's CPU)."""
     interp = t.by_id(request.param)[0].require()
     d = tmp_path_factory.mktemp("real")
-    prof = t.run([interp.path, ACC], str(d / "logs"), env={"PYPROF_PERIOD": "2ms"})
+    measured = str(d / "measured.json")
+    prof = t.run([interp.path, ACC], str(d / "logs"),
+                 env={"PYPROF_PERIOD": "2ms", "WORKLOAD_RESULT": measured})
     assert prof.rc == 0, prof.describe()
     p = t.one_log(prof, ended="exit")
     log = RealLog(prof.logs[0], p.rep)
-    assert log.samples >= 300, "too few samples (%d)\n%s" % (log.samples, log.dump())
+    # One sample per 2 ms of the CPU the workload measured for itself (a fixed amount,
+    # whatever the machine's load), of which at least half.
+    with open(measured) as f:
+        t.check_cpu_samples(p, json.load(f)["total"])
     hot = log.top(1)[0]
     assert hot["name"] == "burn_a", "burn_a is not the hot function\n" + log.dump()
     return log

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = { .len = sizeof filter / sizeof filter[0], .filter = filter };
+    struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) {
         fprintf(stderr, "no_perf: cannot install the seccomp filter: %s\n", strerror(errno));

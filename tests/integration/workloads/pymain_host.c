@@ -7,7 +7,4 @@
  */
 #include <Python.h>
 
-int main(int argc, char **argv)
-{
-    return Py_BytesMain(argc, argv);
-}
+int main(int argc, char **argv) { return Py_BytesMain(argc, argv); }

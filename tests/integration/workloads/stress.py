@@ -1,6 +1,7 @@
-# Stress workload (Python 2.7 and 3.x): for $STRESS_SECONDS of wall time (default 10)
-# it repeats a round of everything that makes frames appear and vanish quickly:
-# calls and returns, exceptions raised through frames, generators (and ones closed
+# Stress workload (Python 2.7 and 3.x): until the process has used $STRESS_SECONDS of
+# CPU time (default 10; CPU, so that a CPU-clock sampler sees as much of it on a busy
+# machine as on an idle one) it repeats a round of everything that makes frames appear
+# and vanish quickly: calls and returns, exceptions raised through frames, generators (and ones closed
 # half-way), lambdas, code compiled with exec and freed again (functions gen_fn_<i>,
 # each a fresh code object), 5000-deep recursion, asyncio gather of coroutines (3.5+),
 # and short-lived threads.  At the end a daemon thread is left spinning in Python while
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 
+cpu_clock = getattr(time, "process_time", None) or time.clock
 try:
     xrange
 except NameError:
@@ -158,8 +160,8 @@ def spin_forever():
 def main():
     first = one_round()
     ok = True
-    end = time.time() + SECONDS
-    while time.time() < end:
+    end = cpu_clock() + SECONDS
+    while cpu_clock() < end:
         if one_round() != first:
             ok = False
     close_loop()
