@@ -58,8 +58,15 @@ int sigdisp_take(int sig, sigdisp_handler fn, int flags, const sigset_t *mask,
     if (libc_next_sigaction(sig, NULL, &cur) < 0)
         return -1;
     int was_ours = atomic_load(&h->ours) && cur.sa_sigaction == fn;
-    if (policy == SIGDISP_DEFAULT && !was_ours && !is_default(&cur))
+    if (policy == SIGDISP_DEFAULT && !was_ours && !is_default(&cur)) {
+        /* Held as if the program had replaced ours: its SIG_DFL later puts ours in (a
+         * program started with the signal ignored, as a shell starts a background job,
+         * that then restores the default). */
+        atomic_store(&h->ours, 0);
+        h->program = cur;
+        atomic_store(&h->policy, (int)policy);
         return 1;
+    }
     if (install(h, sig, NULL) < 0)
         return -1;
     if (!was_ours)

@@ -15,6 +15,7 @@ the tests check what a user sees.
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 
@@ -422,13 +423,22 @@ def _text(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
 
+def _default_signals():
+    """In the child, before exec: the terminating signals at their default action, as a
+    program started from a terminal gets them, whoever started the suite (a shell's
+    background job has SIGINT and SIGQUIT ignored, nohup SIGHUP)."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class _Pending(object):
     """A started program; wait() collects it."""
 
     def __init__(self, argv, env, outdir, profiled, timeout, cwd):
         self.argv, self.outdir, self.profiled, self.timeout = argv, outdir, profiled, timeout
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     preexec_fn=_default_signals)
 
     def wait(self):
         try:

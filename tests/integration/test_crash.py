@@ -62,17 +62,21 @@ def wait_ready(pending, t0):
 
 
 def start_and_signal(interp, tmp_path, sig, env=None, baseline=True, ready_cpu=READY_CPU,
-                     after=0.0):
+                     after=0.0, ignored=False):
     """Starts the workload under the library (and, with `baseline`, without it at the
     same time); once it has burned `ready_cpu` seconds of CPU and `after` more seconds
-    have passed, sends it `sig`.  Returns (profiled run, baseline run or None, seconds
-    from the start of the profiled run to its ready line)."""
+    have passed, sends it `sig`.  With `ignored`, the workload starts with SIGINT
+    ignored, as a shell's background job does.  Returns (profiled run, baseline run or
+    None, seconds from the start of the profiled run to its ready line)."""
     outdir = str(tmp_path / "logs")
     e = dict(ENV, READY_CPU=str(ready_cpu))
     e.update(env or {})
+    argv = [interp.path, UNTIL_KILLED]
+    if ignored:
+        argv = ["/bin/sh", "-c", "trap '' INT; exec \"$0\" \"$@\""] + argv
     t0 = time.time()
-    prof = t.start([interp.path, UNTIL_KILLED], outdir, True, e)
-    base = t.start([interp.path, UNTIL_KILLED], None, False, e) if baseline else None
+    prof = t.start(argv, outdir, True, e)
+    base = t.start(argv, None, False, e) if baseline else None
     runs = []
     t_ready = None
     for p in (prof, base):
@@ -147,19 +151,22 @@ def test_sigkill_leaves_readable_log(interp, tmp_path):
     assert m and int(m.group(1)) == p["samples"], iwhere
 
 
+# A process a shell starts in the background gets SIGINT ignored; one that then sets it
+# back to its default action must have its log finished by it all the same.
 SIGNALS = [
-    pytest.param(signal.SIGTERM, {}, id="SIGTERM"),
-    pytest.param(signal.SIGINT, {"SIGINT_DFL": "1"}, id="SIGINT-default"),
+    pytest.param(signal.SIGTERM, {}, False, id="SIGTERM"),
+    pytest.param(signal.SIGINT, {"SIGINT_DFL": "1"}, False, id="SIGINT-default"),
+    pytest.param(signal.SIGINT, {"SIGINT_DFL": "1"}, True, id="SIGINT-ignored-then-default"),
 ]
 
 
-@pytest.mark.parametrize("sig,env", SIGNALS)
+@pytest.mark.parametrize("sig,env,ignored", SIGNALS)
 @pytest.mark.parametrize("interp", t.params(t.by_id("py2.7", "py3.8", "py3.11-debian",
                                                       "py3.12", "py3.13", *t.SID_IDS)))
-def test_fatal_signal_finalizes_log(interp, sig, env, tmp_path):
+def test_fatal_signal_finalizes_log(interp, sig, env, ignored, tmp_path):
     """The signal's default action ends the process: the log is finalized first."""
     interp.require()
-    prof, base, _ = start_and_signal(interp, tmp_path, sig, env=env)
+    prof, base, _ = start_and_signal(interp, tmp_path, sig, env=env, ignored=ignored)
     assert base.rc == -sig, base.describe()
     t.assert_transparent(prof, base)
     p = t.one_log(prof, ended="signal")

@@ -111,13 +111,26 @@ static void test_default_policy(void **state)
     assert_int_equal(sigdisp_take(SIGUSR2, ours, SA_RESTART, NULL, SIGDISP_DEFAULT, NULL), 1);
     assert_ptr_equal(real_now(SIGUSR2).sa_handler, program);
     assert_int_equal(sigdisp_program_sigaction(SIGUSR2, NULL, NULL), 0);
+    /* The program setting SIG_DFL later puts ours in, telling it its own handler. */
+    struct sigaction dfl = with_handler(SIG_DFL), old;
+    assert_int_equal(sigdisp_program_sigaction(SIGUSR2, &dfl, &old), 1);
+    assert_ptr_equal(old.sa_handler, program);
+    assert_ptr_equal(real_now(SIGUSR2).sa_sigaction, ours);
+
+    /* Ignored at the start (a background job), then the default: ours. */
+    struct sigaction ign = with_handler(SIG_IGN);
+    assert_int_equal(libc_next_sigaction(SIGHUP, &ign, NULL), 0);
+    assert_int_equal(sigdisp_take(SIGHUP, ours, SA_RESTART, NULL, SIGDISP_DEFAULT, NULL), 1);
+    assert_ptr_equal(real_now(SIGHUP).sa_handler, SIG_IGN);
+    assert_int_equal(sigdisp_program_sigaction(SIGHUP, &dfl, &old), 1);
+    assert_ptr_equal(old.sa_handler, SIG_IGN);
+    assert_ptr_equal(real_now(SIGHUP).sa_sigaction, ours);
+    sigdisp_reset_default(SIGHUP);
 
     /* At its default: ours, and the program is told SIG_DFL. */
-    struct sigaction dfl = with_handler(SIG_DFL);
     assert_int_equal(libc_next_sigaction(SIGUSR2, &dfl, NULL), 0);
     assert_int_equal(sigdisp_take(SIGUSR2, ours, SA_RESTART, NULL, SIGDISP_DEFAULT, NULL), 0);
     assert_ptr_equal(real_now(SIGUSR2).sa_sigaction, ours);
-    struct sigaction old;
     assert_int_equal(sigdisp_program_sigaction(SIGUSR2, NULL, &old), 1);
     assert_ptr_equal(old.sa_handler, SIG_DFL);
 
