@@ -30,9 +30,9 @@ typedef void (*sigdisp_handler)(int sig, siginfo_t *info, void *uc);
  * blocks nothing more) and records the disposition it replaces as the program's.  For
  * SIGDISP_DEFAULT, only when that disposition is the default action: when not, it
  * returns 1 and the program's disposition stays, as if the program had just set it
- * (its SIG_DFL later installs `fn`).  `on_yield` (SIGDISP_YIELD only, may be NULL) runs before
- * the program's disposition replaces ours.  Taking a signal held already reinstalls `fn` and
- * keeps the program's record.  Returns 0, 1, or -1 with errno. */
+ * (its SIG_DFL later installs `fn`).  `on_yield` (SIGDISP_YIELD only, may be NULL) runs
+ * before the program's disposition replaces ours.  Taking a signal held already
+ * reinstalls `fn` and keeps the program's record.  Returns 0, 1, or -1 with errno. */
 int sigdisp_take(int sig, sigdisp_handler fn, int flags, const sigset_t *mask,
                  enum sigdisp_policy policy, void (*on_yield)(int sig));
 
