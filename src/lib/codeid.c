@@ -142,22 +142,31 @@ static inline uint64_t identity_digest(uintptr_t name, uintptr_t filename, uintp
     return d ? d : 1;
 }
 
-uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
-                   const frame_raw *held, int *changed)
+uint64_t codeid_digest(const pyabi *a, uintptr_t code)
 {
     /* The caller checked `code` live (pyread_is_code, which checks its span too): the
      * check here costs one compare and keeps this function safe alone. */
     safe_span(code, PYREAD_SPAN);
-    uintptr_t name = safe_at_ptr(code + (uintptr_t)a->co_name);
-    uintptr_t filename = safe_at_ptr(code + (uintptr_t)a->co_filename);
-    uintptr_t linetable = safe_at_ptr(code + (uintptr_t)a->co_linetable);
-    int32_t first_line = safe_at_i32(code + (uintptr_t)a->co_firstlineno);
-    uint64_t digest = identity_digest(name, filename, linetable, first_line);
+    return identity_digest(safe_at_ptr(code + (uintptr_t)a->co_name),
+                           safe_at_ptr(code + (uintptr_t)a->co_filename),
+                           safe_at_ptr(code + (uintptr_t)a->co_linetable),
+                           safe_at_i32(code + (uintptr_t)a->co_firstlineno));
+}
+
+uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
+                   const frame_raw *held, int *changed)
+{
+    return codeid_of_digest(a, t, code, codeid_digest(a, code), holder, held, changed);
+}
+
+uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest,
+                          uintptr_t holder, const frame_raw *held, int *changed)
+{
     uint32_t id = 0;
     code_slot *s = NULL;
     switch (codetable_lookup(t, code, digest, &id, &s)) {
     case CODETABLE_FOUND:
-        return id;
+        return id; /* by the identity read with the frame: nothing read again */
     case CODETABLE_BUSY:
         return PYPROF_CODE_UNREADABLE; /* another thread is filling it right now */
     case CODETABLE_FULL:
@@ -167,13 +176,25 @@ uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
         break;
     }
     tls_pending_slot = s;
-    rrec_code *rec = emit_code(a, code, id, first_line, name, filename, linetable);
-    if (rec && holder && !pyread_frame_unchanged(a, holder, held)) {
-        ring_cancel(&sighandler_g.codes, rec);
-        rec = NULL;
+    safe_span(code, PYREAD_SPAN);
+    uintptr_t name = safe_at_ptr(code + (uintptr_t)a->co_name);
+    uintptr_t filename = safe_at_ptr(code + (uintptr_t)a->co_filename);
+    uintptr_t linetable = safe_at_ptr(code + (uintptr_t)a->co_linetable);
+    int32_t first_line = safe_at_i32(code + (uintptr_t)a->co_firstlineno);
+    rrec_code *rec = NULL;
+    if (identity_digest(name, filename, linetable, first_line) != digest) {
+        /* Another code object at that address since the frame was read. */
         *changed = 1;
-    } else if (!rec) {
-        sampleout_drop(PYPROF_DROP_RING_FULL);
+    } else {
+        rec = emit_code(a, code, id, first_line, name, filename, linetable);
+        if (rec && holder &&
+            (!pyread_frame_unchanged(a, holder, held) || codeid_digest(a, code) != digest)) {
+            ring_cancel(&sighandler_g.codes, rec);
+            rec = NULL;
+            *changed = 1;
+        } else if (!rec) {
+            sampleout_drop(PYPROF_DROP_RING_FULL);
+        }
     }
     tls_pending_code = NULL;
     tls_pending_slot = NULL;

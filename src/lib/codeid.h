@@ -30,6 +30,19 @@
 uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
                    const frame_raw *held, int *changed);
 
+/* [sigsafe] The identity of the code object at `code` beside its address (a digest of
+ * its name, file name and line-table objects and its first line), as the table keys it. */
+uint64_t codeid_digest(const pyabi *a, uintptr_t code);
+
+/* [sigsafe] codeid_of with the identity `digest` read earlier, while the frame holding
+ * the code object was read (the wall clock reads a running thread's frames first and
+ * looks their code objects up after: meanwhile the thread may have freed one and put
+ * another at its address).  A known identity is not read again; a new one is copied
+ * only while the code object still has it, and committed only if it still has it and
+ * `holder` still holds it after the copy (else *changed). */
+uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest,
+                          uintptr_t holder, const frame_raw *held, int *changed);
+
 /* [sigsafe] The failure path of a guarded region that may have been inside codeid_of:
  * gives up the CODE record being filled and its table slot. */
 void codeid_abandon(void);

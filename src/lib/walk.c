@@ -97,6 +97,7 @@ record_frame(walk_out *o, int kind, int self, walk_memo *memo, uintptr_t frame,
     if (!self) {
         o->frames[i] = frame;
         o->raws[i] = *f;
+        o->digests[i] = codeid_digest(o->a, code);
         return;
     }
     unsigned m = memo_slot(code);

@@ -26,19 +26,21 @@ enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2, WALK_ROOM = -3 };
 
 /* Where a walk puts what it finds: code ids looked up at once (the signal handler, whose
  * thread is stopped), or, for a thread that keeps running (the wall clock), each
- * recorded frame's address and contents, whose code objects are looked up after the
- * walk. */
+ * recorded frame's address and contents and its code object's identity, read with the
+ * frame; the code objects are looked up by that identity after the walk
+ * (codeid_of_digest). */
 typedef struct walk_out {
     const pyabi *a;
     int t;             /* the code table generation held (codetable_enter) */
     uintptr_t *frames; /* NULL: look code ids up during the walk */
     frame_raw *raws;
-    uintptr_t ts;  /* with frames: the thread state whose stack this is */
-    int strict;    /* read hand over hand (see walk); one thread only may walk so */
-    int runs;      /* native mode, code ids looked up: mark each eval-loop C
-                    * activation's outermost recorded frame with RFRAME_RUN_START */
-    unsigned room; /* frames r has room for, when fewer than max_depth (0: max_depth);
-                    * a stack that needs more ends the walk with WALK_ROOM */
+    uint64_t *digests; /* with frames: each frame's codeid_digest, read with the frame */
+    uintptr_t ts;      /* with frames: the thread state whose stack this is */
+    int strict;        /* read hand over hand (see walk); one thread only may walk so */
+    int runs;          /* native mode, code ids looked up: mark each eval-loop C
+                        * activation's outermost recorded frame with RFRAME_RUN_START */
+    unsigned room;     /* frames r has room for, when fewer than max_depth (0: max_depth);
+                        * a stack that needs more ends the walk with WALK_ROOM */
 } walk_out;
 
 /* [sigsafe] Walks the thread's frames from `frame` into r->frames (room for max_depth),

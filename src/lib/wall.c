@@ -44,6 +44,7 @@
 /* The scratch of the one pass that runs at a time. */
 static uintptr_t wall_frames[SIGHANDLER_MAX_DEPTH];
 static frame_raw wall_raws[SIGHANDLER_MAX_DEPTH];
+static uint64_t wall_digests[SIGHANDLER_MAX_DEPTH];
 static _Atomic int busy; /* a pass (wall thread) or a snapshot (control thread) runs */
 
 /* A stack that changed under the read: the thread is running Python right now.  Its
@@ -129,13 +130,16 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
                   .t = t,
                   .frames = wall_frames,
                   .raws = wall_raws,
+                  .digests = wall_digests,
                   .ts = ts,
                   .strict = a->frame_kind == PYABI_FRAME_OBJECT};
     int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
     int changed = 0;
     for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
-        uint32_t id = codeid_of(a, t, wall_raws[i].code, wall_frames[i], &wall_raws[i],
-                                &changed);
+        /* By the identity read with the frame: the thread went on meanwhile, and may
+         * have freed that code object and made another at its address. */
+        uint32_t id = codeid_of_digest(a, t, wall_raws[i].code, wall_digests[i], wall_frames[i],
+                                       &wall_raws[i], &changed);
         if (changed)
             rc = WALK_CHANGED;
         else if (id == PYPROF_CODE_UNREADABLE)
