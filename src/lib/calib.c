@@ -7,12 +7,10 @@
  * followed by a unit with none, the extra is (unit + next) - 2 x base, where base is the
  * mean of the units with no signal in them nor in the unit before, and no tick.  The
  * cost is the mean extra, with the highest tenth left out (a unit the host stalled is
- * not the signal's doing).  The kernel's tick costs something too, and a thread
- * CPU-clock timer's signal always comes with one (the tick is when the kernel checks
- * such timers): a unit that saw a tick is told by the coarse monotonic clock, which
- * moves only at ticks, and the tick's own cost (from units with a tick and no signal)
- * is taken out of the units it fell in.  Other interrupts land in base units as often as
- * in signal units, so they cancel.
+ * not the signal's doing).  The kernel's tick costs something too: a unit that saw a
+ * tick is told by the coarse monotonic clock, which moves only at ticks, and the tick's
+ * own cost (from units with a tick and no signal) is taken out of the units it fell in.  Other
+ * interrupts land in base units as often as in signal units, so they cancel.
  *
  * Everything here runs on a thread of the library, outside signal context, except
  * calib_on_signal: a thread-local flag and counter.
@@ -108,9 +106,7 @@ static uint64_t estimate(size_t n, uint64_t *signals)
         }
     }
     tick = nticks >= 4 && tick > 0 ? tick / (double)nticks : 0;
-    /* A signal's: the unit it landed in and the next, less the ticks in them (a thread
-     * CPU-clock timer's signal always comes with one: the tick is when the kernel
-     * checks the timer). */
+    /* A signal's: the unit it landed in and the next, less the ticks in them. */
     static uint64_t extra[MAX_UNITS];
     size_t ne = 0;
     for (size_t i = 0; i + 1 < n; i++) {

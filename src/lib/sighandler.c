@@ -267,13 +267,9 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
 {
     int saved_errno = errno;
     sighandler_state *g = &sighandler_g;
-    /* Our tag: si_perf_data of a perf event's trap, si_value of a thread CPU-clock
-     * timer's (threadtimer.h). */
-    uint64_t perf_data = sig != SIGTRAP ? 0
-                         : info->si_code == PYPROF_TRAP_PERF
+    /* Our tag: si_perf_data of a perf event's trap (threadtimer.h). */
+    uint64_t perf_data = sig == SIGTRAP && info->si_code == PYPROF_TRAP_PERF
                              ? *(const uint64_t *)((const char *)info + SI_PERF_DATA_OFFSET)
-                         : info->si_code == SI_TIMER
-                             ? (uint64_t)(uintptr_t)info->si_value.sival_ptr
                              : 0;
     if (sig == SIGTRAP && !threadtimer_is_ours(perf_data)) {
         /* A trap that is not ours goes to the program's own handler.  With SIG_DFL, a

@@ -23,20 +23,14 @@
  *      its own signal: releasing an event from the handler of its own pending signal
  *      makes the kernel spin).
  *
- * Which steady timer.  A perf event's every overflow is an hrtimer interrupt of its own,
- * and on a virtual machine that interrupt and its re-arming are exits to the hypervisor:
- * measured at 13-15 us per expiry even without a signal.  For periods of TT_TICK_MIN_NS
- * and more, the steady timer is a POSIX timer on the thread's own CPU clock instead
- * (timer_create(CLOCK_THREAD_CPUTIME_ID), SIGEV_THREAD_ID, SIGTRAP with our tag in
- * si_value): the kernel checks such timers at its scheduler tick, which happens anyway,
- * so a sample costs only its signal.  It fires on the first tick after each period of
- * the thread's CPU, so samples stay one per period on average, taken at ticks; below
- * TT_TICK_MIN_NS the tick (250 Hz here) would cap the rate, so the steady timer stays a
- * perf event.  The first period is a perf event either way: a tick-checked timer would
- * see a thread shorter than a tick in proportion to the square of its CPU, not to it.
- * The timer is made in the handler with raw system calls (the C library's timer_create
- * is not on the signal-safe list) and deleted like a mapping: whoever takes its id from
- * the slot deletes it, exactly once.
+ * Why the steady timer is a perf event too.  A POSIX timer on the thread's own CPU clock
+ * (timer_create(CLOCK_THREAD_CPUTIME_ID)) costs no timer interrupt of its own, but the
+ * kernel checks it only when a scheduler tick finds the thread running.  On a busy host a
+ * thread runs in slices shorter than a tick and most ticks find another task: a thread
+ * that ran 297 slices of a median 1.7 ms was found by 18 of about 133 ticks, which took
+ * 9 samples for about 48 periods of its CPU (the rest merged into late signals).  The perf
+ * task-clock event's hrtimer follows the thread's own CPU time across slices, whatever runs
+ * beside it, so it is the steady timer at every period (docs/ARCHITECTURE.md has the costs).
  *
  * An event lives as long as a file holds it.  A descriptor would do, but one per
  * thread in the program's descriptor table is not ours to take (RLIMIT_NOFILE, select's
@@ -78,28 +72,21 @@
 #include "ownthreads.h"
 
 #define TT_SLOTS 16384u            /* threads timed at once */
-#define TT_TICK_MIN_NS 10000000ull /* periods from this one up: steady_tick */
 #define TT_KIND_FIRST (1ull << 23) /* si_perf_data: the first-period event */
-#define TT_KIND_TICK (1ull << 22)  /* si_value: the steady thread CPU-clock timer */
-#define TT_SLOT_MASK (TT_KIND_TICK - 1)
-#define TT_PROBE_TICK (1ull << 63)     /* a probe handle that is a timer id, not a mapping */
+#define TT_SLOT_MASK ((1ull << 22) - 1)
 #define TT_TAG_MASK ((1ull << 24) - 1) /* the bits that are not the cookie's */
 #define TT_DYING UINT32_MAX            /* owner tid while the owner releases its slot */
 
 typedef struct tt_slot {
     _Atomic uint32_t tid;     /* owner; 0 free */
     _Atomic uintptr_t first;  /* the first event's mapping, until released */
-    _Atomic uintptr_t steady; /* the steady event's mapping (steady_tick 0) */
-    _Atomic int32_t tick;     /* the steady timer's id + 1 (steady_tick 1); 0 none */
+    _Atomic uintptr_t steady; /* the steady event's mapping */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
 static _Atomic uint32_t slots_used; /* slots [0, slots_used) have been handed out */
 static _Atomic int armed;
 static uint64_t period;
-/* The steady timer is a POSIX thread CPU-clock timer (the period is at least
- * TT_TICK_MIN_NS), else a perf event like the first one. */
-static int steady_tick;
 static uint64_t cookie_hi;
 static int exclude_kernel;
 static size_t page;
@@ -174,46 +161,10 @@ static void release(uintptr_t m)
         munmap((void *)m, page);
 }
 
-/* [sigsafe] Makes thread `tid`'s steady timer: a POSIX timer on its CPU clock, every
- * period from now, raising SIGTRAP (SI_TIMER) on it with `sig_data` in si_value.  Raw
- * system calls (the C library's timer_create is not on the signal-safe list).  Returns
- * the timer's id + 1, or 0 (errno set). */
-static int32_t make_tick(uint32_t tid, uint64_t sig_data)
-{
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGTRAP;
-    sev.sigev_value.sival_ptr = (void *)(uintptr_t)sig_data;
-    sev._sigev_un._tid = (pid_t)tid;
-    int id;
-    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) < 0)
-        return 0;
-    struct itimerspec its;
-    its.it_interval.tv_sec = (time_t)(period / 1000000000ull);
-    its.it_interval.tv_nsec = (long)(period % 1000000000ull);
-    its.it_value = its.it_interval;
-    if (syscall(SYS_timer_settime, id, 0, &its, NULL) < 0) {
-        int e = errno;
-        syscall(SYS_timer_delete, id);
-        errno = e;
-        return 0;
-    }
-    return id + 1;
-}
-
-/* [sigsafe] Deletes a timer taken from a slot (0: nothing). */
-static void release_tick(int32_t t)
-{
-    if (t)
-        syscall(SYS_timer_delete, t - 1);
-}
-
 static void release_slot_maps(tt_slot *s)
 {
     release(atomic_exchange(&s->first, 0));
     release(atomic_exchange(&s->steady, 0));
-    release_tick(atomic_exchange(&s->tick, 0));
 }
 
 static int thread_alive(uint32_t tid)
@@ -258,12 +209,6 @@ static void take_back(_Atomic uintptr_t *at, uintptr_t m)
 {
     if (atomic_compare_exchange_strong(at, &m, 0))
         release(m);
-}
-
-static void take_back_tick(_Atomic int32_t *at, int32_t t)
-{
-    if (atomic_compare_exchange_strong(at, &t, 0))
-        release_tick(t);
 }
 
 /* Frees slot `s` if `tid` still owns it. */
@@ -336,7 +281,6 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
     atomic_store(&untimed_cpu_ns, 0);
     page = (size_t)sysconf(_SC_PAGESIZE);
     period = period_ns ? period_ns : 1;
-    steady_tick = period >= TT_TICK_MIN_NS;
     cookie_hi = cookie & ~TT_TAG_MASK;
     atomic_store(&rng, cookie);
     if (!have_exit_key) {
@@ -401,7 +345,6 @@ void threadtimer_forget_in_child(void)
     for (uint32_t i = 0; i < used && i < TT_SLOTS; i++) {
         atomic_store(&slots[i].first, 0);
         atomic_store(&slots[i].steady, 0);
-        atomic_store(&slots[i].tick, 0); /* POSIX timers are not inherited either */
         atomic_store(&slots[i].tid, 0);
     }
     atomic_store(&slots_used, 0);
@@ -452,35 +395,22 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
         errno = saved;
         return;
     }
-    if (!atomic_load(&armed) || atomic_load(&slot->steady) || atomic_load(&slot->tick)) {
+    if (!atomic_load(&armed) || atomic_load(&slot->steady)) {
         errno = saved;
         return;
     }
     /* The first event has stopped and the steady one is not there yet: this is CPU no
      * event of the thread counts. */
     uint64_t c0 = thread_cpu_ns();
-    if (steady_tick) {
-        int32_t t = make_tick(tid, cookie_hi | TT_KIND_TICK | s);
-        if (!t) {
-            atomic_fetch_add(&lost, 1);
-        } else {
-            int32_t none = 0;
-            if (!atomic_compare_exchange_strong(&slot->tick, &none, t))
-                release_tick(t);
-            else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
-                take_back_tick(&slot->tick, t);
-        }
+    uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
+    if (!m) {
+        atomic_fetch_add(&lost, 1);
     } else {
-        uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
-        if (!m) {
-            atomic_fetch_add(&lost, 1);
-        } else {
-            uintptr_t none = 0;
-            if (!atomic_compare_exchange_strong(&slot->steady, &none, m))
-                release(m);
-            else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
-                take_back(&slot->steady, m);
-        }
+        uintptr_t none = 0;
+        if (!atomic_compare_exchange_strong(&slot->steady, &none, m))
+            release(m);
+        else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
+            take_back(&slot->steady, m);
     }
     account(c0);
     errno = saved;
@@ -493,26 +423,13 @@ uintptr_t threadtimer_open_probe(void)
         return 0;
     }
     /* Slot bits all set: beyond the table, so threadtimer_on_signal ignores it. */
-    if (steady_tick) {
-        int32_t t = make_tick(gettid_raw(), cookie_hi | TT_KIND_TICK | TT_SLOT_MASK);
-        return t ? TT_PROBE_TICK | (uint32_t)t : 0;
-    }
     return open_pinned(0, period, cookie_hi | TT_SLOT_MASK, 0);
 }
 
-void threadtimer_close_probe(uintptr_t probe)
-{
-    if (probe & TT_PROBE_TICK)
-        release_tick((int32_t)(uint32_t)probe);
-    else
-        release(probe);
-}
+void threadtimer_close_probe(uintptr_t probe) { release(probe); }
 
 const char *threadtimer_name(void)
 {
-    if (steady_tick)
-        return exclude_kernel ? "perf-task-clock-user+thread-cpu-timer"
-                              : "perf-task-clock+thread-cpu-timer";
     return exclude_kernel ? "perf-task-clock-user" : "perf-task-clock";
 }
 

@@ -1,9 +1,7 @@
 /*
  * threadtimer: each thread's CPU timer in cpu mode.  A perf task-clock event per thread
  * raises SIGTRAP on that thread after each period of its CPU time; the first period of
- * every thread is uniformly random in (0, period], every later one is the period (from
- * 10 ms up, counted by a POSIX timer on the thread's CPU clock instead of a perf event:
- * threadtimer.c says why).  So a
+ * every thread is uniformly random in (0, period], every later one is the period.  So a
  * thread's expected number of samples is its CPU time over the period however short its
  * life: a thread that uses 0.3 of a period is sampled with probability 0.3.  (A counter
  * that starts at zero in each thread, as an inherited event does, never samples a thread
@@ -41,14 +39,13 @@ int threadtimer_armed(void);
 /* [not sigsafe] In a new thread, before its start routine: arms its event. */
 void threadtimer_thread_start(void);
 
-/* [sigsafe] 1 when `sig_data` (si_perf_data of a TRAP_PERF SIGTRAP, si_value of an
- * SI_TIMER one) is one of ours. */
+/* [sigsafe] 1 when `sig_data` (si_perf_data of a TRAP_PERF SIGTRAP) is one of ours. */
 int threadtimer_is_ours(uint64_t sig_data);
 
 /* [sigsafe] In the handler of one of our signals, on the thread `tid` it interrupted:
  * after the first period, arms the steady timer; after a steady one, releases the
  * spent first event.  Raw system calls only (perf_event_open, ioctl, mmap, close,
- * munmap, timer_create, timer_settime, timer_delete). */
+ * munmap). */
 void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
 
 /* CPU time the library spent making and releasing events since threadtimer_arm (in
@@ -71,8 +68,7 @@ void threadtimer_count_lost(void);
 uintptr_t threadtimer_open_probe(void);
 void threadtimer_close_probe(uintptr_t probe);
 
-/* "perf-task-clock", or "perf-task-clock-user" where only user time may be counted;
- * "+thread-cpu-timer" appended when the steady timers are POSIX timers. */
+/* "perf-task-clock", or "perf-task-clock-user" where only user time may be counted. */
 const char *threadtimer_name(void);
 
 /* Threads whose timer could not be made (no slot, descriptor or locked memory left)

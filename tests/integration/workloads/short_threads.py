@@ -23,14 +23,15 @@
 # `fork`); the measurements go as JSON to $SHORT_RESULT: "window_cpu", the process CPU
 # time used during phase(), and "profiler_cpu", how much of it the profiler's own threads
 # used; "cpu", the CPU each burn function used (its thread's CPU clock around every call,
-# summed); "calls", how often each ran.  stdout only says what was done.
+# summed); "waited", how long their threads meanwhile waited for a CPU; "calls", how
+# often each ran.  stdout only says what was done.
 import os
 import random
 import sys
 import threading
 import time
 
-from short_common import Spent, Window, spin, thread_cpu, wait_threads_gone, write_result
+from short_common import Spent, Window, thread_cpu, wait_threads_gone, write_result
 
 MODE = os.environ.get("SHORT_MODE", "threads")
 THREADS = int(os.environ.get("THREADS", "5000"))
@@ -46,27 +47,27 @@ spent = Spent()
 
 
 def burn_a(seconds):
-    spent.add("burn_a", spin(seconds))
+    spent.burn("burn_a", seconds)
 
 
 def burn_b(seconds):
-    spent.add("burn_b", spin(seconds))
+    spent.burn("burn_b", seconds)
 
 
 def short_burn(seconds):
-    spent.add("short_burn", spin(seconds))
+    spent.burn("short_burn", seconds)
 
 
 def long_burn_a(seconds):
-    spent.add("long_burn_a", spin(seconds))
+    spent.burn("long_burn_a", seconds)
 
 
 def long_burn_b(seconds):
-    spent.add("long_burn_b", spin(seconds))
+    spent.burn("long_burn_b", seconds)
 
 
 def callback_burn(seconds):
-    spent.add("callback_burn", spin(seconds))
+    spent.burn("callback_burn", seconds)
 
 
 def run_threads():
@@ -133,7 +134,7 @@ def phase(work):
     what = work()
     alive = wait_threads_gone(baseline)
     w.stop()
-    return what, dict(w.result(), cpu=spent.cpu, calls=spent.calls,
+    return what, dict(w.result(), cpu=spent.cpu, calls=spent.calls, waited=spent.waited,
                   threads_left=alive - baseline)
 
 
