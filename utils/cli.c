@@ -272,6 +272,7 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
     if (rc >= 0)
         return rc;
     a->args = argv + optind;
+    a->load = load;
     optind += cmd->nargs;
     rc = cli_load(argv + optind, argc - optind, &a->cf.f, load, a->root, &a->p);
     return rc ? rc : -1;

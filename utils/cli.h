@@ -47,6 +47,7 @@ int cmd_ctl(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 extern const char cmd_run_usage[];
 extern const char cmd_info_usage[];
 extern const char cmd_report_usage[];
@@ -57,6 +58,7 @@ extern const char cmd_ctl_usage[];
 extern const char cmd_dump_usage[];
 extern const char cmd_top_usage[];
 extern const char cmd_trace_usage[];
+extern const char cmd_diff_usage[];
 
 /* "pyprof: <message>" and a newline on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,10 +154,11 @@ typedef struct cli_command {
 /* What cli_start leaves for the command. */
 typedef struct cli_args {
     cli_filter cf;
-    int json;    /* --json was given */
-    char *root;  /* --root DIR as an absolute path, or NULL */
-    char **args; /* the command's nargs words before the logs */
-    profile *p;  /* the logs, loaded and filtered */
+    int json;      /* --json was given */
+    char *root;    /* --root DIR as an absolute path, or NULL */
+    char **args;   /* the command's nargs words before the logs */
+    unsigned load; /* the profile_new options the logs were loaded with */
+    profile *p;    /* the logs, loaded and filtered */
 } cli_args;
 
 /* Parses the command line of `cmd` (its options, --help, the filters, --native-glue,

@@ -1,6 +1,6 @@
 /*
  * jsonw: the one JSON writer of the `pyprof` tool.  Every JSON text the tool prints or
- * writes (report, tree and dump --json, trace list and show --json, the data of the
+ * writes (report, tree, diff and dump --json, trace list and show --json, the data of the
  * `pyprof html` and `trace show --html` pages, the chrome and speedscope exports) goes
  * through it: it places the commas and colons, escapes strings and formats numbers, so
  * no output can be invalid JSON.  It streams to a FILE: nothing of the document is kept

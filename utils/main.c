@@ -24,6 +24,8 @@ static const command commands[] = {
     {"report", cmd_report, "top functions, processes, threads and memory (--json)",
      cmd_report_usage},
     {"tree", cmd_tree, "the call tree with total and self shares", cmd_tree_usage},
+    {"diff", cmd_diff, "what changed between two profiles, beyond sampling noise (--json)",
+     cmd_diff_usage},
     {"export", cmd_export, "write folded, pstats, callgrind, speedscope, pprof or chrome",
      cmd_export_usage},
     {"html", cmd_html, "a self-contained HTML page: flame graph, timeline, memory",

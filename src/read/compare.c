@@ -1,0 +1,220 @@
+/*
+ * compare: what changed between two profiles, function by function.  See compare.h.
+ */
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+
+double compare_z(double t0, uint64_t n0, double t1, uint64_t n1)
+{
+    if (!n0 && !n1)
+        return 0;
+    /* The weight of a sample on each side; a side without samples takes the other's
+     * (the same period is the best guess for samples that did not happen). */
+    double w0 = n0 ? t0 / (double)n0 : t1 / (double)n1;
+    double w1 = n1 ? t1 / (double)n1 : t0 / (double)n0;
+    double var = (w0 + w1) * (t0 + t1) / 2;
+    return var > 0 ? (t1 - t0) / sqrt(var) : 0;
+}
+
+int compare_flagged(double t0, uint64_t n0, double t1, uint64_t n1)
+{
+    double big = t0 > t1 ? t0 : t1;
+    return fabs(compare_z(t0, n0, t1, n1)) >= COMPARE_Z &&
+           fabs(t1 - t0) >= COMPARE_MIN_RATIO * big && big > 0;
+}
+
+/* Per function of `p`: its self and total samples and time.  A calloc'ed array of
+ * p->nfuncs entries, or NULL when out of memory. */
+static compare_side *side_times(const profile *p, uint64_t *samples, double *us)
+{
+    size_t nf = p->nfuncs ? p->nfuncs : 1;
+    compare_side *s = calloc(nf, sizeof *s);
+    uint32_t *stamp = malloc(nf * sizeof *stamp);
+    uint64_t *cnt = NULL, *sus = NULL;
+    if (!s || !stamp || aggregate_stack_costs(p, &cnt, &sus) < 0) {
+        free(s);
+        free(stamp);
+        return NULL;
+    }
+    *samples = 0;
+    *us = 0;
+    /* A function counts once per sample in `total` however often it recurses. */
+    memset(stamp, 0xff, nf * sizeof *stamp);
+    for (size_t k = 0; k < p->nstacks; k++) {
+        const profile_stack *st = &p->stacks[k];
+        if (!cnt[k])
+            continue;
+        *samples += cnt[k];
+        *us += (double)sus[k];
+        if (!st->nframes)
+            continue;
+        const profile_frame *fr = p->frames + st->first;
+        for (uint32_t j = 0; j < st->nframes; j++) {
+            uint32_t f = fr[j].func;
+            if (stamp[f] != (uint32_t)k) {
+                stamp[f] = (uint32_t)k;
+                s[f].total_n += cnt[k];
+                s[f].total_us += (double)sus[k];
+            }
+        }
+        uint32_t leaf = fr[st->nframes - 1].func;
+        s[leaf].self_n += cnt[k];
+        s[leaf].self_us += (double)sus[k];
+    }
+    free(stamp);
+    free(cnt);
+    free(sus);
+    return s;
+}
+
+/* A function of one side, for matching. */
+typedef struct cand {
+    const profile_func *fn;
+    uint32_t index;
+    int side;
+    int matched;
+} cand;
+
+static int cmp_name(const profile_func *a, const profile_func *b)
+{
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    int c = strcmp(a->file, b->file);
+    return c ? c : strcmp(a->name, b->name);
+}
+
+static int cmp_cand(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    int c = cmp_name(a->fn, b->fn);
+    if (c)
+        return c;
+    if (a->fn->line != b->fn->line)
+        return a->fn->line < b->fn->line ? -1 : 1;
+    if (a->side != b->side)
+        return a->side - b->side;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static double row_key(const compare_row *r)
+{
+    double ds = fabs(r->side[1].self_us - r->side[0].self_us);
+    double dt = fabs(r->side[1].total_us - r->side[0].total_us);
+    return ds > dt ? ds : dt;
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+    const compare_row *a = x, *b = y;
+    if ((a->flags != 0) != (b->flags != 0))
+        return a->flags ? -1 : 1;
+    double ka = row_key(a), kb = row_key(b);
+    if (ka != kb)
+        return ka > kb ? -1 : 1;
+    /* Ties (unchanged functions) by the larger time, then the base's functions by
+     * index, then the new-only ones: a stable order. */
+    double ta = a->side[0].total_us + a->side[1].total_us;
+    double tb = b->side[0].total_us + b->side[1].total_us;
+    if (ta != tb)
+        return ta > tb ? -1 : 1;
+    if ((a->func[0] == COMPARE_NONE) != (b->func[0] == COMPARE_NONE))
+        return a->func[0] == COMPARE_NONE ? 1 : -1;
+    int s = a->func[0] != COMPARE_NONE ? 0 : 1;
+    return (a->func[s] > b->func[s]) - (a->func[s] < b->func[s]);
+}
+
+static void fill_row(compare_row *r, const compare_side *const sides[2], uint32_t f0,
+                     uint32_t f1)
+{
+    static const compare_side none;
+    memset(r, 0, sizeof *r);
+    r->func[0] = f0;
+    r->func[1] = f1;
+    r->side[0] = f0 != COMPARE_NONE ? sides[0][f0] : none;
+    r->side[1] = f1 != COMPARE_NONE ? sides[1][f1] : none;
+    const compare_side *a = &r->side[0], *b = &r->side[1];
+    r->self_z = compare_z(a->self_us, a->self_n, b->self_us, b->self_n);
+    r->total_z = compare_z(a->total_us, a->total_n, b->total_us, b->total_n);
+    if (compare_flagged(a->self_us, a->self_n, b->self_us, b->self_n))
+        r->flags |= COMPARE_SELF;
+    if (compare_flagged(a->total_us, a->total_n, b->total_us, b->total_n))
+        r->flags |= COMPARE_TOTAL;
+}
+
+int compare_profiles(const profile *base, const profile *nw, compare_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const profile *ps[2] = {base, nw};
+    compare_side *sides[2] = {NULL, NULL};
+    cand *c = NULL;
+    int ret = -1;
+    for (int i = 0; i < 2; i++)
+        if (!(sides[i] = side_times(ps[i], &out->samples[i], &out->us[i])))
+            goto done;
+    /* The functions with samples on either side, by (kind, file, name, line). */
+    size_t nc = 0;
+    c = malloc((base->nfuncs + nw->nfuncs + 1) * sizeof *c);
+    out->rows = malloc((base->nfuncs + nw->nfuncs + 1) * sizeof *out->rows);
+    if (!c || !out->rows)
+        goto done;
+    for (int i = 0; i < 2; i++)
+        for (size_t f = 0; f < ps[i]->nfuncs; f++)
+            if (sides[i][f].total_n)
+                c[nc++] = (cand){&ps[i]->funcs[f], (uint32_t)f, i, 0};
+    qsort(c, nc, sizeof *c, cmp_cand);
+    const compare_side *const sv[2] = {sides[0], sides[1]};
+    /* Within each (kind, file, name) group: the same first line first; then, when one
+     * function of the name is left on each side, those two (its definition moved). */
+    for (size_t g = 0; g < nc;) {
+        size_t e = g + 1;
+        while (e < nc && cmp_name(c[g].fn, c[e].fn) == 0)
+            e++;
+        for (size_t k = g; k + 1 < e; k++) {
+            if (c[k].side == 0 && c[k + 1].side == 1 && c[k].fn->line == c[k + 1].fn->line) {
+                fill_row(&out->rows[out->nrows++], sv, c[k].index, c[k + 1].index);
+                c[k].matched = c[k + 1].matched = 1;
+                k++;
+            }
+        }
+        size_t left[2] = {0, 0}, at[2] = {0, 0};
+        for (size_t k = g; k < e; k++) {
+            if (!c[k].matched) {
+                left[c[k].side]++;
+                at[c[k].side] = k;
+            }
+        }
+        if (left[0] == 1 && left[1] == 1) {
+            fill_row(&out->rows[out->nrows++], sv, c[at[0]].index, c[at[1]].index);
+            c[at[0]].matched = c[at[1]].matched = 1;
+        }
+        for (size_t k = g; k < e; k++) {
+            if (!c[k].matched)
+                fill_row(&out->rows[out->nrows++], sv,
+                         c[k].side == 0 ? c[k].index : COMPARE_NONE,
+                         c[k].side == 1 ? c[k].index : COMPARE_NONE);
+        }
+        g = e;
+    }
+    qsort(out->rows, out->nrows, sizeof *out->rows, cmp_row);
+    for (size_t k = 0; k < out->nrows; k++)
+        out->nflagged += out->rows[k].flags != 0;
+    ret = 0;
+done:
+    free(sides[0]);
+    free(sides[1]);
+    free(c);
+    if (ret < 0)
+        compare_free(out);
+    return ret;
+}
+
+void compare_free(compare_result *r)
+{
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,265 @@
+/*
+ * cmd_diff: `pyprof diff BASE NEW` — per function, the time its samples stand for in
+ * two sets of logs and the change, flagged where it is more than sampling alone explains
+ * (src/read/compare.h has the noise model); a table, or one JSON object (--json).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jsonw.h"
+#include "read/compare.h"
+
+/* clang-format off */
+const char cmd_diff_usage[] =
+    "usage: pyprof diff [options] BASE NEW\n"
+    "\n"
+    "Compares two profiles function by function: BASE and NEW are each a log or a\n"
+    "directory of logs (every process in it counts).  A function's time is what its\n"
+    "samples stand for: CPU time with the cpu clock, thread time with the wall clock;\n"
+    "self where it was the innermost frame, total where it was on the stack.  A change is\n"
+    "flagged (*) when it is beyond what sampling alone explains (|z| >= 4, the samples\n"
+    "counted as Poisson draws) and at least 10 % of the larger side: two runs of one\n"
+    "program differ by what the machine did to them, too.  Functions are matched by\n"
+    "file and name (and first line, where a name occurs twice in a file).  Both sides\n"
+    "must have been sampled with the same clock.\n"
+    "\n"
+    "options:\n"
+    "  --json           print one JSON object: base, new, the thresholds, flagged, and\n"
+    "                   functions (largest change first, each side's samples and seconds)\n"
+    "  --top N          show N functions (default 20; --json shows all unless --top)\n"
+    CLI_FILTER_HELP
+    "                   (the filters apply to both sides)\n"
+    "  -h, --help       show this text\n"
+    "\n"
+    "Exit status: 0 ok (whether or not anything changed), 1 bad input, 2 usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pyprof diff before/ after/\n"
+    "  pyprof diff --json --top 10 base.lz4 new.lz4 | jq '.functions[] | select(.flagged)'\n";
+/* clang-format on */
+
+typedef struct diff_opts {
+    int top_given;
+    size_t top;
+} diff_opts;
+
+static int diff_option(void *ctx, int c, const char *arg)
+{
+    diff_opts *o = ctx;
+    (void)c; /* --top, the only one */
+    uint32_t v;
+    int rc = cli_parse_count("diff", "top", arg, &v);
+    if (rc)
+        return rc;
+    o->top = v;
+    o->top_given = 1;
+    return 0;
+}
+
+/* BASE and NEW are the command's two words; nothing may follow them. */
+static int diff_check(void *ctx, int nlogs)
+{
+    (void)ctx;
+    if (nlogs < 0)
+        return cli_usage_error("diff", "needs two operands, BASE and NEW");
+    if (nlogs > 0)
+        return cli_usage_error("diff", "takes exactly two operands, BASE and NEW");
+    return -1;
+}
+
+/* The clock every process of `p` was sampled with, or -1 when they differ (-2: none). */
+static int side_clock(const profile *p)
+{
+    int clock = -2;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        if (clock == -2)
+            clock = p->procs[i].clock;
+        else if (clock != p->procs[i].clock)
+            return -1;
+    }
+    return clock;
+}
+
+/* The row's function: the new side's where it has one. */
+static const profile_func *row_func(const profile *const ps[2], const compare_row *r)
+{
+    return r->func[1] != COMPARE_NONE ? &ps[1]->funcs[r->func[1]] : &ps[0]->funcs[r->func[0]];
+}
+
+static void print_func(const profile_func *f)
+{
+    if (f->kind == PROFILE_FUNC_NATIVE)
+        printf(f->file[0] ? "%s [native] (%s)" : "%s [native]", f->name, f->file);
+    else if (f->file[0])
+        printf("%s (%s:%" PRId64 ")", f->name, f->file, f->line);
+    else
+        fputs(f->name, stdout);
+}
+
+/* "+12.3%", "new", "gone" or "=" into buf. */
+static const char *fmt_change(double t0, double t1, char *buf, size_t len)
+{
+    if (t0 == t1)
+        snprintf(buf, len, "=");
+    else if (t0 == 0)
+        snprintf(buf, len, "new");
+    else if (t1 == 0)
+        snprintf(buf, len, "gone");
+    else
+        snprintf(buf, len, "%+.1f%%", 100.0 * (t1 - t0) / t0);
+    return buf;
+}
+
+static void print_side_text(const char *what, const profile *p, const compare_result *r, int s)
+{
+    printf("%s %" PRIu64 " samples, %.3f s (%s clock, %zu process%s)", what, r->samples[s],
+           r->us[s] / 1e6, cli_clock_name(side_clock(p)), p->nprocs,
+           p->nprocs == 1 ? "" : "es");
+}
+
+static int print_text(const profile *const ps[2], const compare_result *r, size_t top)
+{
+    print_side_text("pyprof diff: base", ps[0], r, 0);
+    print_side_text(", new", ps[1], r, 1);
+    printf("\n%zu function%s changed beyond sampling noise (*: |z| >= %.0f and by %.0f %% or "
+           "more)\n\n",
+           r->nflagged, r->nflagged == 1 ? "" : "s", COMPARE_Z, 100 * COMPARE_MIN_RATIO);
+    printf("  %10s %10s %7s  %10s %10s %7s  %s\n", "self base", "self new", "change",
+           "total base", "total new", "change", "function");
+    for (size_t k = 0; k < r->nrows && k < top; k++) {
+        const compare_row *row = &r->rows[k];
+        const compare_side *a = &row->side[0], *b = &row->side[1];
+        char c1[32], c2[32];
+        printf("%c %9.3fs %9.3fs %7s%c %9.3fs %9.3fs %7s%c  ", row->flags ? '*' : ' ',
+               a->self_us / 1e6, b->self_us / 1e6,
+               fmt_change(a->self_us, b->self_us, c1, sizeof c1),
+               row->flags & COMPARE_SELF ? '*' : ' ', a->total_us / 1e6, b->total_us / 1e6,
+               fmt_change(a->total_us, b->total_us, c2, sizeof c2),
+               row->flags & COMPARE_TOTAL ? '*' : ' ');
+        print_func(row_func(ps, row));
+        putchar('\n');
+    }
+    if (r->nrows > top)
+        printf("  ... %zu more (--top N)\n", r->nrows - top);
+    return CLI_EXIT_OK;
+}
+
+static void json_side(jsonw *w, const char *key, const profile *p, const compare_result *r,
+                      int s)
+{
+    jsonw_key(w, key);
+    jsonw_begin_object(w);
+    jsonw_key_u64(w, "samples", r->samples[s]);
+    jsonw_key_double(w, "seconds", r->us[s] / 1e6, 6);
+    jsonw_key_string(w, "clock", cli_clock_name(side_clock(p)));
+    jsonw_key_u64(w, "processes", p->nprocs);
+    jsonw_end_object(w);
+}
+
+static void json_func_side(jsonw *w, const char *key, const compare_row *row, int s)
+{
+    jsonw_key(w, key);
+    if (row->func[s] == COMPARE_NONE) {
+        jsonw_null(w);
+        return;
+    }
+    const compare_side *d = &row->side[s];
+    jsonw_begin_object(w);
+    jsonw_key_u64(w, "self_samples", d->self_n);
+    jsonw_key_u64(w, "total_samples", d->total_n);
+    jsonw_key_double(w, "self_s", d->self_us / 1e6, 6);
+    jsonw_key_double(w, "total_s", d->total_us / 1e6, 6);
+    jsonw_end_object(w);
+}
+
+/* docs/JSON.md, "diff", describes every key. */
+static int print_json(const profile *const ps[2], const compare_result *r, const diff_opts *o)
+{
+    jsonw w;
+    jsonw_init(&w, stdout, 0);
+    jsonw_begin_object(&w);
+    json_side(&w, "base", ps[0], r, 0);
+    json_side(&w, "new", ps[1], r, 1);
+    jsonw_key_double(&w, "z_threshold", COMPARE_Z, 2);
+    jsonw_key_double(&w, "min_ratio", COMPARE_MIN_RATIO, 3);
+    jsonw_key_u64(&w, "flagged", r->nflagged);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "functions");
+    jsonw_begin_array(&w);
+    size_t n = r->nrows;
+    if (o->top_given && n > o->top)
+        n = o->top;
+    for (size_t k = 0; k < n; k++) {
+        const compare_row *row = &r->rows[k];
+        const profile_func *fn = row_func(ps, row);
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_string(&w, "name", fn->name);
+        jsonw_key_string(&w, "file", fn->file);
+        jsonw_key_i64(&w, "line", fn->line);
+        jsonw_key_string(&w, "kind", fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
+        json_func_side(&w, "base", row, 0);
+        json_func_side(&w, "new", row, 1);
+        jsonw_key_double(&w, "self_z", row->self_z, 3);
+        jsonw_key_double(&w, "total_z", row->total_z, 3);
+        jsonw_key_bool(&w, "self_flagged", (row->flags & COMPARE_SELF) != 0);
+        jsonw_key_bool(&w, "total_flagged", (row->flags & COMPARE_TOTAL) != 0);
+        jsonw_key_bool(&w, "flagged", row->flags != 0);
+        jsonw_end_object(&w);
+    }
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    jsonw_finish(&w);
+    return CLI_EXIT_OK;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"top", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
+    };
+    static const cli_command cmd = {"diff",      cmd_diff_usage, 1, "", options,
+                                    diff_option, diff_check,     0, 2};
+    diff_opts o = {0, 20};
+    cli_args a;
+    profile *nw = NULL;
+    compare_result r;
+    memset(&r, 0, sizeof r);
+    int rc = cli_start(&cmd, argc, argv, &o, &a);
+    if (rc >= 0)
+        goto cleanup;
+    /* cli_start loaded nothing (no operand after the two words): each side now. */
+    profile_free(a.p);
+    a.p = NULL;
+    rc = cli_load(&a.args[0], 1, &a.cf.f, a.load, a.root, &a.p);
+    if (rc)
+        goto cleanup;
+    rc = cli_load(&a.args[1], 1, &a.cf.f, a.load, a.root, &nw);
+    if (rc)
+        goto cleanup;
+    const profile *const ps[2] = {a.p, nw};
+    int c0 = side_clock(ps[0]), c1 = side_clock(ps[1]);
+    if (c0 == -1 || c1 == -1 || c0 != c1) {
+        cli_error("diff: %s was sampled with the %s clock and %s with the %s clock: their "
+                  "times do not compare",
+                  a.args[0], c0 == -1 ? "cpu and the wall" : cli_clock_name(c0), a.args[1],
+                  c1 == -1 ? "cpu and the wall" : cli_clock_name(c1));
+        rc = CLI_EXIT_BAD_INPUT;
+        goto cleanup;
+    }
+    if (compare_profiles(ps[0], ps[1], &r) < 0)
+        rc = cli_oom();
+    else
+        rc = a.json ? print_json(ps, &r, &o) : print_text(ps, &r, o.top);
+
+cleanup:
+    compare_free(&r);
+    profile_free(nw);
+    cli_args_free(&a);
+    return rc;
+}
