@@ -127,9 +127,9 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
     case CLI_OPT_FROM:
     case CLI_OPT_TO: {
         double s;
-        if (parse_seconds(arg, &s) < 0)
-            return cli_usage_error(cmd, "--%s: '%s' is not a number of seconds (such as 2.5)",
-                                   opt == CLI_OPT_FROM ? "from" : "to", arg);
+        int rc = cli_parse_seconds(cmd, opt == CLI_OPT_FROM ? "from" : "to", arg, &s);
+        if (rc)
+            return rc;
         if (opt == CLI_OPT_FROM) {
             cf->f.has_from = 1;
             cf->f.from_s = s;
@@ -176,6 +176,14 @@ void cli_put_line(FILE *f, const char *s)
 {
     for (; *s && *s != '\n'; s++)
         putc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+int cli_parse_seconds(const char *cmd, const char *opt, const char *arg, double *v)
+{
+    if (parse_seconds(arg, v) < 0)
+        return cli_usage_error(cmd, "--%s: '%s' is not a number of seconds (such as 2.5)", opt,
+                               arg);
+    return 0;
 }
 
 int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v)

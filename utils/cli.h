@@ -9,8 +9,8 @@
  * Interface:
  *   exits, errors   CLI_EXIT_*, cli_error, cli_usage_error, cli_bad_option, cli_oom
  *   command line    cli_command, cli_args, cli_start, cli_args_free, cli_no_logs,
- *                   cli_parse_count, cli_parse_pid; the filters on their own: CLI_OPT_*,
- *                   CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
+ *                   cli_parse_count, cli_parse_seconds, cli_parse_pid; the filters on their
+ * own: CLI_OPT_*, CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
  *                   cli_filter_free; cli_load
  *   text            cli_put_line, cli_utf8_dup, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
@@ -179,6 +179,10 @@ int cli_no_logs(const char *cmd, int nlogs);
 /* Parses option --`opt`'s value as a whole number from 1 to 1000000 into *v.  Returns 0,
  * or CLI_EXIT_USAGE after printing "--OPT: 'ARG' is not a number from 1 to 1000000". */
 int cli_parse_count(const char *cmd, const char *opt, const char *arg, uint32_t *v);
+
+/* Parses option --`opt`'s value as a number of seconds, 0 or more, into *v.  Returns 0,
+ * or CLI_EXIT_USAGE after printing "--OPT: 'ARG' is not a number of seconds". */
+int cli_parse_seconds(const char *cmd, const char *opt, const char *arg, double *v);
 
 /* Parses a process id (a whole number from 1 up) into *pid.  Returns 0, or
  * CLI_EXIT_USAGE after printing "'ARG' is not a process id". */

@@ -31,6 +31,10 @@ const char cmd_diff_usage[] =
     "  --json           print one JSON object: base, new, the thresholds, flagged, and\n"
     "                   functions (largest change first, each side's samples and seconds)\n"
     "  --top N          show N functions (default 20; --json shows all unless --top)\n"
+    "  --base-from SECONDS, --base-to SECONDS\n"
+    "                   the base side's window instead of --from and --to: with both\n"
+    "                   sides the same log or directory, two windows of one run (times\n"
+    "                   are compared as they are: give the windows the same length)\n"
     CLI_FILTER_HELP
     "                   (the filters apply to both sides)\n"
     "  -h, --help       show this text\n"
@@ -39,18 +43,30 @@ const char cmd_diff_usage[] =
     "\n"
     "EXAMPLES\n"
     "  pyprof diff before/ after/\n"
+    "  pyprof diff --base-to 600 --from 3000 --to 3600 logs/ logs/  # two 10-minute windows\n"
     "  pyprof diff --json --top 10 base.lz4 new.lz4 | jq '.functions[] | select(.flagged)'\n";
 /* clang-format on */
 
 typedef struct diff_opts {
     int top_given;
     size_t top;
+    int has_from, has_to; /* --base-from, --base-to */
+    double from_s, to_s;
 } diff_opts;
+
+enum { OPT_TOP = 't', OPT_BASE_FROM = 0x2000, OPT_BASE_TO };
 
 static int diff_option(void *ctx, int c, const char *arg)
 {
     diff_opts *o = ctx;
-    (void)c; /* --top, the only one */
+    if (c == OPT_BASE_FROM) {
+        o->has_from = 1;
+        return cli_parse_seconds("diff", "base-from", arg, &o->from_s);
+    }
+    if (c == OPT_BASE_TO) {
+        o->has_to = 1;
+        return cli_parse_seconds("diff", "base-to", arg, &o->to_s);
+    }
     uint32_t v;
     int rc = cli_parse_count("diff", "top", arg, &v);
     if (rc)
@@ -63,7 +79,10 @@ static int diff_option(void *ctx, int c, const char *arg)
 /* BASE and NEW are the command's two words; nothing may follow them. */
 static int diff_check(void *ctx, int nlogs)
 {
-    (void)ctx;
+    const diff_opts *o = ctx;
+    if (o->has_from && o->has_to && o->to_s < o->from_s)
+        return cli_usage_error("diff", "--base-to %g is before --base-from %g", o->to_s,
+                               o->from_s);
     if (nlogs < 0)
         return cli_usage_error("diff", "needs two operands, BASE and NEW");
     if (nlogs > 0)
@@ -220,12 +239,16 @@ static int print_json(const profile *const ps[2], const compare_result *r, const
 int cmd_diff(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"top", required_argument, NULL, 't'},
+        {"top", required_argument, NULL, OPT_TOP},
+        {"base-from", required_argument, NULL, OPT_BASE_FROM},
+        {"base-to", required_argument, NULL, OPT_BASE_TO},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"diff",      cmd_diff_usage, 1, "", options,
                                     diff_option, diff_check,     0, 2};
-    diff_opts o = {0, 20};
+    diff_opts o;
+    memset(&o, 0, sizeof o);
+    o.top = 20;
     cli_args a;
     profile *nw = NULL;
     compare_result r;
@@ -236,7 +259,14 @@ int cmd_diff(int argc, char **argv)
     /* cli_start loaded nothing (no operand after the two words): each side now. */
     profile_free(a.p);
     a.p = NULL;
-    rc = cli_load(&a.args[0], 1, &a.cf.f, a.load, a.root, &a.p);
+    profile_filter bf = a.cf.f;
+    if (o.has_from || o.has_to) {
+        bf.has_from = o.has_from;
+        bf.from_s = o.from_s;
+        bf.has_to = o.has_to;
+        bf.to_s = o.to_s;
+    }
+    rc = cli_load(&a.args[0], 1, &bf, a.load, a.root, &a.p);
     if (rc)
         goto cleanup;
     rc = cli_load(&a.args[1], 1, &a.cf.f, a.load, a.root, &nw);

@@ -66,6 +66,25 @@ def test_diff(interp, tmp_path):
     assert len(lines) == 1 and " grow (" in lines[0], text.stdout
 
 
+def test_diff_windows(tmp_path):
+    """--base-from/--base-to give the base side its own window of the same log: each
+    side holds exactly the samples `report` finds in its window."""
+    interp = t.by_id("py3.11")[0]
+    interp.require()
+    log = profiled(interp, tmp_path, ENV)
+    d = t.tool_json("diff", "--json", "--base-from", "0.2", "--base-to", "0.9",
+                    "--from", "0.9", "--to", "1.6", log, log)
+    first = t.tool_json("report", "--json", "--from", "0.2", "--to", "0.9", log)
+    second = t.tool_json("report", "--json", "--from", "0.9", "--to", "1.6", log)
+    assert first["samples"] > 0 and second["samples"] > 0, (first["samples"],
+                                                             second["samples"])
+    assert (d["base"]["samples"], d["new"]["samples"]) == (first["samples"],
+                                                           second["samples"]), d
+    whole = t.tool_json("diff", "--json", log, log)
+    assert whole["flagged"] == 0 and whole["base"] == whole["new"], whole["base"]
+    assert all(f["self_z"] == 0 and f["total_z"] == 0 for f in whole["functions"])
+
+
 def test_diff_errors(tmp_path):
     """One clear line and the right exit status for what cannot be compared."""
     interp = t.by_id("py3.11")[0]
@@ -83,6 +102,9 @@ def test_diff_errors(tmp_path):
         (["diff", cpu, wall], 1, "with the cpu clock and %s with the wall clock" % wall),
         (["diff", cpu, str(tmp_path / "missing")], 1, "No such file or directory"),
         (["diff", "--top", "0", cpu, cpu], 2, "--top"),
+        (["diff", "--base-from", "x", cpu, cpu], 2, "--base-from: 'x'"),
+        (["diff", "--base-from", "2", "--base-to", "1", cpu, cpu], 2,
+         "--base-to 1 is before --base-from 2"),
     ]
     for args, rc, text in cases:
         res = t.tool(*args)
