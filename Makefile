@@ -96,6 +96,12 @@ $(BUILD)/unit/%: tests/unit/%.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -o $@ $< $(ARCHIVES) $(UNIT_LIBS)
 
+# The tool's JSON writer is pure logic too, outside the archives (utils/ is a program).
+$(BUILD)/unit/test_jsonw: tests/unit/test_jsonw.c $(BUILD)/obj/utils/jsonw.o $(ARCHIVES)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -o $@ $< $(BUILD)/obj/utils/jsonw.o \
+	    $(ARCHIVES) $(UNIT_LIBS)
+
 # Test programs written in C (the embedding host and its plugin) are built per Python
 # version by the integration tests themselves, which know the interpreters.
 
