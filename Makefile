@@ -81,6 +81,7 @@ $(LIB): $(LIB_OBJS) preload/exports.map
 # The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
 $(BUILD)/obj/utils/cmd_html.o: utils/html/viewer.html
 $(BUILD)/obj/utils/cmd_trace.o: utils/html/trace.html
+$(BUILD)/obj/utils/cmd_diff.o: utils/html/diff.html
 
 $(TOOL): $(TOOL_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)

@@ -16,7 +16,7 @@
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
  *   footer          cli_cost_samples, cli_cost_quantile_ns
- *   output          cli_close_stdout
+ *   output          cli_close_stdout, cli_write_page
  *   commands        cmd_* and cmd_*_usage
  */
 #ifndef PYPROF_CLI_H
@@ -230,6 +230,14 @@ const char *cli_drop_name(int reason);
 const char *cli_drop_text(int reason);
 /* The text of an enum pyprof_end ("exit", "Py_FinalizeEx"). */
 const char *cli_end_text(uint64_t end);
+
+/* Writes a page: template `tpl` (tpl_len bytes) with its "/\*PYPROF_DATA*\/" marker
+ * replaced by what write_data(f, ctx) writes (it returns 0 or the errno of a failed
+ * write), to `path` ("-": stdout, which main checks).  A page cut short by a write error
+ * is removed when it is a regular file.  Returns CLI_EXIT_OK, or CLI_EXIT_BAD_INPUT after
+ * printing one line. */
+int cli_write_page(const char *cmd, const char *path, const char *tpl, size_t tpl_len,
+                   int (*write_data)(FILE *f, void *ctx), void *ctx);
 
 /* Flushes and closes stdout.  Returns 0, or CLI_EXIT_BAD_INPUT after printing one line
  * when anything written to it was lost (a full disk, a closed pipe). */

@@ -3,6 +3,7 @@
  * two sets of logs and the change, flagged where it is more than sampling alone explains
  * (src/read/compare.h has the noise model); a table, or one JSON object (--json).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,20 @@
 #include "cli.h"
 #include "jsonw.h"
 #include "read/compare.h"
+
+/* The differential flame graph's template, as cmd_html.c embeds the viewer's. */
+__asm__(".section .rodata\n"
+        ".globl pyprof_diff_html\n"
+        ".hidden pyprof_diff_html\n"
+        "pyprof_diff_html:\n"
+        ".incbin \"utils/html/diff.html\"\n"
+        ".globl pyprof_diff_html_end\n"
+        ".hidden pyprof_diff_html_end\n"
+        "pyprof_diff_html_end:\n"
+        ".byte 0\n"
+        ".previous\n");
+extern const char pyprof_diff_html[];
+extern const char pyprof_diff_html_end[];
 
 /* clang-format off */
 const char cmd_diff_usage[] =
@@ -31,6 +46,10 @@ const char cmd_diff_usage[] =
     "  --json           print one JSON object: base, new, the thresholds, flagged, and\n"
     "                   functions (largest change first, each side's samples and seconds)\n"
     "  --top N          show N functions (default 20; --json shows all unless --top)\n"
+    "  --html           write a differential flame graph page instead: both call trees\n"
+    "                   merged, a frame's width the mean of its two times, red where it\n"
+    "                   grew and blue where it shrank beyond the noise, grey otherwise\n"
+    "  -o, --out FILE   where --html writes the page (default: standard output)\n"
     "  --base-from SECONDS, --base-to SECONDS\n"
     "                   the base side's window instead of --from and --to: with both\n"
     "                   sides the same log or directory, two windows of one run (times\n"
@@ -43,6 +62,7 @@ const char cmd_diff_usage[] =
     "\n"
     "EXAMPLES\n"
     "  pyprof diff before/ after/\n"
+    "  pyprof diff --html -o diff.html before/ after/\n"
     "  pyprof diff --base-to 600 --from 3000 --to 3600 logs/ logs/  # two 10-minute windows\n"
     "  pyprof diff --json --top 10 base.lz4 new.lz4 | jq '.functions[] | select(.flagged)'\n";
 /* clang-format on */
@@ -50,15 +70,25 @@ const char cmd_diff_usage[] =
 typedef struct diff_opts {
     int top_given;
     size_t top;
+    int html;
+    const char *out;
     int has_from, has_to; /* --base-from, --base-to */
     double from_s, to_s;
 } diff_opts;
 
-enum { OPT_TOP = 't', OPT_BASE_FROM = 0x2000, OPT_BASE_TO };
+enum { OPT_TOP = 't', OPT_OUT = 'o', OPT_BASE_FROM = 0x2000, OPT_BASE_TO, OPT_HTML };
 
 static int diff_option(void *ctx, int c, const char *arg)
 {
     diff_opts *o = ctx;
+    if (c == OPT_HTML) {
+        o->html = 1;
+        return 0;
+    }
+    if (c == OPT_OUT) {
+        o->out = arg;
+        return 0;
+    }
     if (c == OPT_BASE_FROM) {
         o->has_from = 1;
         return cli_parse_seconds("diff", "base-from", arg, &o->from_s);
@@ -83,6 +113,8 @@ static int diff_check(void *ctx, int nlogs)
     if (o->has_from && o->has_to && o->to_s < o->from_s)
         return cli_usage_error("diff", "--base-to %g is before --base-from %g", o->to_s,
                                o->from_s);
+    if (o->out && !o->html)
+        return cli_usage_error("diff", "--out is for --html pages");
     if (nlogs < 0)
         return cli_usage_error("diff", "needs two operands, BASE and NEW");
     if (nlogs > 0)
@@ -195,6 +227,72 @@ static void json_func_side(jsonw *w, const char *key, const compare_row *row, in
     jsonw_end_object(w);
 }
 
+/* The page's data: docs/JSON.md, "diff page", describes every key. */
+typedef struct page_ctx {
+    const profile *const *ps;
+    const compare_result *r;
+    const char *title;
+} page_ctx;
+
+static int write_page_data(FILE *f, void *ctx)
+{
+    const page_ctx *c = ctx;
+    compare_node *nodes;
+    size_t nnodes;
+    if (compare_tree(c->ps[0], c->ps[1], c->r, &nodes, &nnodes) < 0)
+        return ENOMEM;
+    jsonw w;
+    jsonw_init(&w, f, JSONW_HTML);
+    jsonw_set_compact(&w, 1);
+    jsonw_begin_object(&w);
+    jsonw_key_string(&w, "title", c->title);
+    json_side(&w, "base", c->ps[0], c->r, 0);
+    json_side(&w, "new", c->ps[1], c->r, 1);
+    jsonw_key_double(&w, "z_threshold", COMPARE_Z, 2);
+    jsonw_key_double(&w, "min_ratio", COMPARE_MIN_RATIO, 3);
+    jsonw_key_u64(&w, "flagged", c->r->nflagged);
+    jsonw_key(&w, "functions");
+    jsonw_begin_array(&w);
+    for (size_t k = 0; k < c->r->nrows; k++) {
+        const compare_row *row = &c->r->rows[k];
+        const profile_func *fn = row_func(c->ps, row);
+        jsonw_begin_object(&w);
+        jsonw_key_string(&w, "name", fn->name);
+        jsonw_key_string(&w, "file", fn->file);
+        jsonw_key_i64(&w, "line", fn->line);
+        jsonw_key_string(&w, "kind", fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
+        jsonw_key_double(&w, "base_total_us", row->side[0].total_us, 0);
+        jsonw_key_double(&w, "new_total_us", row->side[1].total_us, 0);
+        jsonw_key_double(&w, "total_z", row->total_z, 3);
+        jsonw_key_bool(&w, "flagged", row->flags != 0);
+        jsonw_end_object(&w);
+    }
+    jsonw_end_array(&w);
+    /* [parent, function, base samples, base us, new samples, new us, sign]: sign 1 where
+     * the node grew and -1 where it shrank beyond the noise. */
+    jsonw_key(&w, "nodes");
+    jsonw_begin_array(&w);
+    for (size_t k = 0; k < nnodes; k++) {
+        const compare_node *n = &nodes[k];
+        int sign = 0;
+        if (compare_flagged(n->us[0], n->n[0], n->us[1], n->n[1]))
+            sign = n->us[1] > n->us[0] ? 1 : -1;
+        jsonw_begin_array(&w);
+        jsonw_i64(&w, n->parent == COMPARE_NONE ? -1 : (int64_t)n->parent);
+        jsonw_i64(&w, n->row == COMPARE_NONE ? -1 : (int64_t)n->row);
+        jsonw_u64(&w, n->n[0]);
+        jsonw_double(&w, n->us[0], 0);
+        jsonw_u64(&w, n->n[1]);
+        jsonw_double(&w, n->us[1], 0);
+        jsonw_i64(&w, sign);
+        jsonw_end_array(&w);
+    }
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    free(nodes);
+    return jsonw_error(&w);
+}
+
 /* docs/JSON.md, "diff", describes every key. */
 static int print_json(const profile *const ps[2], const compare_result *r, const diff_opts *o)
 {
@@ -242,9 +340,11 @@ int cmd_diff(int argc, char **argv)
         {"top", required_argument, NULL, OPT_TOP},
         {"base-from", required_argument, NULL, OPT_BASE_FROM},
         {"base-to", required_argument, NULL, OPT_BASE_TO},
+        {"html", no_argument, NULL, OPT_HTML},
+        {"out", required_argument, NULL, OPT_OUT},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"diff",      cmd_diff_usage, 1, "", options,
+    static const cli_command cmd = {"diff",      cmd_diff_usage, 1, "o:", options,
                                     diff_option, diff_check,     0, 2};
     diff_opts o;
     memset(&o, 0, sizeof o);
@@ -256,6 +356,10 @@ int cmd_diff(int argc, char **argv)
     int rc = cli_start(&cmd, argc, argv, &o, &a);
     if (rc >= 0)
         goto cleanup;
+    if (o.html && a.json) {
+        rc = cli_usage_error("diff", "--html and --json: choose one");
+        goto cleanup;
+    }
     /* cli_start loaded nothing (no operand after the two words): each side now. */
     profile_free(a.p);
     a.p = NULL;
@@ -282,10 +386,20 @@ int cmd_diff(int argc, char **argv)
         rc = CLI_EXIT_BAD_INPUT;
         goto cleanup;
     }
-    if (compare_profiles(ps[0], ps[1], &r) < 0)
+    char *title = NULL;
+    if (compare_profiles(ps[0], ps[1], &r) < 0 ||
+        (o.html && asprintf(&title, "pyprof diff %s %s", a.args[0], a.args[1]) < 0)) {
+        title = NULL;
         rc = cli_oom();
-    else
+    } else if (o.html) {
+        page_ctx pc = {ps, &r, title};
+        rc = cli_write_page("diff", o.out ? o.out : "-", pyprof_diff_html,
+                            (size_t)(pyprof_diff_html_end - pyprof_diff_html), write_page_data,
+                            &pc);
+    } else {
         rc = a.json ? print_json(ps, &r, &o) : print_text(ps, &r, o.top);
+    }
+    free(title);
 
 cleanup:
     compare_free(&r);

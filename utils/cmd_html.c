@@ -57,7 +57,6 @@ extern const char pyprof_viewer_html[];
 extern const char pyprof_viewer_html_end[];
 
 /* Where the data goes in the template. */
-#define DATA_MARKER "/*PYPROF_DATA*/"
 
 /* Samples of one thread with the same stack are one run while each follows the previous
  * one by less than this many periods; a longer gap (the thread was idle, or not sampled)
@@ -558,45 +557,23 @@ static int write_json(FILE *f, const page *g, const char *title)
     return jsonw_error(&j);
 }
 
+typedef struct page_out {
+    const page *g;
+    const char *title;
+} page_out;
+
+static int write_page_data(FILE *f, void *ctx)
+{
+    const page_out *o = ctx;
+    return write_json(f, o->g, o->title);
+}
+
 static int write_page(const page *g, const char *title, const char *path)
 {
-    const char *tpl = pyprof_viewer_html;
-    size_t tpl_len = (size_t)(pyprof_viewer_html_end - pyprof_viewer_html);
-    const char *mark = memmem(tpl, tpl_len, DATA_MARKER, strlen(DATA_MARKER));
-    if (!mark) {
-        cli_error("html: the embedded page template has no data marker (a build problem)");
-        return CLI_EXIT_BAD_INPUT;
-    }
-    int to_stdout = !strcmp(path, "-");
-    FILE *out = to_stdout ? stdout : fopen(path, "w");
-    if (!out) {
-        cli_error("%s: cannot create: %s", path, strerror(errno));
-        return CLI_EXIT_BAD_INPUT;
-    }
-    /* A page cut short is removed, but only a regular file: never a device or a pipe the
-     * user named (-o /dev/stdout). */
-    struct stat st;
-    int regular = !to_stdout && fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode);
-    fwrite(tpl, 1, (size_t)(mark - tpl), out);
-    int err = write_json(out, g, title);
-    const char *rest = mark + strlen(DATA_MARKER);
-    fwrite(rest, 1, (size_t)(tpl + tpl_len - rest), out);
-    if (to_stdout)
-        return CLI_EXIT_OK; /* main checks that stdout got everything */
-    int bad = ferror(out);
-    if (!err)
-        err = errno;
-    if (fclose(out) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        cli_error("%s: cannot write: %s", path, strerror(err ? err : EIO));
-        if (regular)
-            unlink(path);
-        return CLI_EXIT_BAD_INPUT;
-    }
-    return CLI_EXIT_OK;
+    page_out o = {g, title};
+    return cli_write_page("html", path, pyprof_viewer_html,
+                          (size_t)(pyprof_viewer_html_end - pyprof_viewer_html),
+                          write_page_data, &o);
 }
 
 static char *default_title(const profile *p)

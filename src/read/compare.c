@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "idmap.h"
 
 double compare_z(double t0, uint64_t n0, double t1, uint64_t n1)
 {
@@ -217,4 +218,92 @@ void compare_free(compare_result *r)
 {
     free(r->rows);
     memset(r, 0, sizeof *r);
+}
+
+/* Each side's function index -> the row that holds it. */
+static uint32_t *row_of_funcs(const compare_result *r, const profile *p, int side)
+{
+    uint32_t *m = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    memset(m, 0xff, (p->nfuncs ? p->nfuncs : 1) * sizeof *m);
+    for (size_t k = 0; k < r->nrows; k++)
+        if (r->rows[k].func[side] != COMPARE_NONE)
+            m[r->rows[k].func[side]] = (uint32_t)k;
+    return m;
+}
+
+int compare_tree(const profile *base, const profile *nw, const compare_result *r,
+                 compare_node **nodes, size_t *nnodes)
+{
+    const profile *ps[2] = {base, nw};
+    size_t n = 1, cap = 256;
+    compare_node *v = malloc(cap * sizeof *v);
+    idmap children = {0};
+    uint32_t *rows = NULL;
+    uint64_t *cnt = NULL, *us = NULL;
+    int ret = -1;
+    if (!v)
+        goto done;
+    memset(&v[0], 0, sizeof v[0]);
+    v[0].parent = v[0].row = COMPARE_NONE;
+    for (int side = 0; side < 2; side++) {
+        const profile *p = ps[side];
+        if (!(rows = row_of_funcs(r, p, side)) || aggregate_stack_costs(p, &cnt, &us) < 0)
+            goto done;
+        for (size_t k = 0; k < p->nstacks; k++) {
+            if (!cnt[k])
+                continue;
+            const profile_stack *st = &p->stacks[k];
+            const profile_frame *fr = p->frames + st->first;
+            uint32_t at = 0;
+            v[0].n[side] += cnt[k];
+            v[0].us[side] += (double)us[k];
+            for (uint32_t j = 0; j < st->nframes; j++) {
+                uint32_t row = rows[fr[j].func];
+                if (row == COMPARE_NONE)
+                    continue; /* no samples on either side: cannot happen */
+                uint64_t key = ((uint64_t)at << 32) | row;
+                uint32_t child = idmap_get(&children, key);
+                if (child == IDMAP_EMPTY) {
+                    if (n == cap) {
+                        compare_node *g = realloc(v, 2 * cap * sizeof *v);
+                        if (!g)
+                            goto done;
+                        v = g;
+                        cap *= 2;
+                    }
+                    child = (uint32_t)n++;
+                    memset(&v[child], 0, sizeof v[child]);
+                    v[child].parent = at;
+                    v[child].row = row;
+                    if (idmap_set(&children, key, child) < 0)
+                        goto done;
+                }
+                v[child].n[side] += cnt[k];
+                v[child].us[side] += (double)us[k];
+                at = child;
+            }
+        }
+        free(rows);
+        free(cnt);
+        free(us);
+        rows = NULL;
+        cnt = NULL;
+        us = NULL;
+    }
+    ret = 0;
+done:
+    free(rows);
+    free(cnt);
+    free(us);
+    idmap_free(&children);
+    if (ret < 0) {
+        free(v);
+        v = NULL;
+        n = 0;
+    }
+    *nodes = v;
+    *nnodes = n;
+    return ret;
 }

@@ -21,6 +21,8 @@
  *
  * Interface:
  *   compare_profiles, compare_free     the rows
+ *   compare_tree                       both sides' call trees merged, per node each
+ *                                      side's time (a differential flame graph)
  *   compare_z, compare_flagged         the noise model on its own (unit-tested)
  *
  * Not thread-safe; tool-side only.
@@ -67,6 +69,21 @@ typedef struct compare_result {
 int compare_profiles(const profile *base, const profile *nw, compare_result *out);
 
 void compare_free(compare_result *r);
+
+/* A node of the merged call tree: the call of function `row` (an index into the
+ * result's rows) from node `parent` (node 0 is the root: row and parent COMPARE_NONE).
+ * Per side, the samples with this path on the stack and their time. */
+typedef struct compare_node {
+    uint32_t parent, row;
+    uint64_t n[2];
+    double us[2];
+} compare_node;
+
+/* The call trees of `base` and `nw` merged by function (the rows of `r`, which
+ * compare_profiles made from these two), in an array where a parent comes before its
+ * children.  Returns 0 with *nodes (malloc'ed) and *nnodes, or -1 when out of memory. */
+int compare_tree(const profile *base, const profile *nw, const compare_result *r,
+                 compare_node **nodes, size_t *nnodes);
 
 /* z of a change from (t0 microseconds in n0 samples) to (t1 in n1), as above; 0 when
  * both are empty. */

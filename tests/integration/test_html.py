@@ -456,3 +456,45 @@ def test_trace_page(browser, tmp_path):
     assert texts(browser, "#details h2")[0] == "db"
     assert texts(browser, "#details td.fn") == ["query"]
     check_clean(browser)
+
+
+def test_diff_page(browser, tmp_path):
+    """`pyprof diff --html`: the merged call tree on a canvas, `grow` (10 -> 60 samples,
+    z 6.5) red, `steady` (100 both sides) grey, a function of one side only still drawn;
+    names stay text; a click zooms; the table lists the flagged function."""
+    from spanlogs import Log
+    evil = "<img src=x onerror=alert(1)>"
+    sides = []
+    for k, (grow, extra) in enumerate(((10, "only_base"), (60, evil))):
+        log = Log(7000 + k)
+        log.thread(0, 7000 + k, "MainThread")
+        t_us = 500
+        for names, n in ((["main", "steady"], 100), (["main", "grow"], grow),
+                         (["main", extra], 3)):
+            for _ in range(n):
+                log.sample(t_us, 0, names)
+                t_us += 1000
+        sides.append(log.write(tmp_path / ("side%d.lz4" % k)))
+    page = str(tmp_path / "diff.html")
+    res = t.tool("diff", "--html", "-o", page, *sides)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    del browser.console_errors[:]
+    del browser.dialogs[:]
+    del browser.requests[:]
+    browser.open(page)
+    frames = dict((f["name"], f) for f in browser.evaluate("pyprofDiff.frames()"))
+    assert set(frames) == {"all", "main", "steady", "grow", "only_base", evil}, sorted(frames)
+    assert frames["grow"]["sign"] == 1 and frames["steady"]["sign"] == 0, frames
+    assert frames["grow"]["colour"] != frames["steady"]["colour"] == "#c9c9c9", frames
+    # Widths: the mean of the two sides, so steady (100, 100) is 100 / 35 of grow's (10, 60).
+    ratio = frames["steady"]["w"] / frames["grow"]["w"]
+    assert abs(ratio - 100 / 35.0) < 0.05, ratio
+    assert frames["only_base"]["w"] > 0 and frames[evil]["w"] > 0, frames
+    assert drawn_pixels(browser, "flame") > 0
+    listed = texts(browser, "#changed tbody td:first-child")
+    assert len(listed) == 1 and listed[0].startswith("grow (/srv/app.py:"), listed
+    assert browser.evaluate("document.querySelectorAll('img').length") == 0
+    assert browser.evaluate("pyprofDiff.zoom('grow')")
+    zoomed = dict((f["name"], f) for f in browser.evaluate("pyprofDiff.frames()"))
+    assert "steady" not in zoomed and zoomed["grow"]["w"] == zoomed["all"]["w"], zoomed
+    check_clean(browser)

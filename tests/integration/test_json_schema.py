@@ -86,6 +86,7 @@ def check_logs(paths, traces=True):
     check("tree", t.tool_json("tree", "--json", "--depth", "2", *paths), "tree --depth 2")
     check("html", page_data("html", "-o", "-", *paths), "pyprof html's data")
     check("diff", t.tool_json("diff", "--json", paths[0], paths[-1]), "diff --json")
+    check("diff page", page_data("diff", "--html", paths[0], paths[-1]), "diff --html's data")
     listed = t.tool_json("trace", "list", "--json", *paths)
     check("trace list", listed, "trace list --json")
     if traces:
