@@ -552,3 +552,13 @@ int cli_write_page(const char *cmd, const char *path, const char *tpl, size_t tp
     }
     return CLI_EXIT_OK;
 }
+
+void cli_print_func(FILE *out, const profile_func *f)
+{
+    if (f->kind == PROFILE_FUNC_NATIVE)
+        fprintf(out, f->file[0] ? "%s [native] (%s)" : "%s [native]", f->name, f->file);
+    else if (f->file[0])
+        fprintf(out, "%s (%s:%" PRId64 ")", f->name, f->file, f->line);
+    else
+        fputs(f->name, out);
+}

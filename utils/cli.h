@@ -12,7 +12,7 @@
  *                   cli_parse_count, cli_parse_seconds, cli_parse_pid; the filters on their
  * own: CLI_OPT_*, CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
  *                   cli_filter_free; cli_load
- *   text            cli_put_line, cli_utf8_dup, cli_pct, cli_fmt_bytes,
+ *   text            cli_put_line, cli_print_func, cli_utf8_dup, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
  *   footer          cli_cost_samples, cli_cost_quantile_ns
@@ -192,6 +192,10 @@ int cli_parse_pid(const char *cmd, const char *arg, pid_t *pid);
  * character shown as '?', so that text from another process cannot move the terminal's
  * cursor; no newline is added. */
 void cli_put_line(FILE *f, const char *s);
+
+/* A function as the text outputs name it: "name (file:line)"; a native one as "name
+ * [native] (module)", its first line being unknown. */
+void cli_print_func(FILE *out, const profile_func *f);
 
 /* A malloc'ed copy of `s` in which every byte that is not part of valid UTF-8 became
  * U+FFFD, for formats whose strings must be UTF-8; NULL when out of memory. */

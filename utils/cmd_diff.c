@@ -141,16 +141,6 @@ static const profile_func *row_func(const profile *const ps[2], const compare_ro
     return r->func[1] != COMPARE_NONE ? &ps[1]->funcs[r->func[1]] : &ps[0]->funcs[r->func[0]];
 }
 
-static void print_func(const profile_func *f)
-{
-    if (f->kind == PROFILE_FUNC_NATIVE)
-        printf(f->file[0] ? "%s [native] (%s)" : "%s [native]", f->name, f->file);
-    else if (f->file[0])
-        printf("%s (%s:%" PRId64 ")", f->name, f->file, f->line);
-    else
-        fputs(f->name, stdout);
-}
-
 /* "+12.3%", "new", "gone" or "=" into buf. */
 static const char *fmt_change(double t0, double t1, char *buf, size_t len)
 {
@@ -191,7 +181,7 @@ static int print_text(const profile *const ps[2], const compare_result *r, size_
                row->flags & COMPARE_SELF ? '*' : ' ', a->total_us / 1e6, b->total_us / 1e6,
                fmt_change(a->total_us, b->total_us, c2, sizeof c2),
                row->flags & COMPARE_TOTAL ? '*' : ' ');
-        print_func(row_func(ps, row));
+        cli_print_func(stdout, row_func(ps, row));
         putchar('\n');
     }
     if (r->nrows > top)

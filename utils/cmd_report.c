@@ -44,18 +44,6 @@ typedef struct report_opts {
     size_t top;
 } report_opts;
 
-/* "name (file:line)"; a native function as "name [native] (module)", its first line
- * being unknown. */
-static void print_func(const profile_func *f)
-{
-    if (f->kind == PROFILE_FUNC_NATIVE)
-        printf(f->file[0] ? "%s [native] (%s)" : "%s [native]", f->name, f->file);
-    else if (f->file[0])
-        printf("%s (%s:%" PRId64 ")", f->name, f->file, f->line);
-    else
-        fputs(f->name, stdout);
-}
-
 /* Room for the functions' order, and the threads in report order.  Returns 0, or -1
  * when out of memory (both NULL). */
 static int orders(const profile *p, uint32_t **funcs, uint32_t **threads)
@@ -127,7 +115,7 @@ static void print_funcs_text(const profile *p, const aggregate_counts *a, const 
         uint64_t y = by_self ? a->total[f] : a->self[f];
         printf("  %5.1f%% %9" PRIu64 " %6.1f%% %9" PRIu64 "  ", cli_pct(x, total), x,
                cli_pct(y, total), y);
-        print_func(&p->funcs[f]);
+        cli_print_func(stdout, &p->funcs[f]);
         putchar('\n');
     }
     if (n > top)
