@@ -30,7 +30,7 @@ CORE_SRCS   := $(wildcard src/lib/*.c)
 READ_SRCS   := $(wildcard src/read/*.c)
 # The library: its entry points, the code that runs in the host, and the common layer.
 LIB_SRCS  := $(wildcard preload/*.c) $(CORE_SRCS) $(COMMON_SRCS)
-LIB_LIBS  := -llz4 -ldl -lpthread
+LIB_LIBS  := -llz4 -ldl -lpthread -lm
 # The tool: the subcommands, the reader and the profile model, and the common layer.
 TOOL_SRCS := $(wildcard utils/*.c) $(READ_SRCS) $(COMMON_SRCS)
 TOOL_LIBS := -llz4 -lm -lz -ldw -lelf
@@ -277,7 +277,10 @@ demo: deps
 	PYPROF_OUTPUT=$(BUILD)/demo LD_PRELOAD=$(abspath $(LIB)) python3 examples/daemon.py
 	$(TOOL) report $(BUILD)/demo
 
-bench: deps all sid-root
+# The sid root with python3-memray too (the alloc part's comparison; a failed install
+# leaves the bench to say memray is not available).
+bench: deps all
+	-@$(MAKE) --no-print-directory sid-root SID_EXTRA_PACKAGES="python3-memray"
 	python3 bench/run.py --lib $(abspath $(LIB)) --tool $(abspath $(TOOL)) --out $(BUILD)/bench.json
 
 # The Python package `pyprof` (utils/python) and its .pth hook go where Debian's python3

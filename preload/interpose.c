@@ -19,6 +19,7 @@
 #include <pyprof/format.h>
 
 #include "entry.h"
+#include "lib/allochook.h"
 #include "lib/libc_next.h"
 #include "lib/native.h"
 #include "lib/pyabi.h"
@@ -169,11 +170,12 @@ EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
  * caller's namespace from its return address, so a wrapper that calls it would make
  * every dlopen look as if libpyprof made it.  This one jumps to it instead, leaving the
  * program's return address in place, whenever it does not need to run after it: always
- * without native mode, and for any name that the caller could influence (no '/', or a
- * '$' token).  In native mode, a path with a '/' and no '$' is caller-independent (in
- * the default namespace): the wrapper calls dlopen and then updates the module snapshot
- * (native_after_dlopen).  A module loaded through a jump is missing from the snapshot
- * until the next update: walks through its code end there (TRUNCATED), nothing worse.
+ * without native mode or allocation sampling, and for any name that the caller could
+ * influence (no '/', or a '$' token).  In native mode or with allocation sampling, a path with
+ * a '/' and no '$' is caller-independent (in the default namespace): the wrapper calls dlopen
+ * and then updates the module snapshot (native_after_dlopen) and hooks the new modules'
+ * allocations (allochook_after_dlopen). A module loaded through a jump is missing from the
+ * snapshot until the next update: walks through its code end there (TRUNCATED), nothing worse.
  * Returns 1 for a jump. */
 int interpose_dlopen_direct(const char *file)
 {
@@ -181,7 +183,7 @@ int interpose_dlopen_direct(const char *file)
      * C library's dlopen is found here: the jump must never go through a null pointer. */
     if (!interpose_real_dlopen)
         interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-    if (!native_active() || !file)
+    if ((!native_active() && !allochook_installed()) || !file)
         return 1;
     return !strchr(file, '/') || strchr(file, '$');
 }
@@ -190,6 +192,7 @@ void *interpose_dlopen_tracked(const char *file, int mode)
 {
     void *h = interpose_real_dlopen(file, mode);
     native_after_dlopen();
+    allochook_after_dlopen();
     return h;
 }
 

@@ -49,7 +49,10 @@ enum pyprof_record_type {
      * file's place in its series of rotated logs, 0 for the first); uvarint
      * series_start_unix_ns (start_unix_ns of the series' first file, seq 0); uvarint
      * offset_us (microseconds on the monotonic clock from the series' first file's start
-     * of profiling to this file's; 0 for seq 0).
+     * of profiling to this file's; 0 for seq 0);
+     * then, optional (absent in logs of older writers, read as 0): uvarint alloc_interval
+     * (the mean interval, in bytes, of allocation sampling; 0 when allocations are not
+     * sampled; see ALLOC).
      * A series is the logs of one process and window: the same host, run_id, pid,
      * window and series_start_unix_ns.  Every file of it is a complete log on its own
      * (its own THREAD, CODE and STACK records, its footer counting its own samples,
@@ -190,8 +193,36 @@ enum pyprof_record_type {
      * cost of sampling is lib_cpu_ns + signals x signal_cost_ns;
      * then, optional: uvarint spans_lost (span starts and stops the program asked for
      * that the library could not queue, its buffer being full: their SPAN_START /
-     * SPAN_STOP records are missing from this file). */
+     * SPAN_STOP records are missing from this file);
+     * then, optional, in logs whose header has a nonzero alloc_interval: uvarint
+     * alloc_samples (ALLOC records written); uvarint alloc_frees (FREE records written);
+     * uvarint alloc_lost (allocations sampled that have no ALLOC record: the buffer was
+     * full, or the allocation was made inside a sample, by a signal handler of the
+     * program's that interrupted one); uvarint frees_lost (frees of sampled blocks that
+     * have no FREE record: the buffer was full);
+     * uvarint alloc_live (sampled blocks still followed at the end of this file, the ALLOC
+     * records of earlier files of its series included). */
     PYPROF_REC_FOOTER = 15,
+    /* A sampled allocation.  Allocations are sampled by bytes: each thread counts down a
+     * number of bytes drawn from an exponential distribution of mean alloc_interval
+     * (HEADER), and the allocation that takes the count below zero is sampled, so one of
+     * X bytes is sampled with probability p = 1 - exp(-X / alloc_interval), and stands
+     * for X / p bytes and 1 / p allocations (an unbiased estimate for every size).
+     * uvarint t_us (microseconds since this file's start of profiling: an absolute time
+     * like SNAPSHOT's, outside the dt chain); uvarint thread_idx; uvarint stack_id (the
+     * allocating thread's Python stack at the call; 0 = no Python frame); uvarint size
+     * (bytes asked for); uvarint address (of the block; a later FREE of the same address
+     * ends it); u8 domain (enum pyprof_alloc_domain); uvarint flags (PYPROF_ALLOC_F_*);
+     * then, only in logs with PYPROF_HDR_NATIVE: uvarint nstack_id (0 = none).
+     * A realloc is a FREE of the old block (when it was sampled) and an allocation of the
+     * new size.  A reader takes a domain it does not know as another allocator, ignores
+     * flag bits it does not know, and counts an ALLOC of a log without alloc_interval
+     * as the one allocation it is. */
+    PYPROF_REC_ALLOC = 16,
+    /* A sampled block was freed (free, realloc, munmap of its start, the Python
+     * allocators' free).  uvarint t_us (as ALLOC's); uvarint address.  A FREE whose ALLOC
+     * is in an earlier file of the series, or was never written, is legal. */
+    PYPROF_REC_FREE = 17,
 };
 
 /* The cost histogram's buckets (see PYPROF_REC_FOOTER), as the writer uses them.  The
@@ -249,6 +280,22 @@ enum pyprof_linetable {
 #define PYPROF_SPAN_NAME_MAX 256
 #define PYPROF_SPAN_ID_MAX 64
 #define PYPROF_SPAN_INFO_MAX 4096
+
+/* ALLOC.domain: which allocator the block came from. */
+enum pyprof_alloc_domain {
+    PYPROF_ALLOC_MALLOC = 0,   /* the C library's malloc family */
+    PYPROF_ALLOC_PYOBJECT = 1, /* PyObject_Malloc (pymalloc for small objects) */
+    PYPROF_ALLOC_PYMEM = 2,    /* PyMem_Malloc */
+    PYPROF_ALLOC_PYRAW = 3,    /* PyMem_RawMalloc */
+    PYPROF_ALLOC_MMAP = 4,     /* an anonymous mmap */
+    PYPROF_ALLOC_DOMAINS = 5,
+};
+
+/* ALLOC.flags */
+/* clang-format off */
+#define PYPROF_ALLOC_F_UNTRACKED 1u /* the block's free is not followed (the address set
+                                     * was full): it counts as allocated, never in use */
+/* clang-format on */
 
 /* SNAPSHOT thread flags */
 /* clang-format off */

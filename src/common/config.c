@@ -156,6 +156,42 @@ static long iends_with(const char *s, const char *suffix)
     return (long)(n - m);
 }
 
+int config_parse_alloc(const char *s, uint64_t *bytes)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {
+        {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
+        {"GiB", 1ull << 30}, {"KB", 1ull << 10},
+        {"MB", 1ull << 20},  {"GB", 1ull << 30},
+        {"K", 1ull << 10},   {"M", 1ull << 20},
+        {"G", 1ull << 30},   {"B", 1},
+    };
+    if (!s || !is_digit(s[0]))
+        return -1;
+    uint64_t v = 0;
+    const char *p = s;
+    for (; is_digit(*p); p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    uint64_t mult = 1;
+    if (*p) {
+        size_t i = 0, n = sizeof units / sizeof units[0];
+        while (i < n && strcmp(p, units[i].suffix) != 0)
+            i++;
+        if (i == n)
+            return -1;
+        mult = units[i].mult;
+    }
+    if (v > CONFIG_ALLOC_MAX_BYTES / mult)
+        return -1;
+    *bytes = v * mult;
+    return 0;
+}
+
 int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes)
 {
     static const struct {
@@ -443,6 +479,7 @@ void config_defaults(pyprof_config *c)
     c->rotate_ns = c->rotate_bytes = 0;
     c->keep = 0;
     c->control = 1;
+    c->alloc = 0;
 }
 
 /* Writes the one error line: "pyprof: NAME=VALUE is not valid: WHAT".  The value is shown
@@ -588,5 +625,9 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
     }
     if (load_bool("PYPROF_CONTROL", &c->control, err, errlen) < 0)
         return -1;
+    if ((v = env("PYPROF_ALLOC")) && config_parse_alloc(v, &c->alloc) < 0)
+        return config_error(err, errlen, "PYPROF_ALLOC", v,
+                            "expected 0 (off) or a mean interval in bytes up to 1GB "
+                            "(512KB, 1MB, 65536)");
     return 0;
 }

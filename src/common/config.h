@@ -30,6 +30,7 @@ typedef struct pyprof_config {
     uint64_t rotate_bytes; /* PYPROF_ROTATE as a size (0 = not by size) */
     unsigned keep;         /* PYPROF_KEEP: complete logs kept per series (0 = all) */
     int control;           /* PYPROF_CONTROL: the control socket */
+    uint64_t alloc;        /* PYPROF_ALLOC: mean allocation-sampling interval, bytes (0 off) */
     int quiet;             /* PYPROF_QUIET */
     int verbose;           /* PYPROF_VERBOSE */
 } pyprof_config;
@@ -66,6 +67,13 @@ int config_parse_signal(const char *s, int *sig);
  * read as a mebibyte).  Returns 0 with exactly one of *ns and *bytes nonzero, or -1
  * (syntax, or outside the CONFIG_ROTATE_* bounds). */
 int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes);
+
+#define CONFIG_ALLOC_MAX_BYTES (1ull << 30) /* 1 GiB */
+
+/* PYPROF_ALLOC: "0" (off), or a whole number of bytes with an optional unit: "4096",
+ * "512KB", "1MB", "1MiB", "64K" (K, M, G, with or without B or iB, are powers of 1024).
+ * Returns 0 and the bytes (0 for off), or -1 (syntax, or above CONFIG_ALLOC_MAX_BYTES). */
+int config_parse_alloc(const char *s, uint64_t *bytes);
 
 /* "cpu" or "wall".  Returns 0 and enum pyprof_clock, or -1. */
 int config_parse_clock(const char *s, int *clock);

@@ -42,6 +42,7 @@ int logenc_put_header(rec_out *o, const logenc_header_fields *h)
     rec_put_uvarint(o, h->seq);
     rec_put_uvarint(o, h->series_start_unix_ns);
     rec_put_uvarint(o, h->offset_us);
+    rec_put_uvarint(o, h->alloc_interval);
     return done(o);
 }
 
@@ -347,5 +348,33 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
     rec_put_uvarint(o, f->calib_ns);
     rec_put_uvarint(o, f->process_cpu_ns);
     rec_put_uvarint(o, f->spans_lost);
+    if (f->has_alloc) {
+        rec_put_uvarint(o, f->alloc_samples);
+        rec_put_uvarint(o, f->alloc_frees);
+        rec_put_uvarint(o, f->alloc_lost);
+        rec_put_uvarint(o, f->frees_lost);
+        rec_put_uvarint(o, f->alloc_live);
+    }
+    return done(o);
+}
+
+int logenc_put_alloc(rec_out *o, const logenc_alloc_fields *a)
+{
+    rec_put_uvarint(o, a->t_us);
+    rec_put_uvarint(o, a->thread_idx);
+    rec_put_uvarint(o, a->stack_id);
+    rec_put_uvarint(o, a->size);
+    rec_put_uvarint(o, a->address);
+    rec_put_u8(o, a->domain);
+    rec_put_uvarint(o, a->flags);
+    if (a->native)
+        rec_put_uvarint(o, a->nstack_id);
+    return done(o);
+}
+
+int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address)
+{
+    rec_put_uvarint(o, t_us);
+    rec_put_uvarint(o, address);
     return done(o);
 }

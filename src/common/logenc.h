@@ -24,6 +24,9 @@
  *   logenc_put_snapshot SNAPSHOT: id, time and logenc_snap_threads; LOGENC_SNAPSHOT_MAX
  *   logenc_put_span_start, logenc_put_span_stop  SPAN_START / SPAN_STOP (strings cut to
  *                       the format's limits); LOGENC_SPAN_MAX
+ *   logenc_put_alloc    ALLOC from a logenc_alloc_fields (its native tail included);
+ *                       LOGENC_ALLOC_MAX
+ *   logenc_put_free     FREE: t_us, address; LOGENC_FREE_MAX
  *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
  *
  * The native-log tails are appended by the caller right after the record they extend,
@@ -57,6 +60,7 @@ typedef struct logenc_header_fields {
     const char *timer; /* sampler_timer_name() */
     uint64_t max_depth, flags, window;
     uint64_t seq, series_start_unix_ns, offset_us; /* the file's place in its series */
+    uint64_t alloc_interval;                       /* bytes; 0: allocations are not sampled */
 } logenc_header_fields;
 
 typedef struct logenc_code_fields {
@@ -95,7 +99,22 @@ typedef struct logenc_footer_fields {
     /* The span section, written after the whole-cost one: span events the library could
      * not queue. */
     uint64_t spans_lost;
+    /* The allocation section, written only when has_alloc is set (logs whose header has
+     * a nonzero alloc_interval). */
+    int has_alloc;
+    uint64_t alloc_samples, alloc_frees, alloc_lost, frees_lost, alloc_live;
 } logenc_footer_fields;
+
+/* An ALLOC record's fields. */
+typedef struct logenc_alloc_fields {
+    uint64_t t_us, thread_idx, stack_id, size, address;
+    uint8_t domain; /* enum pyprof_alloc_domain */
+    uint64_t flags; /* PYPROF_ALLOC_F_* */
+    int native;     /* a native log: nstack_id follows */
+    uint64_t nstack_id;
+} logenc_alloc_fields;
+#define LOGENC_ALLOC_MAX (8 * REC_VARINT_MAX + 1)
+#define LOGENC_FREE_MAX (2 * REC_VARINT_MAX)
 
 /* A PT_LOAD segment of a module, as the MODULE record carries it. */
 typedef struct logenc_segment {
@@ -142,6 +161,8 @@ int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t s
 int logenc_put_sample_native(rec_out *o, uint64_t nstack_id, uint64_t native_flags);
 int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
 int logenc_put_module(rec_out *o, const logenc_module_fields *m);
+int logenc_put_alloc(rec_out *o, const logenc_alloc_fields *a);
+int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address);
 
 /* A BATCH being built: its fields and what the next event is coded against.  The
  * caller's only state; logenc_batch_start clears it. */

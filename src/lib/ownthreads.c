@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allochook.h"
 #include "libc_next.h"
 
 /* The library's threads that have named themselves and not yet ended: counted up in
@@ -39,6 +40,8 @@ static void live_key_make(void)
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
+
+#include "allochook.h"
 
 /* AddressSanitizer builds only.  Our threads are created with the C library's own
  * pthread_create (libc_next.h), past AddressSanitizer's, which therefore never clears
@@ -75,6 +78,7 @@ int ownthreads_start(pthread_t *thread, void *(*start)(void *), void *arg)
 void ownthreads_name_self(const char *role)
 {
     clear_stale_stack_poison();
+    allochook_own_thread(); /* what this thread allocates is the library's, never sampled */
     pthread_once(&live_once, live_key_make);
     if (live_key != (pthread_key_t)-1 && !pthread_getspecific(live_key) &&
         pthread_setspecific(live_key, (void *)1) == 0)

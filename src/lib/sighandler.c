@@ -53,6 +53,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -165,10 +166,35 @@ static uintptr_t this_tstate(const pyabi *a)
     return tstate_in_list(a, safe_ptr(interp + (uintptr_t)a->is_tstate_head), self);
 }
 
-/* One sample of the calling thread's own Python stack (the signal handler: the thread
- * is stopped in it, so its stack cannot change under the read).  Table generation `t` is
- * held by the caller.  Returns the stack's depth, 0 when no sample was taken. */
-static uint32_t sample_self(int t, uintptr_t pc)
+/* What an allocation sample adds to the stack (NULL for a CPU sample). */
+typedef struct alloc_info {
+    uint64_t size;
+    uintptr_t addr, ret; /* ret: where the allocator returns to in its caller */
+    uint8_t domain, flags;
+} alloc_info;
+
+/* An allocation sample of a thread without a readable Python stack: the record alone. */
+static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
+{
+    rrec_sample *r = ring_reserve(&sighandler_g.samples, sizeof(rrec_sample));
+    if (!r)
+        return 0;
+    memset(r, 0, sizeof *r);
+    r->unreadable_tail = (uint8_t)unreadable;
+    r->alloc_domain = al->domain;
+    r->alloc_flags = al->flags;
+    r->alloc_size = al->size;
+    r->alloc_addr = al->addr;
+    sampleout_commit_kind(r, sighandler_tid(), RREC_ALLOC);
+    return 1;
+}
+
+/* One sample of the calling thread's own Python stack (the signal handler, or an
+ * allocation hook: either way the thread is the one running, so its stack cannot change
+ * under the read).  Table generation `t` is held by the caller.  With `al`, an allocation
+ * sample, kept even without Python frames; without, a CPU sample.  Returns the stack's
+ * depth (an allocation sample: at least 1), 0 when no sample was taken. */
+static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -181,11 +207,15 @@ static uint32_t sample_self(int t, uintptr_t pc)
         codeid_abandon();
         if (r)
             ring_cancel(&g->samples, (void *)r);
+        if (al)
+            return commit_alloc_bare(al, 1);
         sampleout_drop(PYPROF_DROP_UNREADABLE);
         return 0;
     }
     if (!pyread_interpreter_ready(a)) {
         SAFE_GUARD_END();
+        if (al)
+            return commit_alloc_bare(al, 0);
         sampleout_drop(PYPROF_DROP_NOT_READY);
         return 0;
     }
@@ -193,11 +223,14 @@ static uint32_t sample_self(int t, uintptr_t pc)
     uintptr_t frame = ts ? pyread_top_frame(a, ts) : 0;
     if (!frame) {
         SAFE_GUARD_END();
+        if (al)
+            return commit_alloc_bare(al, 0);
         sampleout_drop(PYPROF_DROP_NO_PYTHON);
         return 0;
     }
     /* Native mode: room for the native chain after the frames, with the handler's own
-     * frames and the signal trampoline that the walk starts with. */
+     * frames and the signal trampoline (an allocation sample: the hooks' frames) that the
+     * walk starts with. */
     size_t native_room = g->native ? (g->native_max + NATIVE_SLACK) * sizeof(uint64_t) : 0;
     /* The record asks for room for the frames this thread's last sample had, and a
      * quarter more, not for max_depth: a record of max_depth frames (2 KB at the
@@ -215,7 +248,8 @@ static uint32_t sample_self(int t, uintptr_t pc)
         r = ring_reserve(&g->samples, sizeof(rrec_sample) + n * sizeof(rframe) + native_room);
         if (!r) {
             SAFE_GUARD_END();
-            sampleout_drop(PYPROF_DROP_RING_FULL);
+            if (!al)
+                sampleout_drop(PYPROF_DROP_RING_FULL);
             return 0;
         }
         o.room = room;
@@ -229,11 +263,34 @@ static uint32_t sample_self(int t, uintptr_t pc)
     if (rc != WALK_OK) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
+        if (al)
+            return commit_alloc_bare(al, 1);
         sampleout_drop(PYPROF_DROP_UNREADABLE);
         return 0;
     }
     SAFE_GUARD_END();
     tls_last_frames = r->nframes;
+    if (al) {
+        r->nnative = 0;
+        r->native_flags = 0;
+        if (g->native) {
+            /* The chain from the allocator's caller outwards; its innermost address made
+             * one inside the call instruction, as an interrupted one would be exact. */
+            uint8_t flags;
+            uint64_t *nat = rrec_native((rrec_sample *)r);
+            r->nnative = (uint16_t)native_walk(nat, g->native_max + NATIVE_SLACK, al->ret,
+                                               &flags);
+            if (r->nnative && nat[0] == al->ret)
+                nat[0] = al->ret - 1;
+            r->native_flags = flags;
+        }
+        r->alloc_domain = al->domain;
+        r->alloc_flags = al->flags;
+        r->alloc_size = al->size;
+        r->alloc_addr = al->addr;
+        sampleout_commit_kind((rrec_sample *)r, sighandler_tid(), RREC_ALLOC);
+        return 1;
+    }
     if (r->nframes == 0 && !r->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python, no Python frame yet. */
         ring_cancel(&g->samples, (void *)r);
@@ -258,9 +315,30 @@ static uint32_t take_sample(void *uc)
 {
     int t = codetable_enter();
     uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    uint32_t depth = sample_self(t, pc);
+    uint32_t depth = sample_self(t, pc, NULL);
     codetable_leave(t);
     return depth;
+}
+
+int sighandler_sample_alloc(uint64_t size, uintptr_t addr, int domain, int flags, uintptr_t ret)
+{
+    sighandler_state *g = &sighandler_g;
+    if (tls_busy)
+        return -1; /* inside the handler, or a nested hook: never re-entered */
+    int saved_errno = errno;
+    int rc = 0;
+    atomic_fetch_add(&g->inflight, 1);
+    if (atomic_load(&g->enabled)) {
+        tls_busy = 1;
+        alloc_info al = {size, addr, ret, (uint8_t)domain, (uint8_t)flags};
+        int t = codetable_enter();
+        rc = sample_self(t, 0, &al) ? 1 : -1;
+        codetable_leave(t);
+        tls_busy = 0;
+    }
+    atomic_fetch_sub(&g->inflight, 1);
+    errno = saved_errno;
+    return rc;
 }
 
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc)

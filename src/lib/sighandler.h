@@ -31,7 +31,9 @@ enum {
     RREC_SNAP = 3,
     RREC_SNAP_END = 4,
     RREC_SPAN_START = 5,
-    RREC_SPAN_STOP = 6
+    RREC_SPAN_STOP = 6,
+    RREC_ALLOC = 7, /* an allocation sample: the sample layout with the alloc_* fields */
+    RREC_FREE = 8   /* a sampled block freed: rrec_free (allocsample.h) */
 };
 
 typedef struct rframe {
@@ -52,7 +54,11 @@ typedef struct rrec_sample {
     uint8_t snap_flags;   /* RREC_SNAP: PYPROF_SNAP_F_* */
     uint8_t os_state;     /* RREC_SNAP: the kernel's state letter, 0 unknown */
     uint8_t pad;
-    uint32_t snap_id; /* RREC_SNAP, RREC_SNAP_END: the snapshot */
+    uint32_t snap_id;     /* RREC_SNAP, RREC_SNAP_END: the snapshot */
+    uint8_t alloc_domain; /* RREC_ALLOC: enum pyprof_alloc_domain */
+    uint8_t alloc_flags;  /* RREC_ALLOC: PYPROF_ALLOC_F_* */
+    uint64_t alloc_size;  /* RREC_ALLOC: bytes asked for */
+    uint64_t alloc_addr;  /* RREC_ALLOC: the block */
     rframe frames[];
     /* then, native mode: uint64_t native[nnative], innermost (the interrupted
      * instruction) first; see rrec_native */
@@ -112,6 +118,15 @@ extern sighandler_state sighandler_g;
 
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc);
+
+/* [sigsafe] An allocation sample (allocsample.c): the calling thread's own Python stack
+ * (no frame when it runs none), and in native mode its native chain from `ret` (the
+ * return address of the allocator's caller) outwards, committed as an RREC_ALLOC of
+ * `size` bytes at `addr`.
+ * Returns 1 when committed, 0 when sampling is off (no log is written), -1 when the
+ * record was lost (the ring is full, or the thread is inside the sampling handler). */
+int sighandler_sample_alloc(uint64_t size, uintptr_t addr, int domain, int flags,
+                            uintptr_t ret);
 
 /* [sigsafe] The calling thread's kernel thread id, cached. */
 uint32_t sighandler_tid(void);

@@ -18,6 +18,7 @@
 
 #include <pyprof/format.h>
 
+#include "allochook.h"
 #include "diag.h"
 #include "libc_next.h"
 #include "sampler.h"
@@ -62,6 +63,15 @@ int window_start(void)
     }
     owner = getpid();
     atomic_store(&active, 1);
+    if (cfg.alloc && !allochook_installed()) {
+        err[0] = 0;
+        allochook_install(cfg.alloc, abi.hex, err, sizeof err);
+        if (err[0])
+            diag_error("pyprof: %s", err);
+        if (!allochook_python_hooked())
+            diag_verbose("pyprof: allocation sampling sees the C library's allocator only "
+                         "(this Python has no PyMem_SetAllocator)");
+    }
     diag_verbose("pyprof: Python %s, period %llu ns, timer %s", abi.version,
                  (unsigned long long)cfg.period_ns, sampler_timer_name());
     return 0;
@@ -125,6 +135,7 @@ int window_forget_in_child(void)
 {
     /* The parent's control thread may have held it at the fork. */
     pthread_mutex_init(&lock, NULL);
+    allochook_after_fork_child(); /* the parent's sampled blocks are not the child's */
     if (!atomic_load(&active))
         return 0;
     sampler_forget_in_child();

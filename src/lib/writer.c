@@ -61,6 +61,8 @@
 
 #include <pyprof/format.h>
 
+#include "allochook.h"
+#include "allocsample.h"
 #include "calib.h"
 #include "common/clock.h"
 #include "common/linetable.h"
@@ -83,13 +85,14 @@
 #include "threadtimer.h"
 #include "window.h"
 
-#define WAKE_IDLE_NS 100000000ull    /* the writer drains every 100 ms ... */
-#define WAKE_BUSY_NS 5000000ull      /* ... or every 5 ms while the ring fills fast */
-#define WRITER_SLACK_NS 4000000ul    /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
-#define RSS_EVERY_NS 20000000ull     /* RSS read at a wake, at most every 20 ms ... */
-#define RSS_SAME_NS 1000000000ull    /* ... and written when it changed, or every second */
-#define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) ... */
-#define NAMES_NEW_NS 10000000ull     /* ... and for a new thread, at most every 10 ms */
+#define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
+#define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
+#define WRITER_SLACK_NS 4000000ul /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
+#define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
+#define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
+#define ALLOC_SWEEP_EVERY_NS 1000000000ull /* the sampled-address set's upkeep */
+#define NAMES_EVERY_NS 1000000000ull       /* thread names re-read every second (renames) ... */
+#define NAMES_NEW_NS 10000000ull           /* ... and for a new thread, at most every 10 ms */
 #define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
 #define CALIB_AFTER_NS 1000000000ull /* profiled this long before measuring (calib.h) ... */
 #define CALIB_SHARE 0.005            /* ... with at most this share of the process's CPU */
@@ -130,7 +133,10 @@ static struct {
     uint64_t file_t0_mono_ns; /* the same on the monotonic clock */
     sampler_stats base;       /* the handler's counters when this file began */
     uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
-    uint64_t base_spans_lost; /* spans_lost() when this file began */
+    uint64_t base_spans_lost;              /* spans_lost() when this file began */
+    allocsample_counts base_alloc;         /* allocation counters when this file began */
+    uint64_t alloc_written, frees_written; /* ALLOC and FREE records in this file */
+    uint64_t alloc_swept_ns;               /* the address set's last upkeep */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
@@ -290,6 +296,7 @@ static void put_header(void)
         .seq = W.seq,
         .series_start_unix_ns = W.series_unix_ns,
         .offset_us = W.file_rel0_ns / 1000,
+        .alloc_interval = allochook_installed() ? allocsample_interval() : 0,
     };
     logenc_put_header(&o, &h);
     emit(PYPROF_REC_HEADER, &o);
@@ -406,6 +413,7 @@ static int open_log(void)
     }
     batch_start(W.last_t_us);
     publish_path(W.log.path);
+    allochook_recheck(); /* the interpreter's start may have replaced its allocators */
     put_header();
     if (W.native)
         sync_modules();
@@ -849,9 +857,53 @@ static void take_span(const void *rec, size_t len)
     }
 }
 
+/* An allocation sample: its ALLOC record, after the THREAD, STACK and (native mode)
+ * NSTACK it refers to.  A sample taken without a Python frame has stack 0. */
+static void take_alloc(const rrec_sample *s, size_t len)
+{
+    uint32_t tidx, sid;
+    if (sample_stack(s, &tidx, &sid) < 0)
+        return;
+    uint8_t nflags = s->native_flags;
+    uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
+    uint8_t buf[LOGENC_ALLOC_MAX];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    logenc_alloc_fields a = {
+        .t_us = (uint64_t)file_us(s->t_ns),
+        .thread_idx = tidx,
+        .stack_id = sid,
+        .size = s->alloc_size,
+        .address = s->alloc_addr,
+        .domain = s->alloc_domain,
+        .flags = s->alloc_flags,
+        .native = W.native,
+        .nstack_id = nsid,
+    };
+    if (logenc_put_alloc(&o, &a) == 0) {
+        emit(PYPROF_REC_ALLOC, &o);
+        W.alloc_written++;
+    }
+}
+
+static void take_free(const rrec_free *f)
+{
+    uint8_t buf[LOGENC_FREE_MAX];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    if (logenc_put_free(&o, (uint64_t)file_us(f->t_ns), f->addr) == 0) {
+        emit(PYPROF_REC_FREE, &o);
+        W.frees_written++;
+    }
+}
+
 static void take_record(const rrec_sample *s, size_t len)
 {
-    if (s->kind == RREC_SNAP)
+    if (s->kind == RREC_ALLOC)
+        take_alloc(s, len);
+    else if (s->kind == RREC_FREE)
+        take_free((const rrec_free *)(const void *)s);
+    else if (s->kind == RREC_SNAP)
         snap_add(s);
     else if (s->kind == RREC_SNAP_END)
         snap_end(s);
@@ -1106,6 +1158,11 @@ static void *writer_main(void *arg)
             rotate();
         if (codetable_flip_wanted())
             flip_tables();
+        if (allochook_installed() && now - W.alloc_swept_ns >= ALLOC_SWEEP_EVERY_NS) {
+            allocsample_sweep();
+            allochook_refresh(); /* modules a dlopen loaded past the tracked path */
+            W.alloc_swept_ns = now;
+        }
         if (W.log.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
             refresh_names();
         if (W.log.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
@@ -1201,6 +1258,8 @@ static void file_begin(void)
     calib_get(&c);
     W.base_calib_ns = c.cpu_ns;
     W.samples = 0;
+    W.alloc_written = W.frees_written = 0;
+    allocsample_stats(&W.base_alloc);
     W.last_t_us = 0;
     W.last_rss_emit_ns = 0; /* a new file begins with an RSS record */
     W.file_gen++;
@@ -1237,6 +1296,16 @@ static void put_footer(int end, int status_known, int status)
         .process_cpu_ns = cpu,
         .spans_lost = spans_lost() - W.base_spans_lost,
     };
+    if (allochook_installed()) {
+        allocsample_counts ac;
+        allocsample_stats(&ac);
+        f.has_alloc = 1;
+        f.alloc_samples = W.alloc_written;
+        f.alloc_frees = W.frees_written;
+        f.alloc_lost = ac.lost - W.base_alloc.lost;
+        f.frees_lost = ac.frees_lost - W.base_alloc.frees_lost;
+        f.alloc_live = ac.live;
+    }
     _Static_assert(sizeof f.drops == sizeof st.drops && sizeof f.cost == sizeof st.cost,
                    "the footer's counters are the sampler's");
     memcpy(f.drops, st.drops, sizeof f.drops);
@@ -1316,6 +1385,12 @@ int writer_request_end(int end, int status)
 }
 
 int writer_end_done(void) { return atomic_load(&W.end_done); }
+
+void writer_wake(void)
+{
+    if (W.thread_running && W.pid == getpid())
+        sem_post(&W.wake);
+}
 
 /* Frees every map and buffer and returns W to its initial state. */
 static void forget_all(void)

@@ -404,9 +404,10 @@ static void test_template_overflow(void **state)
 /* ---- config_load -------------------------------------------------------------------- */
 
 static const char *const all_vars[] = {
-    "PYPROF_OUTPUT",    "PYPROF_PERIOD",   "PYPROF_CLOCK",  "PYPROF_NATIVE", "PYPROF_MEMORY",
-    "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER", "PYPROF_SIGNAL", "PYPROF_FLUSH",
-    "PYPROF_QUIET",     "PYPROF_VERBOSE",  "PYPROF_ROTATE", "PYPROF_KEEP",   "PYPROF_CONTROL",
+    "PYPROF_OUTPUT", "PYPROF_PERIOD",    "PYPROF_CLOCK",    "PYPROF_NATIVE",
+    "PYPROF_MEMORY", "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER",
+    "PYPROF_SIGNAL", "PYPROF_FLUSH",     "PYPROF_QUIET",    "PYPROF_VERBOSE",
+    "PYPROF_ROTATE", "PYPROF_KEEP",      "PYPROF_CONTROL",  "PYPROF_ALLOC",
 };
 
 static int clear_env(void **state)
@@ -749,6 +750,56 @@ static void test_load_rotate_keep_control(void **state)
     assert_non_null(strstr(err, "PYPROF_CONTROL=maybe"));
 }
 
+static void test_alloc_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        uint64_t bytes;
+    } good[] = {
+        {"0", 0},
+        {"1", 1},
+        {"65536", 65536},
+        {"512KB", 512ull << 10},
+        {"512K", 512ull << 10},
+        {"1MB", 1ull << 20},
+        {"1MiB", 1ull << 20},
+        {"4096B", 4096},
+        {"1G", 1ull << 30},
+        {"1GB", 1ull << 30},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        uint64_t b = 12345;
+        if (config_parse_alloc(good[i].s, &b) < 0)
+            fail_msg("refused %s", good[i].s);
+        if (b != good[i].bytes)
+            fail_msg("%s read as %llu", good[i].s, (unsigned long long)b);
+    }
+    static const char *const bad[] = {
+        "",      "-1", "1.5MB", "2GB", "1m", "1kb", "KB", "1 MB", "99999999999999999999",
+        "0x100", "on"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t b;
+        if (config_parse_alloc(bad[i], &b) == 0)
+            fail_msg("took %s as %llu", bad[i], (unsigned long long)b);
+    }
+}
+
+static void test_load_alloc(void **state)
+{
+    (void)state;
+    pyprof_config c;
+    char err[512];
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_true(c.alloc == 0);
+    setenv("PYPROF_ALLOC", "512KB", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_true(c.alloc == 512ull << 10);
+    setenv("PYPROF_ALLOC", "lots", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_ALLOC=lots"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +823,8 @@ int main(void)
         cmocka_unit_test_setup(test_load_error_value_is_sanitised, clear_env),
         cmocka_unit_test(test_rotate_parse),
         cmocka_unit_test_setup(test_load_rotate_keep_control, clear_env),
+        cmocka_unit_test(test_alloc_parse),
+        cmocka_unit_test_setup(test_load_alloc, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

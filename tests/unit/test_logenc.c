@@ -59,6 +59,7 @@ static logenc_header_fields header_fields(void)
         .seq = 12,
         .series_start_unix_ns = 1699999999000000000ull,
         .offset_us = 987654321,
+        .alloc_interval = 524288,
     };
 }
 
@@ -96,6 +97,49 @@ static void test_header(void **state)
     assert_int_equal(rec_get_uvarint(&in), 12);
     assert_int_equal(rec_get_uvarint(&in), 1699999999000000000ull);
     assert_int_equal(rec_get_uvarint(&in), 987654321);
+    assert_int_equal(rec_get_uvarint(&in), 524288);
+    expect_end(&in);
+}
+
+/* ALLOC in a plain and a native log, FREE: every field in the order format.h gives. */
+static void test_alloc_free(void **state)
+{
+    (void)state;
+    for (int native = 0; native < 2; native++) {
+        logenc_alloc_fields a = {.t_us = 1234567,
+                                 .thread_idx = 3,
+                                 .stack_id = 77,
+                                 .size = 200001,
+                                 .address = 0x7f1234567890ull,
+                                 .domain = PYPROF_ALLOC_MMAP,
+                                 .flags = PYPROF_ALLOC_F_UNTRACKED,
+                                 .native = native,
+                                 .nstack_id = 9};
+        uint8_t small[LOGENC_ALLOC_MAX];
+        rec_out o;
+        rec_out_init(&o, small, sizeof small);
+        assert_int_equal(logenc_put_alloc(&o, &a), 0);
+        rec_in in;
+        rec_in_init(&in, small, o.len);
+        assert_int_equal(rec_get_uvarint(&in), 1234567);
+        assert_int_equal(rec_get_uvarint(&in), 3);
+        assert_int_equal(rec_get_uvarint(&in), 77);
+        assert_int_equal(rec_get_uvarint(&in), 200001);
+        assert_int_equal(rec_get_uvarint(&in), 0x7f1234567890ull);
+        assert_int_equal(rec_get_u8(&in), PYPROF_ALLOC_MMAP);
+        assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOC_F_UNTRACKED);
+        if (native)
+            assert_int_equal(rec_get_uvarint(&in), 9);
+        expect_end(&in);
+    }
+    uint8_t small[LOGENC_FREE_MAX];
+    rec_out o;
+    rec_out_init(&o, small, sizeof small);
+    assert_int_equal(logenc_put_free(&o, 99, 0x7f1234567890ull), 0);
+    rec_in in;
+    rec_in_init(&in, small, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 99);
+    assert_int_equal(rec_get_uvarint(&in), 0x7f1234567890ull);
     expect_end(&in);
 }
 
@@ -389,6 +433,12 @@ static void test_footer(void **state)
         .calib_ns = 31000000,
         .process_cpu_ns = 4000000000ull,
         .spans_lost = 31,
+        .has_alloc = 1,
+        .alloc_samples = 501,
+        .alloc_frees = 402,
+        .alloc_lost = 3,
+        .frees_lost = 2,
+        .alloc_live = 99,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -435,6 +485,12 @@ static void test_footer(void **state)
     assert_int_equal(rec_get_uvarint(&in), 31000000);
     assert_int_equal(rec_get_uvarint(&in), 4000000000ull);
     assert_int_equal(rec_get_uvarint(&in), 31); /* spans_lost, after the whole-cost section */
+    /* The allocation section, last. */
+    assert_int_equal(rec_get_uvarint(&in), 501);
+    assert_int_equal(rec_get_uvarint(&in), 402);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_uvarint(&in), 99);
     expect_end(&in);
 }
 
@@ -751,6 +807,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
+        cmocka_unit_test(test_alloc_free),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_span),
         cmocka_unit_test(test_header_no_cmdline),

@@ -1,0 +1,406 @@
+/*
+ * allochook: the allocation hooks (allochook.h).  SIGNAL HANDLER rules for every wrapper:
+ * they run inside the program's allocation calls, on any thread, possibly inside its own
+ * signal handlers; beyond the allocator they forward to, they call only allocsample.h's
+ * [sigsafe] functions and touch an initial-exec thread-local.  errno is the allocator's:
+ * nothing after the forwarded call changes it (allocsample saves it where it could).
+ */
+#include "allochook.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <pyprof/format.h>
+
+#include "allocsample.h"
+#include "allocset.h"
+#include "gotpatch.h"
+#include "pyabi.h"
+
+/* After an allocation of n bytes returned p: the countdown, with the hook's return
+ * address (in the allocator's caller), where a native chain of the sample starts. */
+#define SAMPLE(p, n, dom) allocsample_after(p, n, dom, (uintptr_t)__builtin_return_address(0))
+
+/* This thread is inside a hook's forwarded call: nested hooks only forward. */
+static __thread int tls_guard __attribute__((tls_model("initial-exec")));
+
+static _Atomic int installed;
+static int python_hooked;
+/* 3.6's Py_Main puts its default allocators back before it initializes the interpreter,
+ * after our constructor wrapped them: until the interpreter is initialized, the malloc
+ * hooks (which see that start) wrap the domains again where they were replaced. */
+static _Atomic int recheck_pending;
+/* A fork child where another thread of the parent may have held the loader's lock at the
+ * fork (glibc does not reset it): no module scan until the program's own dlopen has
+ * returned there (the periodic refresh waits; allochook_after_dlopen clears it). */
+static _Atomic int loader_suspect;
+static int (*py_is_initialized)(void);
+
+/* ---- CPython's domains -------------------------------------------------------------- */
+
+/* PyMemAllocatorEx, stable since 3.5. */
+typedef struct py_allocator {
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr);
+} py_allocator;
+
+enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
+
+static py_allocator orig_py[3];
+
+/* The wrappers of one domain.  They get the original's ctx too (see install_python), and
+ * ignore it: the original is called with its own. */
+#define PY_WRAPPERS(d, dom)                                                                    \
+    static void *d##_malloc(void *ctx, size_t n)                                               \
+    {                                                                                          \
+        (void)ctx;                                                                             \
+        const py_allocator *o = &orig_py[d];                                                   \
+        if (tls_guard)                                                                         \
+            return o->malloc(o->ctx, n);                                                       \
+        tls_guard = 1;                                                                         \
+        void *p = o->malloc(o->ctx, n);                                                        \
+        tls_guard = 0;                                                                         \
+        SAMPLE(p, n, dom);                                                                     \
+        return p;                                                                              \
+    }                                                                                          \
+    static void *d##_calloc(void *ctx, size_t k, size_t n)                                     \
+    {                                                                                          \
+        (void)ctx;                                                                             \
+        const py_allocator *o = &orig_py[d];                                                   \
+        if (tls_guard)                                                                         \
+            return o->calloc(o->ctx, k, n);                                                    \
+        tls_guard = 1;                                                                         \
+        void *p = o->calloc(o->ctx, k, n);                                                     \
+        tls_guard = 0;                                                                         \
+        SAMPLE(p, k *n, dom);                                                                  \
+        return p;                                                                              \
+    }                                                                                          \
+    static void *d##_realloc(void *ctx, void *old, size_t n)                                   \
+    {                                                                                          \
+        (void)ctx;                                                                             \
+        const py_allocator *o = &orig_py[d];                                                   \
+        if (tls_guard)                                                                         \
+            return o->realloc(o->ctx, old, n);                                                 \
+        allocsample_before_free(old);                                                          \
+        tls_guard = 1;                                                                         \
+        void *p = o->realloc(o->ctx, old, n);                                                  \
+        tls_guard = 0;                                                                         \
+        SAMPLE(p, n, dom);                                                                     \
+        return p;                                                                              \
+    }                                                                                          \
+    static void d##_free(void *ctx, void *p)                                                   \
+    {                                                                                          \
+        (void)ctx;                                                                             \
+        const py_allocator *o = &orig_py[d];                                                   \
+        if (!tls_guard)                                                                        \
+            allocsample_before_free(p);                                                        \
+        o->free(o->ctx, p);                                                                    \
+    }
+
+/* Index names for the macro. */
+#define mem PYMEM_DOMAIN_MEM
+#define obj PYMEM_DOMAIN_OBJ
+PY_WRAPPERS(mem, PYPROF_ALLOC_PYMEM)
+PY_WRAPPERS(obj, PYPROF_ALLOC_PYOBJECT)
+#undef mem
+#undef obj
+
+typedef void (*allocator_fn)(int, py_allocator *);
+
+/* Wraps the MEM and OBJ domains where they are not wrapped yet.  The raw domain is malloc
+ * itself, seen by the GOT hooks.  Another thread may be allocating while a domain's table
+ * is replaced, and may read a mix of the old and the new entries: each entry works with
+ * either, since the new table carries the old ctx and every wrapper forwards to the old
+ * entries.  Returns 0, or -1 when the interpreter has no PyMem_SetAllocator (2.7). */
+static allocator_fn get_allocator, set_allocator; /* resolved once, at install */
+
+static int wrap_python(void)
+{
+    allocator_fn get = get_allocator, set = set_allocator;
+    if (!get || !set)
+        return -1;
+    static const py_allocator ours[3] = {
+        [PYMEM_DOMAIN_MEM] = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free},
+        [PYMEM_DOMAIN_OBJ] = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free},
+    };
+    for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
+        py_allocator cur;
+        get(d, &cur);
+        if (cur.malloc == ours[d].malloc)
+            continue; /* still ours */
+        /* Nobody calls our wrappers of this domain now (the table holds another's), so
+         * the originals they forward to can change. */
+        orig_py[d] = cur;
+        py_allocator w = ours[d];
+        w.ctx = cur.ctx;
+        set(d, &w);
+    }
+    return 0;
+}
+
+/* ---- the C library's allocator, through the GOT ---------------------------------------- */
+
+enum {
+    H_MALLOC,
+    H_CALLOC,
+    H_REALLOC,
+    H_FREE,
+    H_POSIX_MEMALIGN,
+    H_ALIGNED_ALLOC,
+    H_MEMALIGN,
+    H_VALLOC,
+    H_PVALLOC,
+    H_REALLOCARRAY,
+    H_MMAP,
+    H_MMAP64,
+    H_MUNMAP,
+    H_COUNT
+};
+static void *orig_c[H_COUNT];
+
+#define ORIG(i, type) ((type)orig_c[i])
+
+/* One allocation through orig_c[i]: guarded, then sampled. */
+#define GUARDED(call, p)                                                                       \
+    do {                                                                                       \
+        if (tls_guard)                                                                         \
+            return call;                                                                       \
+        tls_guard = 1;                                                                         \
+        p = call;                                                                              \
+        tls_guard = 0;                                                                         \
+    } while (0)
+
+static void recheck_from_hook(void);
+
+static void *h_malloc(size_t n)
+{
+    if (__builtin_expect(atomic_load_explicit(&recheck_pending, memory_order_relaxed), 0))
+        recheck_from_hook();
+    void *p;
+    GUARDED(ORIG(H_MALLOC, void *(*)(size_t))(n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_calloc(size_t k, size_t n)
+{
+    void *p;
+    GUARDED(ORIG(H_CALLOC, void *(*)(size_t, size_t))(k, n), p);
+    SAMPLE(p, k * n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_realloc(void *old, size_t n)
+{
+    if (!tls_guard)
+        allocsample_before_free(old);
+    void *p;
+    GUARDED(ORIG(H_REALLOC, void *(*)(void *, size_t))(old, n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_reallocarray(void *old, size_t k, size_t n)
+{
+    if (!tls_guard)
+        allocsample_before_free(old);
+    void *p;
+    GUARDED(ORIG(H_REALLOCARRAY, void *(*)(void *, size_t, size_t))(old, k, n), p);
+    SAMPLE(p, k * n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void h_free(void *p)
+{
+    if (!tls_guard)
+        allocsample_before_free(p);
+    ORIG(H_FREE, void (*)(void *))(p);
+}
+
+static int h_posix_memalign(void **out, size_t align, size_t n)
+{
+    int rc;
+    GUARDED(ORIG(H_POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, align, n), rc);
+    if (rc == 0)
+        SAMPLE(*out, n, PYPROF_ALLOC_MALLOC);
+    return rc;
+}
+
+static void *h_aligned_alloc(size_t align, size_t n)
+{
+    void *p;
+    GUARDED(ORIG(H_ALIGNED_ALLOC, void *(*)(size_t, size_t))(align, n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_memalign(size_t align, size_t n)
+{
+    void *p;
+    GUARDED(ORIG(H_MEMALIGN, void *(*)(size_t, size_t))(align, n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_valloc(size_t n)
+{
+    void *p;
+    GUARDED(ORIG(H_VALLOC, void *(*)(size_t))(n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+static void *h_pvalloc(size_t n)
+{
+    void *p;
+    GUARDED(ORIG(H_PVALLOC, void *(*)(size_t))(n), p);
+    SAMPLE(p, n, PYPROF_ALLOC_MALLOC);
+    return p;
+}
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+
+/* Inline, so that the return address is the hook's. */
+__attribute__((always_inline)) static inline void *
+mmap_common(int i, void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *p;
+    GUARDED(ORIG(i, mmap_fn)(addr, len, prot, flags, fd, off), p);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS))
+        SAMPLE(p, len, PYPROF_ALLOC_MMAP);
+    return p;
+}
+
+static void *h_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap_common(H_MMAP, addr, len, prot, flags, fd, off);
+}
+
+static void *h_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap_common(H_MMAP64, addr, len, prot, flags, fd, off);
+}
+
+static int h_munmap(void *addr, size_t len)
+{
+    if (!tls_guard)
+        allocsample_before_free(addr);
+    return ORIG(H_MUNMAP, int (*)(void *, size_t))(addr, len);
+}
+
+static const gotpatch_sym c_syms[H_COUNT] = {
+    [H_MALLOC] = {"malloc", (void *)h_malloc},
+    [H_CALLOC] = {"calloc", (void *)h_calloc},
+    [H_REALLOC] = {"realloc", (void *)h_realloc},
+    [H_FREE] = {"free", (void *)h_free},
+    [H_POSIX_MEMALIGN] = {"posix_memalign", (void *)h_posix_memalign},
+    [H_ALIGNED_ALLOC] = {"aligned_alloc", (void *)h_aligned_alloc},
+    [H_MEMALIGN] = {"memalign", (void *)h_memalign},
+    [H_VALLOC] = {"valloc", (void *)h_valloc},
+    [H_PVALLOC] = {"pvalloc", (void *)h_pvalloc},
+    [H_REALLOCARRAY] = {"reallocarray", (void *)h_reallocarray},
+    [H_MMAP] = {"mmap", (void *)h_mmap},
+    [H_MMAP64] = {"mmap64", (void *)h_mmap64},
+    [H_MUNMAP] = {"munmap", (void *)h_munmap},
+};
+
+/* ---- installation --------------------------------------------------------------------- */
+
+/* While the interpreter starts (recheck_pending): the domains wrapped again if its start
+ * replaced them, until it is initialized with them ours.  Runs in a malloc hook, on the
+ * starting thread: 3.6's PyMem_GetAllocator and PyMem_SetAllocator copy a table and
+ * allocate nothing. */
+static void recheck_from_hook(void)
+{
+    if (tls_guard)
+        return;
+    tls_guard = 1;
+    int initialized = py_is_initialized && py_is_initialized();
+    wrap_python();
+    if (initialized)
+        atomic_store(&recheck_pending, 0);
+    tls_guard = 0;
+}
+
+int allochook_install(uint64_t interval, unsigned long python_hex, char *err, size_t errlen)
+{
+    if (atomic_load(&installed))
+        return 0;
+    if (allocset_init() < 0) {
+        snprintf(err, errlen, "allocation sampling off: cannot map its address set");
+        return -1;
+    }
+    allocsample_configure(interval);
+    static int atfork_registered;
+    if (!atfork_registered) {
+        pthread_atfork(gotpatch_fork_prepare, gotpatch_fork_parent, NULL);
+        atfork_registered = 1;
+    }
+    /* The originals first: a patched slot may be called the moment it is written. */
+    char gerr[256] = "";
+    if (gotpatch_install(c_syms, H_COUNT, orig_c, gerr, sizeof gerr) < 0) {
+        snprintf(err, errlen, "allocation sampling of the C library's malloc off: %s", gerr);
+        /* The Python domains can still be sampled. */
+    }
+    get_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_GetAllocator");
+    set_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_SetAllocator");
+    python_hooked = wrap_python() == 0;
+    if (python_hooked && python_hex < 0x03070000) {
+        py_is_initialized = (int (*)(void))pyabi_dlsym_python("Py_IsInitialized");
+        atomic_store(&recheck_pending, py_is_initialized != NULL);
+    }
+    atomic_store(&installed, 1);
+    return 0;
+}
+
+void allochook_after_fork_child(void)
+{
+    gotpatch_after_fork_child();
+    allocsample_after_fork_child();
+    if (atomic_load(&installed))
+        atomic_store(&loader_suspect, 1);
+}
+
+void allochook_recheck(void)
+{
+    if (atomic_load(&installed) && python_hooked)
+        wrap_python();
+}
+
+int allochook_installed(void) { return atomic_load(&installed); }
+
+int allochook_python_hooked(void) { return python_hooked; }
+
+void allochook_own_thread(void) { tls_guard = 1; }
+
+/* Module scans on the program's threads are the library's work: what they allocate is
+ * never sampled. */
+static void refresh(void)
+{
+    int guard = tls_guard;
+    tls_guard = 1;
+    gotpatch_refresh();
+    tls_guard = guard;
+}
+
+void allochook_after_dlopen(void)
+{
+    if (!atomic_load(&installed))
+        return;
+    atomic_store(&loader_suspect, 0); /* the program's dlopen returned: the loader works */
+    refresh();
+}
+
+void allochook_refresh(void)
+{
+    if (atomic_load(&installed) && !atomic_load(&loader_suspect))
+        refresh();
+}

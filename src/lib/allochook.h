@@ -1,0 +1,54 @@
+/*
+ * allochook: where allocations are seen.  With allocation sampling on (PYPROF_ALLOC),
+ * two kinds of hooks feed allocsample.h:
+ *   * CPython's object and memory domains (PyObject_Malloc, which serves small objects
+ *     from pymalloc's pools without calling malloc, and PyMem_Malloc), wrapped with
+ *     PyMem_SetAllocator (3.6 and later; 2.7 has no such call), as soon as profiling
+ *     starts, so that a short program is seen from its first line, and again once the
+ *     interpreter runs if its start replaced them (3.6 resets its allocators in Py_Main:
+ *     there the malloc hooks check until the interpreter is initialized);
+ *   * the C library's malloc family and anonymous mmap/munmap, through the GOT slots of
+ *     every loaded module but the library itself (gotpatch.h), and of every module
+ *     loaded later (allochook_after_dlopen).
+ * Nothing is hooked when sampling is off, so a process without PYPROF_ALLOC runs the
+ * allocator it always ran.  Nested calls (pymalloc asking the raw domain, which calls
+ * malloc) are counted once, by the outermost hook, through a thread-local guard.  Once
+ * installed, the hooks stay for the life of the process; between windows they forward
+ * and sample nothing the log would keep.
+ *
+ * Interface:
+ *   allochook_install(interval, python_hex, err, errlen)  [not sigsafe] the hooks, once
+ *                       per process (python_hex: the interpreter's PY_VERSION_HEX),
+ *                       when profiling first starts (window.c).  0, or -1 with one line
+ *                       in err (a part that could not be hooked is said in err and the
+ *                       rest works: check err[0]).
+ *   allochook_recheck()     [not sigsafe] wraps the Python domains again where the
+ *                       interpreter's start replaced them (the writer, at its first log)
+ *   allochook_installed()   [sigsafe] 1 once the hooks are in place
+ *   allochook_after_dlopen()  [not sigsafe] hooks the modules the program's dlopen just
+ *                       loaded (the interposed dlopen, once it returned)
+ *   allochook_refresh()     [not sigsafe] hooks modules loaded past the interposed dlopen
+ *                       (the writer, now and then; not in a fork child until its loader
+ *                       is seen to work)
+ *   allochook_python_hooked() [not sigsafe] 1 when the Python domains are wrapped
+ *   allochook_after_fork_child()  [not sigsafe] the child's locks, and the parent's
+ *                       sampled blocks forgotten (they are not the child's log's)
+ *   allochook_own_thread()  [sigsafe] the calling thread is one of the library's: what
+ *                       it allocates (through the C library too) is never sampled
+ */
+#ifndef PYPROF_ALLOCHOOK_H
+#define PYPROF_ALLOCHOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int allochook_install(uint64_t interval, unsigned long python_hex, char *err, size_t errlen);
+int allochook_installed(void);
+void allochook_recheck(void);
+void allochook_after_dlopen(void);
+void allochook_refresh(void);
+int allochook_python_hooked(void);
+void allochook_own_thread(void);
+void allochook_after_fork_child(void);
+
+#endif

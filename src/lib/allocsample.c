@@ -1,0 +1,137 @@
+/*
+ * allocsample: the byte countdown and the records of sampled blocks (allocsample.h).
+ * SIGNAL HANDLER rules: allocsample_after and allocsample_before_free run inside the
+ * program's allocation calls, on any thread, possibly inside the program's own signal
+ * handlers; they take no lock and never allocate.  What they call:
+ *
+ *   initial-exec thread-locals      the countdown and the random state (no allocation,
+ *                                   no loader lock: a static TLS block)
+ *   log()                           libm, pure
+ *   clock_gettime(CLOCK_MONOTONIC)  the vDSO (through sampleout_commit_kind's stamp)
+ *   allocset_insert/remove          atomics on a mapped table (allocset.h)
+ *   sighandler_sample_alloc         the sample path under the handler's own rules
+ *   ring_reserve/commit, ring_used  the sample ring, lock-free
+ *   writer_wake                     sem_post, on signal-safety(7)
+ */
+#include "allocsample.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include <pyprof/format.h>
+
+#include "common/clock.h"
+#include "allocset.h"
+#include "ring.h"
+#include "sighandler.h"
+#include "writer.h"
+
+static uint64_t interval;
+static _Atomic uint64_t n_samples, n_frees, n_lost, n_frees_lost, n_untracked;
+
+/* Bytes this thread may still allocate before its next sample; < 0 when due.  Starts at
+ * 0, and a thread's first allocation draws its first count (tls_rng still 0). */
+__thread int64_t allocsample_left __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
+
+void allocsample_configure(uint64_t bytes) { interval = bytes; }
+
+uint64_t allocsample_interval(void) { return interval; }
+
+/* xorshift64*: a thread's own stream, seeded from its stack address and the clock. */
+static uint64_t next_random(void)
+{
+    uint64_t x = tls_rng;
+    if (!x) {
+        x = (uint64_t)(uintptr_t)&x ^ clock_mono_ns() ^ 0x9e3779b97f4a7c15ull;
+        x = x ? x : 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    tls_rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Bytes until the next sample: exponential with mean `interval`. */
+static int64_t draw(void)
+{
+    /* u uniform in (0, 1]: -log(u) is exponential with mean 1. */
+    double u = (double)((next_random() >> 11) + 1) * (1.0 / 9007199254740992.0);
+    double d = -log(u) * (double)interval;
+    if (d > 9e18)
+        d = 9e18;
+    return (int64_t)d + 1;
+}
+
+void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret)
+{
+    if (!interval || !p)
+        return; /* a failed allocation: the count stays due for the next one */
+    if (!tls_rng) {
+        /* This thread's first allocation: its first count, this allocation in it. */
+        allocsample_left = draw() - (int64_t)size;
+        if (allocsample_left >= 0)
+            return;
+    }
+    allocsample_left = draw();
+    int flags = 0;
+    if (allocset_insert((uintptr_t)p) < 0) {
+        flags |= PYPROF_ALLOC_F_UNTRACKED;
+        atomic_fetch_add_explicit(&n_untracked, 1, memory_order_relaxed);
+    }
+    int rc = sighandler_sample_alloc(size, (uintptr_t)p, domain, flags, ret);
+    const ring *r = &sighandler_g.samples;
+    if (rc != 0 && ring_used(r) > r->size / 4)
+        writer_wake(); /* a burst: the writer drains now rather than at its next wake */
+    if (rc > 0) {
+        atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
+        return;
+    }
+    /* No record: its free must not be recorded either. */
+    if (!(flags & PYPROF_ALLOC_F_UNTRACKED))
+        allocset_remove((uintptr_t)p);
+    if (rc < 0)
+        atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+}
+
+void allocsample_freed(const void *p)
+{
+    if (!p || !allocset_remove((uintptr_t)p))
+        return;
+    sighandler_state *g = &sighandler_g;
+    atomic_fetch_add(&g->inflight, 1);
+    if (atomic_load(&g->enabled)) {
+        rrec_free *r = ring_reserve(&g->samples, sizeof *r);
+        if (r) {
+            r->kind = RREC_FREE;
+            r->t_ns = clock_mono_ns() - g->t0_ns;
+            r->addr = (uint64_t)(uintptr_t)p;
+            ring_commit(&g->samples, r);
+            atomic_fetch_add_explicit(&n_frees, 1, memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&n_frees_lost, 1, memory_order_relaxed);
+        }
+    }
+    atomic_fetch_sub(&g->inflight, 1);
+}
+
+void allocsample_stats(allocsample_counts *c)
+{
+    c->samples = atomic_load(&n_samples);
+    c->frees = atomic_load(&n_frees);
+    c->lost = atomic_load(&n_lost);
+    c->frees_lost = atomic_load(&n_frees_lost);
+    c->untracked = atomic_load(&n_untracked);
+    c->live = allocset_live();
+}
+
+void allocsample_sweep(void) { allocset_sweep(); }
+
+void allocsample_after_fork_child(void)
+{
+    allocset_clear();
+    allocsample_left = 0;
+    tls_rng = 0;
+}
