@@ -5,8 +5,9 @@
     python3 bench/run.py --lib build/libpyprof.so --tool build/pyprof --out build/bench.json
     python3 bench/run.py ... --quick          # a short smoke run
     python3 bench/run.py ... --only thread_per_request,thread_create   # some parts only
+    python3 bench/run.py ... --only alloc --quick     # the allocation part alone, short
 
-What it measures, in one run (stdlib only, nothing installed):
+What it measures, in one run (stdlib only; memray and yappi where installed):
 
 * overhead: every workload in bench/workloads runs without the library and with it at
   100 Hz and 1 kHz (PYPROF_PERIOD=10ms / 1ms, cpu clock; the threaded one also with
@@ -47,7 +48,31 @@ What it measures, in one run (stdlib only, nothing installed):
   own after the main ones (--versions-budget), every interpreter in every repetition.
   3.14 is the Debian sid root's (build/sid/bin/python3.14, `make sid-root`; `make bench`
   makes it first), run through its chroot wrapper, whose own CPU (measured once) is left
-  out of the samples expected and of the library's share.
+  out of the samples expected and of the library's share;
+* allocation sampling (alloc; --alloc-budget): alloc_mix.py (json, dict/list/str churn,
+  regex, str.format and string.Template over rows, objects built from rows, and three
+  functions whose allocated bytes it counts exactly), sized to about 1.5 s of CPU on the
+  main interpreter and on the sid root's 3.14, in interleaved repetitions of its own:
+  bare; the library at 100 Hz with allocation sampling off (PYPROF_ALLOC unset), at
+  PYPROF_ALLOC=512KB and at 64KB; `-X tracemalloc`; and on 3.14 `python -m memray run`
+  (as it comes, which sees malloc but not pymalloc's small blocks, and with
+  --trace-python-allocators, which sees them as the library does) when sid's
+  python3-memray is in the root (`make bench` installs it; otherwise "memray: not
+  available (why)").  Per setting the median CPU (user+sys, less the sid wrapper's) and
+  its ratio to bare; the library's ALLOC records per run, log bytes per ALLOC record
+  (less the allocation-off run's log), CPU per allocation over the allocation-off run
+  and of one more sample; the library's extra CPU over each other tool's and over the
+  cheapest's (checked at 512KB).  Accuracy: the library's bytes for the three known
+  functions (self, pooled over the runs) against the exact count, in sigmas of the
+  sampling error; the size of one block is checked once with tracemalloc (exact, from
+  a run under -X tracemalloc with ALLOC_MIX_TRACE=1: tracemalloc counts live blocks,
+  not bytes allocated, so it gives no per-function total of its own).  And a C
+  program's malloc loop (alloc_loop.c, compiled here; malloc/free of 16..4096 bytes,
+  no Python), its own loop CPU bare and with the library loaded, allocation sampling
+  off and at 512KB: a process without Python is not profiled (no hooks, no log), so
+  both should be about 1.00; its CPU ratio from the loop's windows (ratio_q), checked,
+  and, where valgrind is installed, the instructions of a short run under callgrind,
+  which the machine's load does not move.
 
 It reports figures and checks them against the targets below; it never fails on a
 figure (its exit status is 1 only when a run failed: a crash, a timeout, a log the tool
@@ -62,6 +87,7 @@ would not fit (never fewer than --min-reps).
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import random
@@ -98,6 +124,12 @@ TARGETS = {
     "log_bytes_per_sample_cpu_workload": 8.0,
     "log_bytes_per_sample_steady_100hz": 4.0,
     "report_samples_per_s": 5e6,
+    # Allocation sampling (alloc part): pyprof's extra CPU at PYPROF_ALLOC=512KB over the
+    # cheapest other tool's (tracemalloc; memray's two modes, where installed), on
+    # alloc_mix.py; a C program's malloc loop with the library loaded and allocation
+    # sampling off, over the bare loop (its windows' CPU).
+    "alloc_extra_cpu_over_cheaper_tool": 0.2,
+    "alloc_c_loop_cpu_ratio_off": 1.005,
 }
 
 RESULT = "{result}"  # in a workload's argv: the JSON file it writes its own figures to
@@ -111,7 +143,8 @@ RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as
 WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
                   "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
-PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans", "versions"]
+PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans", "versions",
+              "alloc"]
 
 # The per-version section: interpreters by version (anything else given is a path), and
 # the workloads it runs on each.
@@ -120,6 +153,11 @@ VERSION_PYTHONS = {"3.13": ("pyenv", "3.13.0"), "3.14": ("sid", "python3.14"),
                    "3.15": ("sid", "python3.15")}
 DEFAULT_VERSIONS = "3.13,3.14"
 VERSION_WORKLOADS = ["cpu", "deep30"]
+
+# The allocation part: PYPROF_ALLOC's mean intervals, and alloc_mix.py's functions whose
+# allocated bytes it knows exactly (the accuracy check).
+ALLOC_INTERVALS = ("512KB", "64KB")
+ALLOC_KNOWN = ("blobs_small", "blobs_mid", "blobs_large")
 
 T0 = time.monotonic()
 
@@ -231,8 +269,20 @@ class Runner:
             extra = ["-m", "cProfile", "-o", os.path.join(self.work, "cprofile.out")]
         elif kind == "yappi":
             extra = ["-m", "yappi", "-c", "cpu", "-o", os.path.join(self.work, "yappi.out")]
+        elif kind == "tracemalloc":
+            extra = ["-X", "tracemalloc"]
+        elif kind == "memray":
+            memray_out = os.path.join(self.work, "memray.bin")
+            extra = (["-m", "memray", "run", "-q", "-f"] + setting.get("args", [])
+                     + ["-o", memray_out])
         r = self.spawn([python] + extra + argv, env)
         r["setting"] = setting["name"]
+        if kind == "memray":
+            try:
+                r["memray_file_bytes"] = os.path.getsize(memray_out)
+                os.unlink(memray_out)
+            except OSError:
+                pass
         if result_path and r["ok"]:
             try:
                 with open(result_path) as fh:
@@ -240,7 +290,16 @@ class Runner:
             except (OSError, ValueError) as e:
                 r["result_error"] = "the workload's result: %s" % e
         if logdir:
-            r.update(self.read_logs(logdir, setting))
+            if setting.get("no_python"):
+                # A program without Python: the library should leave it alone, no log.
+                r["log_files"] = len(os.listdir(logdir))
+            else:
+                r.update(self.read_logs(logdir, setting))
+                if setting.get("alloc") and not r.get("log_error"):
+                    try:
+                        r["memory"] = self.memory_json(logdir)
+                    except (RuntimeError, ValueError) as e:
+                        r["log_error"] = str(e)
             if not self.keep:
                 shutil.rmtree(logdir, ignore_errors=True)
         return r
@@ -252,6 +311,31 @@ class Runner:
             raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), out.returncode,
                                                      out.stderr.decode()[:300]))
         return json.loads(out.stdout)
+
+    def memory_json(self, path, keep=ALLOC_KNOWN, top=12):
+        """`pyprof report --memory --json` of a run's logs, cut down: the totals, the
+        domains, the footer's counts, and the functions of `keep` (alloc_mix.py's, by
+        name) and the first `top` by self bytes allocated (name, file, self's samples
+        and bytes)."""
+        argv = [self.tool, "report", "--memory", "--json", path]
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), out.returncode,
+                                                     out.stderr.decode()[:300]))
+        j = json.loads(out.stdout)
+        procs = j["processes"]
+        foot = lambda key: sum(p.get(key) or 0 for p in procs)  # noqa: E731
+        fns = [{"name": f["name"], "file": f["file"], "line": f["line"],
+                "samples": f["self"]["samples"], "alloc_bytes": f["self"]["alloc_bytes"]}
+               for i, f in enumerate(j["functions"])
+               if i < top or f["name"] in keep]
+        return {"samples": j["total"]["samples"], "alloc_bytes": j["total"]["alloc_bytes"],
+                "alloc_objects": j["total"]["alloc_objects"],
+                "interval": max(p["alloc_interval"] for p in procs) if procs else None,
+                "alloc_lost": foot("alloc_lost"), "frees_lost": foot("frees_lost"),
+                "untracked": j.get("untracked"),
+                "domains": {k: v["alloc_bytes"] for k, v in j["domains"].items()},
+                "functions": fns}
 
     def read_logs(self, logdir, setting):
         """The figures a run's logs give (summed over its processes)."""
@@ -1117,6 +1201,447 @@ def versions_part(runner, interps, secs, budget_s, min_reps, max_reps):
     return out
 
 
+# ---- allocation sampling ------------------------------------------------------------------
+
+def alloc_setting(interval=None, no_python=False):
+    """pyprof at 100 Hz (cpu clock), with allocation sampling every `interval` bytes on
+    average (PYPROF_ALLOC), or without it (None: PYPROF_ALLOC unset)."""
+    env = {"PYPROF_PERIOD": "10ms"}
+    if interval:
+        env["PYPROF_ALLOC"] = interval
+    return {"name": "pyprof alloc %s" % (interval or "off"), "kind": "pyprof", "rate": 100,
+            "env": env, "alloc": None if no_python else interval, "no_python": no_python}
+
+
+TRACEMALLOC = {"name": "tracemalloc", "kind": "tracemalloc", "rate": None, "env": {}}
+MEMRAY = {"name": "memray", "kind": "memray", "rate": None, "env": {}, "args": []}
+MEMRAY_PYALLOC = {"name": "memray --trace-python-allocators", "kind": "memray",
+                  "rate": None, "env": {}, "args": ["--trace-python-allocators"]}
+ALLOC_OFF = "pyprof alloc off"
+
+
+def memray_version(py):
+    """(version, None) of memray for interpreter py, or (None, why not)."""
+    try:
+        r = subprocess.run([py, "-c", "import importlib.metadata as m, memray; "
+                            "print(m.version('memray'))"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if r.returncode == 0:
+        return r.stdout.decode().strip(), None
+    err = (r.stderr.decode().strip().splitlines() or ["exit %d" % r.returncode])[-1]
+    return None, "%s (sid's python3-memray: `make bench` installs it into the sid root, " \
+                 "or SID_EXTRA_PACKAGES=python3-memray make sid-root)" % err
+
+
+def compile_alloc_loop(work):
+    """alloc_loop.c as a program in the scratch directory; (path, None) or (None, why)."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None, "no C compiler (cc, gcc or $CC): no C malloc loop"
+    out = os.path.join(work, "alloc_loop")
+    r = subprocess.run([cc, "-O2", "-o", out, os.path.join(WORKLOADS, "alloc_loop.c")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        return None, "compiling alloc_loop.c failed: %s" % r.stdout.decode()[:300]
+    return out, None
+
+
+def c_loop_instructions(runner, exe, settings, n=300000):
+    """Instructions alloc_loop.c executes (n iterations) under callgrind, per setting:
+    a count no other process's load moves, where valgrind is installed.  ({name: count}
+    or {"error": why})."""
+    vg = shutil.which("valgrind")
+    if not vg:
+        return {"error": "valgrind is not installed"}
+    out = {}
+    for s in settings:
+        cg = os.path.join(runner.work, "callgrind.out")
+        env = dict(runner.base_env)
+        logdir = None
+        if s["kind"] == "pyprof":
+            logdir = tempfile.mkdtemp(dir=runner.work, prefix="cg-logs.")
+            env.update(s["env"], LD_PRELOAD=runner.lib, PYPROF_OUTPUT=logdir)
+        r = subprocess.run([vg, "-q", "--tool=callgrind", "--callgrind-out-file=" + cg, exe,
+                            str(n)], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, cwd=runner.work)
+        try:
+            with open(cg) as fh:
+                total = [int(line.split()[1]) for line in fh if line.startswith("summary:")]
+            os.unlink(cg)
+        except (OSError, ValueError):
+            total = []
+        if logdir:
+            shutil.rmtree(logdir, ignore_errors=True)
+        if r.returncode != 0 or not total:
+            return {"error": "valgrind --tool=callgrind %s: exit %d %s" % (
+                s["name"], r.returncode, r.stderr.decode()[-300:])}
+        out[s["name"]] = total[0]
+    return {"iterations": n, "instructions": out}
+
+
+def alloc_part(runner, py, secs, quick, budget_s, min_reps, max_reps):
+    """Allocation sampling: its cost against Python's tracemalloc and memray, its log
+    bytes per sample, its accuracy on functions of known bytes, and a C program's malloc
+    loop with the library loaded (see the module's docstring)."""
+    t0 = time.monotonic()
+    notes = []
+    interps = {interp_version(py) or py: {"python": py, "launcher_cpu_s": 0.0}}
+    memray = {"version": None, "why": "runs only on the sid root's python3.14"}
+    for spec, p, why in version_pythons(["3.14"]):
+        if p is None:
+            memray["why"] = "the sid root's python3.14 is missing: %s" % why
+            notes.append("alloc: no python3.14: %s" % why)
+            continue
+        v = interp_version(p)
+        if not v:
+            memray["why"] = "%s does not run" % p
+            notes.append("alloc: %s does not run" % p)
+            continue
+        if os.path.realpath(p) == os.path.realpath(py):
+            del interps[v]  # the main interpreter is the sid root's: once, with memray
+        elif v in interps:
+            v += " (sid)"
+        interps[v] = {"python": p, "launcher_cpu_s": launcher_cpu(runner, p)}
+        memray["version"], memray["why"] = memray_version(p)
+        memray["python"] = v
+    groups = []
+    for v, it in interps.items():
+        log("alloc: calibrating alloc_mix.py on %s" % v)
+        per, _ = per_round(runner, it["python"], lambda n: ["alloc_mix.py", str(n)],
+                           10 if quick else 20, 60 if quick else 120)
+        it["rounds"] = max(10, int(secs["alloc"] / per))
+        it["cpu_s_per_round"] = per
+        sets = [BARE, alloc_setting()] + [alloc_setting(i) for i in ALLOC_INTERVALS] + \
+            [TRACEMALLOC]
+        if memray["version"] and it["python"].startswith(SID_BIN):
+            sets += [MEMRAY, MEMRAY_PYALLOC]
+        groups.append({"name": "alloc_mix@%s" % v, "python": it["python"], "version": v,
+                       "argv": ["alloc_mix.py", str(it["rounds"]), RESULT],
+                       "launcher_cpu_s": it["launcher_cpu_s"], "settings": sets})
+    exe, why = compile_alloc_loop(runner.work)
+    c_n = None
+    if why:
+        notes.append("alloc: %s" % why)
+    else:
+        r = runner.run(exe, ["2000000", RESULT], BARE)
+        if not r["ok"] or not r.get("result"):
+            notes.append("alloc: alloc_loop does not run: exit %s %s" % (r["exit"],
+                                                                         r["stderr"]))
+        else:
+            c_n = max(100000, int(secs["alloc_c"] * 2000000 / r["result"]["loop_cpu_s"]))
+            groups.append({"name": "alloc_loop.c", "python": exe, "c_loop": True,
+                           "argv": [str(c_n), RESULT],
+                           "settings": [BARE, alloc_setting(no_python=True),
+                                        alloc_setting("512KB", no_python=True)]})
+    log("alloc: repetitions %d to %d, %.0f s left of %.0f s: %s" % (
+        min_reps, max_reps, budget_s - (time.monotonic() - t0), budget_s,
+        ", ".join("%s (%s)" % (g["name"], g["argv"][0] if g.get("c_loop") else
+                               g["argv"][1]) for g in groups)))
+    runs, rep_times, failures = run_reps(runner, groups, t0 + budget_s, min_reps,
+                                         max_reps, 0.0)
+    # One run under tracemalloc that measures alloc_mix.py's known block sizes itself.
+    traced = {}
+    for g in groups:
+        if g.get("c_loop"):
+            continue
+        path = os.path.join(runner.work, "alloc_trace.json")
+        env = dict(runner.base_env, ALLOC_MIX_TRACE="1")
+        r = runner.spawn([g["python"], "-X", "tracemalloc", "alloc_mix.py",
+                          str(max(5, int(g["argv"][1]) // 10)), path], env)
+        try:
+            with open(path) as fh:
+                traced[g["version"]] = json.load(fh)
+            os.unlink(path)
+        except (OSError, ValueError) as e:
+            traced[g["version"]] = {"error": "exit %s %s %s" % (r["exit"], r["stderr"], e)}
+    out = {"memray": memray, "notes": notes, "repetitions": len(rep_times),
+           "repetition_s": rep_times, "failures": failures,
+           "cpu_s_per_run": secs["alloc"], "c_loop_cpu_s_per_run": secs["alloc_c"],
+           "interpreters": {}, "c_loop": None, "tracemalloc_check": traced}
+    for g in groups:
+        if g.get("c_loop"):
+            out["c_loop"] = analyse_c_loop(g, runs[g["name"]])
+            log("alloc: the C loop's instructions under callgrind")
+            out["c_loop"]["callgrind"] = c_loop_instructions(runner, g["python"],
+                                                             g["settings"])
+        else:
+            it = interps[g["version"]]
+            res = analyse_alloc(g, runs[g["name"]])
+            res.update(rounds=it["rounds"], cpu_s_per_round=it["cpu_s_per_round"],
+                       launcher_cpu_s=it["launcher_cpu_s"],
+                       accuracy=alloc_accuracy(runs[g["name"]]))
+            out["interpreters"][g["version"]] = res
+    out["runs"] = [dict(r, workload=w) for w, rs in runs.items() for r in rs]
+    out["elapsed_s"] = time.monotonic() - t0
+    return out
+
+
+def by_rep(runs, name):
+    return {r["rep"]: r for r in runs if r["setting"] == name and r["ok"]
+            and not r.get("log_error") and not r.get("result_error")}
+
+
+def analyse_alloc(g, runs):
+    """Per setting of alloc_mix.py: CPU (less the sid wrapper's), the ratios to the bare
+    run of the same repetition, pyprof's allocation samples and log bytes per allocation
+    sample, and pyprof's extra CPU over each other tool's."""
+    launcher = g.get("launcher_cpu_s") or 0.0
+    cpu = lambda r: r["cpu_s"] - launcher  # noqa: E731
+    bare = by_rep(runs, "bare")
+    off = by_rep(runs, ALLOC_OFF)
+    out = {"python": g["python"], "argv": g["argv"], "settings": {}}
+    for s in g["settings"]:
+        mine = by_rep(runs, s["name"])
+        res = {"kind": s["kind"], "env": s["env"], "runs_ok": len(mine),
+               "runs_failed": len([r for r in runs if r["setting"] == s["name"]]) - len(mine),
+               "cpu_s": summary([cpu(r) for r in mine.values()]),
+               "wall_s": summary([r["wall_s"] for r in mine.values()])}
+        if s["kind"] != "bare":
+            pairs = [(r, bare[k]) for k, r in mine.items() if k in bare]
+            res["cpu_ratio"] = summary([cpu(r) / cpu(b) for r, b in pairs])
+            res["wall_ratio"] = summary([r["wall_s"] / b["wall_s"] for r, b in pairs])
+        if s.get("alloc"):
+            mem = {k: r["memory"] for k, r in mine.items() if r.get("memory")}
+            res["interval"] = max([m["interval"] for m in mem.values()] or [None])
+            res["alloc_samples"] = summary([m["samples"] for m in mem.values()])
+            res["alloc_lost"] = sum(m["alloc_lost"] for m in mem.values())
+            res["frees_lost"] = sum(m["frees_lost"] for m in mem.values())
+            res["alloc_bytes_estimated"] = summary([m["alloc_bytes"] for m in mem.values()])
+            res["alloc_objects_estimated"] = summary([m["alloc_objects"]
+                                                      for m in mem.values()])
+            # The CPU added over the allocation-off run per allocation the process made
+            # (estimated from the samples): the hooks' cost on every allocation and free,
+            # the samples' own included.
+            res["extra_ns_per_allocation_vs_off"] = summary(
+                [1e9 * (cpu(mine[k]) - cpu(off[k])) / m["alloc_objects"]
+                 for k, m in mem.items() if k in off and m["alloc_objects"]])
+            res["log_bytes"] = summary([r["log_bytes"] for r in mine.values()])
+            res["log_bytes_per_alloc_sample"] = summary(
+                [(mine[k]["log_bytes"] - off[k]["log_bytes"]) / m["samples"]
+                 for k, m in mem.items() if k in off and m["samples"]])
+            res["cpu_ratio_vs_alloc_off"] = summary(
+                [cpu(r) / cpu(off[k]) for k, r in mine.items() if k in off])
+        if s["kind"] == "memray":
+            res["output_bytes"] = summary([r.get("memray_file_bytes") for r in mine.values()])
+        out["settings"][s["name"]] = res
+    # The CPU of one more sample: the difference between the two intervals' runs of a
+    # repetition over the difference of their ALLOC records.
+    a, b = [by_rep(runs, alloc_setting(iv)["name"]) for iv in ALLOC_INTERVALS[:2]]
+    out["marginal_us_per_alloc_sample"] = summary(
+        [1e6 * (cpu(b[k]) - cpu(a[k])) / (b[k]["memory"]["samples"] - a[k]["memory"]["samples"])
+         for k in a if k in b and a[k].get("memory") and b[k].get("memory")
+         and b[k]["memory"]["samples"] != a[k]["memory"]["samples"]])
+    # pyprof's extra CPU (over bare) over each other tool's, and over the cheaper's.
+    others = [s["name"] for s in g["settings"] if s["kind"] in ("tracemalloc", "memray")]
+    sets = {s["name"]: by_rep(runs, s["name"]) for s in g["settings"]}
+    for iv in ALLOC_INTERVALS:
+        name = alloc_setting(iv)["name"]
+        res = out["settings"][name]
+        res["extra_cpu_over"] = {o: extra_quotient(cpu, bare, sets[name], [sets[o]])
+                                 for o in others}
+        res["extra_cpu_over_cheaper"] = extra_quotient(cpu, bare, sets[name],
+                                                       [sets[o] for o in others])
+        if res["extra_cpu_over_cheaper"]:
+            res["extra_cpu_over_cheaper"]["cheaper"] = min(
+                others, key=lambda o: (out["settings"][o]["cpu_ratio"] or {}).get(
+                    "median", float("inf")))
+    return out
+
+
+def extra_quotient(cpu, bare, mine, tools, n=2000, seed=11):
+    """(median of mine's CPU ratio to bare - 1) / (the same for the cheapest of tools),
+    over the repetitions that have every one of them; with a 95 % percentile-bootstrap
+    interval (the repetitions resampled, the cheapest taken anew in each resample)."""
+    reps = sorted(set(bare).intersection(mine, *tools))
+    if len(reps) < 1:
+        return None
+
+    def q(rs):
+        extra = lambda runs: statistics.median(  # noqa: E731
+            cpu(runs[k]) / cpu(bare[k]) for k in rs) - 1
+        cheapest = min(extra(t) for t in tools)
+        return extra(mine) / cheapest if cheapest > 0 else None
+    value = q(reps)
+    ci = None
+    if len(reps) >= 3:
+        rnd = random.Random(seed)
+        vals = sorted(v for v in (q(rnd.choices(reps, k=len(reps))) for _ in range(n))
+                      if v is not None)
+        if len(vals) > n // 2:
+            ci = [vals[int(0.025 * len(vals))], vals[int(0.975 * len(vals)) - 1]]
+    return {"value": value, "ci95": ci, "repetitions": len(reps)}
+
+
+def alloc_accuracy(runs):
+    """Per interval, pooled over its runs: pyprof's estimate of the bytes each of
+    alloc_mix.py's known functions allocated (self: the innermost frame) against the
+    workload's exact count, with the estimate's sampling sigma (an allocation of X bytes
+    is sampled with p = 1 - exp(-X/I) and counts X/p: variance X^2 (1-p)/p each); and
+    the first functions' shares of all bytes allocated (no truth to set them against)."""
+    out = {}
+    for iv in ALLOC_INTERVALS:
+        name = alloc_setting(iv)["name"]
+        mine = [r for r in by_rep(runs, name).values() if r.get("memory")
+                and r.get("result")]
+        if not mine:
+            continue
+        interval = mine[0]["memory"]["interval"]
+        res = {"runs": len(mine), "interval": interval, "known": {}}
+        for fn in ALLOC_KNOWN:
+            est = true = var = 0
+            samples = 0
+            for r in mine:
+                k = r["result"]["known"][fn]
+                x = k["block_bytes"]
+                p = -math.expm1(-x / interval)
+                true += k["bytes"]
+                var += k["calls"] * x * x * (1 - p) / p
+                for f in r["memory"]["functions"]:
+                    if f["name"] == fn and f["file"].endswith("alloc_mix.py"):
+                        est += f["alloc_bytes"]
+                        samples += f["samples"]
+            sigma = var ** 0.5
+            res["known"][fn] = {"block_bytes": x, "true_bytes": true, "estimated_bytes": est,
+                                "samples": samples, "error": est / true - 1,
+                                "sigma": sigma / true, "error_in_sigmas": (est - true) / sigma}
+        shares = {}
+        total = sum(r["memory"]["alloc_bytes"] for r in mine)
+        for r in mine:
+            for f in r["memory"]["functions"]:
+                key = "%s (%s:%d)" % (f["name"], os.path.basename(f["file"]), f["line"])
+                shares[key] = shares.get(key, 0) + f["alloc_bytes"]
+        res["top_self_shares"] = dict(sorted(((k, v / total) for k, v in shares.items()),
+                                             key=lambda kv: -kv[1])[:10]) if total else {}
+        out[name] = res
+    return out
+
+
+def analyse_c_loop(g, runs):
+    """alloc_loop.c: its loop's own CPU time (and the process's) with the library loaded
+    (allocation sampling off, and at 512KB) over the bare run of the same repetition;
+    the same from the loop's windows (its 20 equal parts, every run's pooled): the
+    iterations per CPU second bare over loaded, each at its 75th percentile (ratio_q),
+    with a bootstrap interval; and the logs the library wrote for it (none expected: no
+    Python, not profiled)."""
+    bare = by_rep(runs, "bare")
+    loop = lambda r: r["result"]["loop_cpu_s"]  # noqa: E731
+
+    def rates(rs):
+        return [r["result"]["chunk_iterations"] / c for r in rs
+                for c in r["result"].get("chunk_cpu_s", []) if c > 0]
+    bare_rates = rates([r for r in bare.values() if r.get("result")])
+    out = {"argv": g["argv"], "iterations": int(g["argv"][0]), "settings": {}}
+    for s in g["settings"]:
+        mine = {k: r for k, r in by_rep(runs, s["name"]).items() if r.get("result")}
+        res = {"kind": s["kind"], "env": s["env"], "runs_ok": len(mine),
+               "loop_cpu_s": summary([loop(r) for r in mine.values()]),
+               "cpu_s": summary([r["cpu_s"] for r in mine.values()])}
+        if s["kind"] != "bare":
+            pairs = [(r, bare[k]) for k, r in mine.items() if k in bare]
+            res["loop_cpu_ratio"] = summary([loop(r) / loop(b) for r, b in pairs])
+            res["cpu_ratio"] = summary([r["cpu_s"] / b["cpu_s"] for r, b in pairs])
+            res["log_files"] = sum(r.get("log_files", 0) for r in mine.values())
+            on = rates(mine.values())
+            if bare_rates and on:
+                res["window_cpu_ratio_q75"] = ratio_q(bare_rates, on)
+                res["window_cpu_ratio_q75_ci95"] = boot_ratio_ci(bare_rates, on)
+                res["windows"] = len(on)
+        out["settings"][s["name"]] = res
+    return out
+
+
+def alloc_rows(a, checks):
+    """The alloc part's three tables (rows), with its checks appended to checks."""
+    rows, crows, arows, qrows = [], [], [], []
+    for v, it in a["interpreters"].items():
+        for sname, s in it["settings"].items():
+            row = {"alloc_mix.py": v, "setting": sname,
+                   "CPU s": fmt_summary(s.get("cpu_s"), "%.2f", ci=False)}
+            if s["kind"] != "bare":
+                row["cpu x bare: median [95% CI] min-max"] = fmt_ratio(s.get("cpu_ratio"))
+            if "cpu_ratio_vs_alloc_off" in s:
+                cr = s["cpu_ratio_vs_alloc_off"]
+                row["x alloc off"] = "%.3f" % cr["median"] if cr else "-"
+                npa = s.get("extra_ns_per_allocation_vs_off")
+                row["ns/allocation vs off"] = "%.1f" % npa["median"] if npa else "-"
+                sm, bps = s.get("alloc_samples"), s.get("log_bytes_per_alloc_sample")
+                row["alloc samples/run"] = "%.0f" % sm["median"] if sm else "-"
+                row["B/alloc sample"] = "%.2f" % bps["median"] if bps else "-"
+                lost = s.get("alloc_lost", 0) + s.get("frees_lost", 0)
+                row["lost, output"] = "%d lost" % lost if lost else ""
+                qrows.append(extra_row(v, sname, s, checks))
+            if s["kind"] == "memray" and s.get("output_bytes"):
+                row["lost, output"] = "%.1f MB out" % (s["output_bytes"]["median"] / 1e6)
+            rows.append(row)
+    # Every tool's column in each row (3.14 has memray), the cheapest last.
+    tools = []
+    for r in qrows:
+        tools += [k for k in r if k.startswith("/ ") and k not in tools]
+    last = "/ the cheapest [95% CI]"
+    keys = [k for k in tools if k != last] + [last]
+    qrows = [dict([(k, v) for k, v in r.items() if not k.startswith("/ ")] +
+                  [(k, r.get(k, "-")) for k in keys]) for r in qrows]
+    c = a.get("c_loop")
+    if c:
+        for sname, s in c["settings"].items():
+            row = {"alloc_loop.c (no Python)": sname,
+                   "loop CPU s": fmt_summary(s.get("loop_cpu_s"), "%.3f", ci=False)}
+            if s["kind"] != "bare":
+                wr, wci = s.get("window_cpu_ratio_q75"), s.get("window_cpu_ratio_q75_ci95")
+                st = None
+                tgt = TARGETS["alloc_c_loop_cpu_ratio_off"]
+                if wr is not None and not s["env"].get("PYPROF_ALLOC"):
+                    st = check(wr, tgt, ci=wci)
+                    checks.append({"what": "C malloc loop CPU, library loaded (allocation "
+                                   "sampling off) / bare (windows, q75)", "value": wr,
+                                   "ci95": wci, "target": "< %.3f" % tgt, "status": st})
+                row["windows: cpu x bare (q75) [95% CI]"] = (
+                    "%.4f [%.4f,%.4f]" % (wr, wci[0], wci[1]) if wr is not None else "-") + (
+                    " (<%.3f %s)" % (tgt, mark(st)) if st else "")
+                row["loop: cpu x bare, paired median [95% CI] min-max"] = fmt_ratio(
+                    s.get("loop_cpu_ratio"))
+                row["process cpu x bare"] = fmt_ratio(s.get("cpu_ratio")).rsplit(" ", 1)[0] \
+                    if s.get("cpu_ratio") else "-"
+                ins = (c.get("callgrind") or {}).get("instructions") or {}
+                if ins.get(sname) and ins.get("bare"):
+                    row["instructions x bare (callgrind)"] = "%.5f" % (ins[sname] / ins["bare"])
+                row["logs written"] = s.get("log_files")
+            crows.append(row)
+    for v, it in a["interpreters"].items():
+        for sname, acc in (it.get("accuracy") or {}).items():
+            row = {"accuracy (known bytes)": v, "setting": sname, "runs": acc["runs"]}
+            for fn, k in acc["known"].items():
+                row["%s (%d B)" % (fn, k["block_bytes"])] = "%+.1f%% (%+.1f sigma, %d)" % (
+                    100 * k["error"], k["error_in_sigmas"], k["samples"])
+            arows.append(row)
+    return rows, qrows, crows, arows
+
+
+def extra_row(v, sname, s, checks):
+    """pyprof's extra CPU over each other tool's, and over the cheapest's (checked at
+    512KB), as a row."""
+    fmt = lambda q: "-" if not q or q["value"] is None else "%.3f%s" % (  # noqa: E731
+        q["value"], " [%.3f,%.3f]" % tuple(q["ci95"]) if q["ci95"] else "")
+    row = {"pyprof extra CPU / a tool's": v, "setting": sname}
+    for o, q in s.get("extra_cpu_over", {}).items():
+        row["/ %s" % o] = fmt(q)
+    q = s.get("extra_cpu_over_cheaper")
+    tgt = TARGETS["alloc_extra_cpu_over_cheaper_tool"]
+    st = None
+    if q and q["value"] is not None and s.get("interval") == 512 << 10:
+        st = check(q["value"], tgt, ci=q["ci95"])
+        checks.append({"what": "extra CPU, pyprof allocation sampling at 512KB / the "
+                       "cheapest of %s, Python %s" % (", ".join(s["extra_cpu_over"]), v),
+                       "value": q["value"], "ci95": q["ci95"], "target": "< %.2f" % tgt,
+                       "status": st})
+    row["/ the cheapest [95% CI]"] = fmt(q) + (" (%s)" % q["cheaper"] if q and
+                                               q.get("cheaper") else "") + (
+        " (<%.2f %s)" % (tgt, mark(st)) if st else "")
+    return row
+
+
 def guarded(fn, *a):
     """A part that fails (the tool refuses a log, ...) is reported, and the rest goes on."""
     try:
@@ -1370,6 +1895,9 @@ def main():
     ap.add_argument("--versions-budget", type=float, default=None, metavar="SECONDS",
                     help="seconds for the per-version section's repetitions, on top of "
                          "--budget (default 90, quick 25)")
+    ap.add_argument("--alloc-budget", type=float, default=None, metavar="SECONDS",
+                    help="seconds for the allocation part (calibration, repetitions), on "
+                         "top of --budget (default 300, quick 120)")
     args = ap.parse_args()
     want = set(WORKLOAD_NAMES + PART_NAMES)
     if args.only:
@@ -1395,11 +1923,11 @@ def main():
     # calibration runs; threads created and joined by the thread_create workloads.
     secs = ({"cpu": 0.35, "threads": 0.35, "fork": 0.45, "deep": 0.3, "shares": 0.6,
              "thread_per_request": 0.35, "requests_calibration": (30, 120),
-             "thread_create_n": 5000}
+             "thread_create_n": 5000, "alloc": 1.0, "alloc_c": 0.3}
             if quick else
             {"cpu": 0.8, "threads": 0.8, "fork": 1.0, "deep": 0.5, "shares": 2.0,
              "thread_per_request": 1.0, "requests_calibration": (100, 400),
-             "thread_create_n": 20000})
+             "thread_create_n": 20000, "alloc": 1.5, "alloc_c": 0.4})
     t_start = time.monotonic()
     budget_end = t_start + budget
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -1494,6 +2022,29 @@ def main():
                         "the main interpreter; launcher_cpu_s: the CPU of the sid root's "
                         "chroot wrapper alone (sid-run /bin/true, median of 5), taken off "
                         "the process's CPU for samples expected and the library's share",
+            "alloc": "alloc_mix.py, sized on each interpreter (the main one, and the sid "
+                     "root's 3.14) to cpu_s_per_run of CPU, and alloc_loop.c (a C program, "
+                     "no Python), in interleaved repetitions of their own after the others: "
+                     "bare, the library at 100 Hz with allocation sampling off (PYPROF_ALLOC "
+                     "unset) and at PYPROF_ALLOC=512KB and 64KB, -X tracemalloc, and on 3.14 "
+                     "memray run (default, and --trace-python-allocators) where sid's "
+                     "python3-memray is installed; cpu: user+sys from wait4 less the sid "
+                     "wrapper's own (launcher_cpu_s); ratios against the bare run of the same "
+                     "repetition (median, bootstrap CI); extra_cpu_over: (median cpu ratio - "
+                     "1) of pyprof over the same of another tool (or the cheapest of them), "
+                     "CI by resampling repetitions; alloc_samples: the ALLOC records of `pyprof "
+                     "report --memory --json`; log_bytes_per_alloc_sample: (log bytes of the "
+                     "run - of the allocation-off run of the same repetition) / its ALLOC "
+                     "records; accuracy: pyprof's self bytes of alloc_mix.py's blobs_* "
+                     "functions, pooled over the runs, against the bytes they allocate "
+                     "(calls x sys.getsizeof of one block, exact; tracemalloc_check: that "
+                     "size as -X tracemalloc traces it), sigma the estimator's sampling "
+                     "error; c_loop: the loop's own CPU (CLOCK_PROCESS_CPUTIME_ID) over the "
+                     "bare run's, paired, and from its 20 windows (ratio_q: iterations per "
+                     "CPU second at the 75th percentile, bare over loaded; boot_ratio_ci), "
+                     "the logs written (a program without Python is not profiled: none, and "
+                     "nothing is hooked), and callgrind's instruction count of a short run "
+                     "per setting (where valgrind is installed)",
             "thread_create": "thread_create.py: N threads created and joined one at a time, "
                              "each doing nothing; us_per_thread: perf_counter around the "
                              "loop / N; cpu_us_per_thread: process_time around the loop / "
@@ -1575,6 +2126,15 @@ def main():
             results["versions"] = guarded(versions_part, runner, vpys, secs, vbudget,
                                           vmin, vmax)
             failures.extend(results["versions"].get("failures") or [])
+
+        if "alloc" in want:
+            abudget = args.alloc_budget or (120.0 if quick else 300.0)
+            amax = args.reps or (3 if quick else 9)
+            amin = min(args.min_reps or (3 if quick else 5), amax)
+            log("allocation sampling: repetitions %d to %d, %.0f s" % (amin, amax, abudget))
+            results["alloc"] = guarded(alloc_part, runner, py, secs, quick, abudget, amin,
+                                       amax)
+            failures.extend(results["alloc"].get("failures") or [])
 
         if longs is not None:
             results["steady_state"] = (guarded(steady_state, longs, runs["cpu"])
@@ -1847,6 +2407,60 @@ def main():
         results["notes"].append("%s not present: no yappi comparison" % DEBIAN_PY)
     elif debian and not debian.get("yappi"):
         results["notes"].append("python3-yappi not installed: no yappi comparison")
+
+    al = results.get("alloc")
+    if al and "error" in al:
+        print("allocation sampling: %s\n" % al["error"])
+    elif al:
+        print("allocation sampling (alloc_mix.py: json, dict/list/str churn, regex, "
+              "templates, rows to objects; %.1f s of CPU per bare run; %d interleaved "
+              "repetitions of their own, %.0f s): CPU is user+sys (wait4); B/alloc sample = "
+              "(log bytes - the alloc-off run's) / ALLOC records; ns/allocation vs off = "
+              "(CPU - the alloc-off run's) / allocations estimated; pyprof extra CPU / a "
+              "tool's = (pyprof's cpu x bare - 1) / (the tool's cpu x bare - 1)" % (
+                  al["cpu_s_per_run"], al["repetitions"], al["elapsed_s"]))
+        mr = al["memray"]
+        print("memray: %s" % ("%s on Python %s" % (mr["version"], mr.get("python"))
+                              if mr["version"] else "not available (%s)" % mr["why"]))
+        rows_, qrows, crows, arows = alloc_rows(al, checks)
+        print_table(rows_)
+        mus = ["Python %s %s us" % (v, fmt_summary(it["marginal_us_per_alloc_sample"], "%.2f"))
+               for v, it in al["interpreters"].items()
+               if it.get("marginal_us_per_alloc_sample")]
+        if mus:
+            print("CPU of one more ALLOC sample (runs at %s over %s, per ALLOC record more; "
+                  "median [95%% CI] min-max): %s\n" % (ALLOC_INTERVALS[1], ALLOC_INTERVALS[0],
+                                                      "; ".join(mus)))
+        print_table(qrows)
+        if crows:
+            cg = al["c_loop"].get("callgrind") or {}
+            print("C malloc loop (alloc_loop.c, %s iterations of free + malloc of 16..4096 "
+                  "bytes, no Python): a process without Python is not profiled at all (no "
+                  "hooks, no log), so about 1.00 is expected with sampling off and at 512KB "
+                  "alike; instructions: the whole program's under callgrind (%s), which "
+                  "no load on the machine moves" % (
+                      al["c_loop"]["iterations"], "%d iterations" % cg["iterations"]
+                      if "iterations" in cg else cg.get("error")))
+            print_table(crows)
+        if arows:
+            print("accuracy: pyprof's estimate of the bytes alloc_mix.py's blobs_* functions "
+                  "allocate (self), pooled over the runs, against the exact count (calls x "
+                  "sys.getsizeof of one block): error, in sigmas of the sampling error, and "
+                  "(samples)")
+            print_table(arows)
+        for v, t in al.get("tracemalloc_check", {}).items():
+            if "error" in t:
+                print("tracemalloc check, Python %s: %s" % (v, t["error"]))
+                continue
+            ks = t["known"]
+            print("tracemalloc check, Python %s: one block of each blobs_* function traced "
+                  "at %s bytes, sys.getsizeof %s: %s" % (
+                      v, "/".join(str(k.get("traced_block_bytes")) for k in ks.values()),
+                      "/".join(str(k["block_bytes"]) for k in ks.values()),
+                      "equal" if all(k.get("traced_block_bytes") == k["block_bytes"]
+                                     for k in ks.values()) else "DIFFERENT"))
+        print()
+        results["notes"].extend(al.get("notes") or [])
 
     met = sum(1 for c in checks if c["status"] == "met")
     print("targets: %d checked, %d met, %d not met, %d unclear" % (

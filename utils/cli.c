@@ -320,6 +320,42 @@ int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned op
     return CLI_EXIT_OK;
 }
 
+int cli_parse_memory(const char *cmd, const char *arg, int peak, int *on, int *by)
+{
+    if (!arg || !strcmp(arg, "alloc"))
+        *by = ALLOCS_BY_ALLOC;
+    else if (!strcmp(arg, "inuse"))
+        *by = ALLOCS_BY_INUSE;
+    else if (!strcmp(arg, "peak") && peak)
+        *by = ALLOCS_BY_PEAK;
+    else if (!strcmp(arg, "peak"))
+        return cli_usage_error(cmd, "--memory=peak: %s compares alloc or inuse only", cmd);
+    else if (!peak)
+        return cli_usage_error(cmd, "--memory: '%s' is neither alloc nor inuse", arg);
+    else
+        return cli_usage_error(cmd, "--memory: '%s' is none of alloc, inuse and peak", arg);
+    *on = 1;
+    return 0;
+}
+
+int cli_need_allocs(const profile *p)
+{
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (p->procs[i].alloc_interval || p->procs[i].allocs_read)
+            return -1;
+    cli_error("no allocation samples: the logs were written without PYPROF_ALLOC");
+    return CLI_EXIT_BAD_INPUT;
+}
+
+uint64_t cli_bytes_count(double v)
+{
+    if (!(v >= 0.5))
+        return 0;
+    if (v >= 18446744073709551616.0) /* 2^64 */
+        return UINT64_MAX;
+    return (uint64_t)(v + 0.5);
+}
+
 char *cli_utf8_dup(const char *s)
 {
     /* A byte that becomes U+FFFD takes three. */
@@ -551,6 +587,14 @@ int cli_write_page(const char *cmd, const char *path, const char *tpl, size_t tp
         return CLI_EXIT_BAD_INPUT;
     }
     return CLI_EXIT_OK;
+}
+
+void cli_json_func(jsonw *w, const profile_func *f)
+{
+    jsonw_key_string(w, "name", f->name);
+    jsonw_key_string(w, "file", f->file);
+    jsonw_key_i64(w, "line", f->line);
+    jsonw_key_string(w, "kind", f->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
 }
 
 void cli_print_func(FILE *out, const profile_func *f)

@@ -12,6 +12,7 @@
  *                   cli_parse_count, cli_parse_seconds, cli_parse_pid; the filters on their
  * own: CLI_OPT_*, CLI_FILTER_OPTIONS, CLI_FILTER_HELP, cli_filter, cli_filter_option,
  *                   cli_filter_free; cli_load
+ *   memory          cli_parse_memory, cli_need_allocs, cli_bytes_count
  *   text            cli_put_line, cli_print_func, cli_utf8_dup, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
@@ -29,7 +30,10 @@
 #include <sys/types.h>
 
 #include "read/aggregate.h"
+#include "read/allocs.h"
 #include "read/profile.h"
+
+#include "jsonw.h"
 
 /* Exit codes (pyprof(1), EXIT STATUS). */
 #define CLI_EXIT_OK 0
@@ -132,6 +136,21 @@ void cli_filter_free(cli_filter *cf);
 int cli_load(char **paths, int npaths, const profile_filter *filter, unsigned options,
              const char *root, profile **out);
 
+/* --memory[=alloc|inuse|peak] (allocation sampling): sets *on and the measure *by
+ * (ALLOCS_BY_ALLOC without a value, or for "alloc"; ALLOCS_BY_INUSE for "inuse";
+ * ALLOCS_BY_PEAK for "peak" where `peak` allows it).  Returns 0, or CLI_EXIT_USAGE after
+ * printing why. */
+int cli_parse_memory(const char *cmd, const char *arg, int peak, int *on, int *by);
+
+/* For the views of sampled allocations: -1 when some log of p was written with allocation
+ * sampling, else CLI_EXIT_BAD_INPUT after printing "no allocation samples: the logs were
+ * written without PYPROF_ALLOC". */
+int cli_need_allocs(const profile *p);
+
+/* An estimate of bytes or objects as the outputs give it: rounded to a whole number, 0
+ * for anything below 0.5 (and for NaN). */
+uint64_t cli_bytes_count(double v);
+
 /* A command that reads logs, for cli_start. */
 typedef struct cli_command {
     const char *name;             /* "report": in messages as "pyprof report: ..." */
@@ -196,6 +215,10 @@ void cli_put_line(FILE *f, const char *s);
 /* A function as the text outputs name it: "name (file:line)"; a native one as "name
  * [native] (module)", its first line being unknown. */
 void cli_print_func(FILE *out, const profile_func *f);
+
+/* A function as the --json outputs name it, inside the caller's object: "name", "file",
+ * "line", "kind" ("python" or "native"). */
+void cli_json_func(jsonw *w, const profile_func *f);
 
 /* A malloc'ed copy of `s` in which every byte that is not part of valid UTF-8 became
  * U+FFFD, for formats whose strings must be UTF-8; NULL when out of memory. */

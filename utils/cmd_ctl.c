@@ -26,6 +26,9 @@ const char cmd_ctl_usage[] =
     "  period DURATION  sample every DURATION (10ms, 500us, 0.01) from now on\n"
     "  clock cpu|wall   sample by CPU time or by wall-clock time from now on\n"
     "  dump             write every thread's stack into the log (pyprof dump reads it)\n"
+    "  heap [--json]    with PYPROF_ALLOC: flush, then print what the sampled\n"
+    "                   allocations still in use now hold, by function (the logs of\n"
+    "                   the process so far: pyprof report --memory=inuse --pid PID)\n"
     "\n"
     "options:\n"
     "  -h, --help       show this text\n"
@@ -37,7 +40,41 @@ const char cmd_ctl_usage[] =
     "EXAMPLES\n"
     "  pyprof ctl 4242 status\n"
     "  pyprof ctl 4242 period 1ms\n"
-    "  pyprof ctl 4242 pause\n";
+    "  pyprof ctl 4242 pause\n"
+    "  pyprof ctl 4242 heap\n";
+
+/* `heap`: the process flushes its log, and the files of its series in that directory are
+ * read as `report --memory=inuse --pid PID` reads them: the blocks sampled and not freed
+ * up to now.  The process is not stopped; a log still being written is read up to where
+ * it was flushed. */
+static int heap_report(pid_t pid, const char *reply, int json)
+{
+    const char *path = reply + 11;
+    if (strncmp(reply, "ok flushed ", 11) != 0 || !path[0] || path[0] == '\n') {
+        fprintf(stderr, "pyprof ctl: pid %ld has no log to read the heap from: ", (long)pid);
+        cli_put_line(stderr, reply);
+        fputc('\n', stderr);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    char *dir = strdup(path);
+    if (!dir)
+        return cli_oom();
+    dir[strcspn(dir, "\n")] = 0;
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    char pidarg[32];
+    snprintf(pidarg, sizeof pidarg, "%ld", (long)pid);
+    char *args[7] = {(char *)"report", (char *)"--memory=inuse", (char *)"--pid", pidarg};
+    int n = 4;
+    if (json)
+        args[n++] = (char *)"--json";
+    args[n++] = dir;
+    args[n] = NULL;
+    int rc = cmd_report(n, args);
+    free(dir);
+    return rc;
+}
 
 int cmd_ctl(int argc, char **argv)
 {
@@ -59,6 +96,14 @@ int cmd_ctl(int argc, char **argv)
     const char *req = argv[first + 1], *arg = argc - first == 3 ? argv[first + 2] : NULL;
     if (!req[0] || strchr(req, '\n') || (arg && strchr(arg, '\n')))
         return cli_usage_error("ctl", "a request is one line of text");
+    int heap = !strcmp(req, "heap");
+    if (heap && arg && strcmp(arg, "--json"))
+        return cli_usage_error("ctl", "heap takes --json only");
+    int heap_json = heap && arg;
+    if (heap) {
+        req = "flush";
+        arg = NULL;
+    }
 
     size_t n = strlen(req) + (arg ? strlen(arg) + 1 : 0) + 1;
     char *line = malloc(n);
@@ -90,6 +135,11 @@ int cmd_ctl(int argc, char **argv)
         fputc('\n', stderr);
         free(reply);
         return CLI_EXIT_BAD_INPUT;
+    }
+    if (heap) {
+        rc = heap_report(pid, reply, heap_json);
+        free(reply);
+        return rc;
     }
     fputs(reply, stdout);
     if (reply[strlen(reply) - 1] != '\n')

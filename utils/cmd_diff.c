@@ -1,7 +1,9 @@
 /*
  * cmd_diff: `pyprof diff BASE NEW` — per function, the time its samples stand for in
  * two sets of logs and the change, flagged where it is more than sampling alone explains
- * (src/read/compare.h has the noise model); a table, or one JSON object (--json).
+ * (src/read/compare.h has the noise model); a table, or one JSON object (--json).  With
+ * --memory, the bytes its allocation samples stand for instead (allocated, or in use at
+ * the end).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +14,7 @@
 
 #include "cli.h"
 #include "jsonw.h"
+#include "read/allocs.h"
 #include "read/compare.h"
 
 /* The differential flame graph's template, as cmd_html.c embeds the viewer's. */
@@ -43,6 +46,12 @@ const char cmd_diff_usage[] =
     "must have been sampled with the same clock.\n"
     "\n"
     "options:\n"
+    "  --memory[=alloc|inuse]\n"
+    "                   compare the sampled allocations (logs written with PYPROF_ALLOC)\n"
+    "                   instead: per function the bytes allocated in it (self) and under\n"
+    "                   it (total), or with =inuse the bytes still in use at the end; the\n"
+    "                   noise is that of the samples, each standing for its own number of\n"
+    "                   bytes (the clocks need not match; not with --html)\n"
     "  --json           print one JSON object: base, new, the thresholds, flagged, and\n"
     "                   functions (largest change first, each side's samples and seconds)\n"
     "  --top N          show N functions (default 20; --json shows all unless --top)\n"
@@ -63,6 +72,7 @@ const char cmd_diff_usage[] =
     "EXAMPLES\n"
     "  pyprof diff before/ after/\n"
     "  pyprof diff --html -o diff.html before/ after/\n"
+    "  pyprof diff --memory before/ after/                # bytes allocated per function\n"
     "  pyprof diff --base-to 600 --from 3000 --to 3600 logs/ logs/  # two 10-minute windows\n"
     "  pyprof diff --json --top 10 base.lz4 new.lz4 | jq '.functions[] | select(.flagged)'\n";
 /* clang-format on */
@@ -71,12 +81,20 @@ typedef struct diff_opts {
     int top_given;
     size_t top;
     int html;
+    int memory, by; /* --memory, and its ALLOCS_BY_* */
     const char *out;
     int has_from, has_to; /* --base-from, --base-to */
     double from_s, to_s;
 } diff_opts;
 
-enum { OPT_TOP = 't', OPT_OUT = 'o', OPT_BASE_FROM = 0x2000, OPT_BASE_TO, OPT_HTML };
+enum {
+    OPT_TOP = 't',
+    OPT_OUT = 'o',
+    OPT_MEMORY = 'm',
+    OPT_BASE_FROM = 0x2000,
+    OPT_BASE_TO,
+    OPT_HTML
+};
 
 static int diff_option(void *ctx, int c, const char *arg)
 {
@@ -89,6 +107,8 @@ static int diff_option(void *ctx, int c, const char *arg)
         o->out = arg;
         return 0;
     }
+    if (c == OPT_MEMORY)
+        return cli_parse_memory("diff", arg, 0, &o->memory, &o->by);
     if (c == OPT_BASE_FROM) {
         o->has_from = 1;
         return cli_parse_seconds("diff", "base-from", arg, &o->from_s);
@@ -115,6 +135,9 @@ static int diff_check(void *ctx, int nlogs)
                                o->from_s);
     if (o->out && !o->html)
         return cli_usage_error("diff", "--out is for --html pages");
+    if (o->html && o->memory)
+        return cli_usage_error("diff", "--html pages show time only: --memory is for the "
+                                       "table and --json");
     if (nlogs < 0)
         return cli_usage_error("diff", "needs two operands, BASE and NEW");
     if (nlogs > 0)
@@ -133,6 +156,16 @@ static int side_clock(const profile *p)
             return -1;
     }
     return clock;
+}
+
+/* Whether some log of `p` was written with allocation sampling (cli_need_allocs's test,
+ * without its message: diff names the side). */
+static int has_allocs(const profile *p)
+{
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (p->procs[i].alloc_interval || p->procs[i].allocs_read)
+            return 1;
+    return 0;
 }
 
 /* The row's function: the new side's where it has one. */
@@ -162,10 +195,45 @@ static void print_side_text(const char *what, const profile *p, const compare_re
            p->nprocs == 1 ? "" : "es");
 }
 
+/* A measure in bytes, "12.3 MiB", into buf. */
+static const char *fmt_bytes(double v, char *buf, size_t len)
+{
+    return cli_fmt_bytes(cli_bytes_count(v), buf, len);
+}
+
+static const char *memory_name(const compare_result *r)
+{
+    return r->by == ALLOCS_BY_INUSE ? "inuse" : "alloc";
+}
+
+static void print_side_memory(const char *what, const profile *p, const compare_result *r,
+                              int s)
+{
+    char b[32];
+    printf("%s %" PRIu64 " allocation samples, %s %s (%zu process%s)", what, r->samples[s],
+           fmt_bytes(r->us[s], b, sizeof b),
+           r->by == ALLOCS_BY_INUSE ? "in use at the end" : "allocated", p->nprocs,
+           p->nprocs == 1 ? "" : "es");
+}
+
+/* An amount as the table shows it: bytes with --memory, seconds otherwise. */
+static const char *fmt_amount(const compare_result *r, double v, char *buf, size_t cap)
+{
+    if (r->memory)
+        return fmt_bytes(v, buf, cap);
+    snprintf(buf, cap, "%.3fs", v / 1e6);
+    return buf;
+}
+
 static int print_text(const profile *const ps[2], const compare_result *r, size_t top)
 {
-    print_side_text("pyprof diff: base", ps[0], r, 0);
-    print_side_text(", new", ps[1], r, 1);
+    if (r->memory) {
+        print_side_memory("pyprof diff --memory: base", ps[0], r, 0);
+        print_side_memory(", new", ps[1], r, 1);
+    } else {
+        print_side_text("pyprof diff: base", ps[0], r, 0);
+        print_side_text(", new", ps[1], r, 1);
+    }
     printf("\n%zu function%s changed beyond sampling noise (*: |z| >= %.0f and by %.0f %% or "
            "more)\n\n",
            r->nflagged, r->nflagged == 1 ? "" : "s", COMPARE_Z, 100 * COMPARE_MIN_RATIO);
@@ -174,11 +242,13 @@ static int print_text(const profile *const ps[2], const compare_result *r, size_
     for (size_t k = 0; k < r->nrows && k < top; k++) {
         const compare_row *row = &r->rows[k];
         const compare_side *a = &row->side[0], *b = &row->side[1];
-        char c1[32], c2[32];
-        printf("%c %9.3fs %9.3fs %7s%c %9.3fs %9.3fs %7s%c  ", row->flags ? '*' : ' ',
-               a->self_us / 1e6, b->self_us / 1e6,
+        char c1[32], c2[32], b1[32], b2[32], b3[32], b4[32];
+        printf("%c %10s %10s %7s%c %10s %10s %7s%c  ", row->flags ? '*' : ' ',
+               fmt_amount(r, a->self_us, b1, sizeof b1),
+               fmt_amount(r, b->self_us, b2, sizeof b2),
                fmt_change(a->self_us, b->self_us, c1, sizeof c1),
-               row->flags & COMPARE_SELF ? '*' : ' ', a->total_us / 1e6, b->total_us / 1e6,
+               row->flags & COMPARE_SELF ? '*' : ' ', fmt_amount(r, a->total_us, b3, sizeof b3),
+               fmt_amount(r, b->total_us, b4, sizeof b4),
                fmt_change(a->total_us, b->total_us, c2, sizeof c2),
                row->flags & COMPARE_TOTAL ? '*' : ' ');
         cli_print_func(stdout, row_func(ps, row));
@@ -195,13 +265,20 @@ static void json_side(jsonw *w, const char *key, const profile *p, const compare
     jsonw_key(w, key);
     jsonw_begin_object(w);
     jsonw_key_u64(w, "samples", r->samples[s]);
+    if (r->memory) {
+        jsonw_key_u64(w, "bytes", cli_bytes_count(r->us[s]));
+        jsonw_key_u64(w, "processes", p->nprocs);
+        jsonw_end_object(w);
+        return;
+    }
     jsonw_key_double(w, "seconds", r->us[s] / 1e6, 6);
     jsonw_key_string(w, "clock", cli_clock_name(side_clock(p)));
     jsonw_key_u64(w, "processes", p->nprocs);
     jsonw_end_object(w);
 }
 
-static void json_func_side(jsonw *w, const char *key, const compare_row *row, int s)
+static void json_func_side(jsonw *w, const char *key, const compare_result *r,
+                           const compare_row *row, int s)
 {
     jsonw_key(w, key);
     if (row->func[s] == COMPARE_NONE) {
@@ -212,6 +289,12 @@ static void json_func_side(jsonw *w, const char *key, const compare_row *row, in
     jsonw_begin_object(w);
     jsonw_key_u64(w, "self_samples", d->self_n);
     jsonw_key_u64(w, "total_samples", d->total_n);
+    if (r->memory) {
+        jsonw_key_u64(w, "self_bytes", cli_bytes_count(d->self_us));
+        jsonw_key_u64(w, "total_bytes", cli_bytes_count(d->total_us));
+        jsonw_end_object(w);
+        return;
+    }
     jsonw_key_double(w, "self_s", d->self_us / 1e6, 6);
     jsonw_key_double(w, "total_s", d->total_us / 1e6, 6);
     jsonw_end_object(w);
@@ -247,10 +330,7 @@ static int write_page_data(FILE *f, void *ctx)
         const compare_row *row = &c->r->rows[k];
         const profile_func *fn = row_func(c->ps, row);
         jsonw_begin_object(&w);
-        jsonw_key_string(&w, "name", fn->name);
-        jsonw_key_string(&w, "file", fn->file);
-        jsonw_key_i64(&w, "line", fn->line);
-        jsonw_key_string(&w, "kind", fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
+        cli_json_func(&w, fn);
         jsonw_key_double(&w, "base_total_us", row->side[0].total_us, 0);
         jsonw_key_double(&w, "new_total_us", row->side[1].total_us, 0);
         jsonw_key_double(&w, "total_z", row->total_z, 3);
@@ -291,6 +371,12 @@ static int print_json(const profile *const ps[2], const compare_result *r, const
     jsonw_begin_object(&w);
     json_side(&w, "base", ps[0], r, 0);
     json_side(&w, "new", ps[1], r, 1);
+    if (r->memory)
+        jsonw_key_string(&w, "memory", memory_name(r));
+    else {
+        jsonw_key(&w, "memory");
+        jsonw_null(&w);
+    }
     jsonw_key_double(&w, "z_threshold", COMPARE_Z, 2);
     jsonw_key_double(&w, "min_ratio", COMPARE_MIN_RATIO, 3);
     jsonw_key_u64(&w, "flagged", r->nflagged);
@@ -305,12 +391,9 @@ static int print_json(const profile *const ps[2], const compare_result *r, const
         const profile_func *fn = row_func(ps, row);
         jsonw_break(&w, 2);
         jsonw_begin_object(&w);
-        jsonw_key_string(&w, "name", fn->name);
-        jsonw_key_string(&w, "file", fn->file);
-        jsonw_key_i64(&w, "line", fn->line);
-        jsonw_key_string(&w, "kind", fn->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
-        json_func_side(&w, "base", row, 0);
-        json_func_side(&w, "new", row, 1);
+        cli_json_func(&w, fn);
+        json_func_side(&w, "base", r, row, 0);
+        json_func_side(&w, "new", r, row, 1);
         jsonw_key_double(&w, "self_z", row->self_z, 3);
         jsonw_key_double(&w, "total_z", row->total_z, 3);
         jsonw_key_bool(&w, "self_flagged", (row->flags & COMPARE_SELF) != 0);
@@ -332,6 +415,7 @@ int cmd_diff(int argc, char **argv)
         {"base-to", required_argument, NULL, OPT_BASE_TO},
         {"html", no_argument, NULL, OPT_HTML},
         {"out", required_argument, NULL, OPT_OUT},
+        {"memory", optional_argument, NULL, OPT_MEMORY},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"diff",      cmd_diff_usage, 1, "o:", options,
@@ -367,6 +451,22 @@ int cmd_diff(int argc, char **argv)
     if (rc)
         goto cleanup;
     const profile *const ps[2] = {a.p, nw};
+    if (o.memory) {
+        /* Allocations do not depend on the clock: only on their sampling. */
+        for (int s = 0; s < 2; s++) {
+            if (!has_allocs(ps[s])) {
+                cli_error("diff: %s: no allocation samples: the logs were written without "
+                          "PYPROF_ALLOC",
+                          a.args[s]);
+                rc = CLI_EXIT_BAD_INPUT;
+                goto cleanup;
+            }
+        }
+        rc = compare_profiles_memory(ps[0], ps[1], o.by, &r) < 0 ? cli_oom()
+             : a.json                                            ? print_json(ps, &r, &o)
+                                                                 : print_text(ps, &r, o.top);
+        goto cleanup;
+    }
     int c0 = side_clock(ps[0]), c1 = side_clock(ps[1]);
     if (c0 == -1 || c1 == -1 || c0 != c1) {
         cli_error("diff: %s was sampled with the %s clock and %s with the %s clock: their "

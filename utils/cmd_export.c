@@ -49,6 +49,16 @@ const char cmd_export_usage[] =
     "  -o, --output FILE    write to FILE (default, or '-': standard output; pstats and\n"
     "                       pprof are binary and need -o FILE when that is a terminal)\n"
     "  --lines              folded: name frames by the line they were running\n"
+    "  --memory[=alloc|inuse|peak]\n"
+    "                       folded and pprof only: the sampled allocations (logs written\n"
+    "                       with PYPROF_ALLOC) instead of the samples.  folded: the bytes\n"
+    "                       each stack allocated, or with =inuse holds at the end (at --to,\n"
+    "                       with --to), or with =peak holds when the estimated heap was at\n"
+    "                       its highest.  pprof: a heap profile, values alloc_objects/count,\n"
+    "                       alloc_space/bytes, inuse_objects/count, inuse_space/bytes per\n"
+    "                       stack (=peak: the inuse values are the peak's), the period the\n"
+    "                       sampling interval in bytes; pprof shows inuse_space unless\n"
+    "                       --memory=alloc\n"
     CLI_FILTER_HELP
     "  -h, --help           show this text\n"
     "\n"
@@ -63,7 +73,8 @@ const char cmd_export_usage[] =
     "  pyprof export -f callgrind logs/ -o callgrind.out.app && kcachegrind callgrind.out.app\n"
     "  pyprof export -f speedscope --pid 4242 logs/ -o app.speedscope.json\n"
     "  pyprof export -f pprof logs/ -o app.pb.gz && go tool pprof -top app.pb.gz\n"
-    "  pyprof export -f chrome --from 10 --to 12 logs/ -o trace.json\n";
+    "  pyprof export -f chrome --from 10 --to 12 logs/ -o trace.json\n"
+    "  pyprof export -f pprof --memory logs/ -o heap.pb.gz && go tool pprof -top heap.pb.gz\n";
 /* clang-format on */
 
 typedef struct export_format {
@@ -154,6 +165,9 @@ static int export_option(void *ctx, int c, const char *arg)
     case 'o':
         a->output = arg;
         break;
+    case 'M':
+        a->o.by_set = arg != NULL;
+        return cli_parse_memory("export", arg, 1, &a->o.memory, &a->o.by);
     default: /* --lines */
         a->o.lines = 1;
         break;
@@ -166,6 +180,8 @@ static int export_check(void *ctx, int nlogs)
     const export_args *a = ctx;
     if (!a->fmt)
         return format_names_error("no format given: -f FORMAT");
+    if (a->o.memory && a->fmt->write != export_folded && a->fmt->write != export_pprof)
+        return cli_usage_error("export", "--memory: only the folded and pprof formats have it");
     int rc = cli_no_logs("export", nlogs);
     if (rc >= 0)
         return rc;
@@ -183,16 +199,23 @@ int cmd_export(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"lines", no_argument, NULL, 'l'},
+        {"memory", optional_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"export",      cmd_export_usage, 0, "f:o:", options,
                                     export_option, export_check,     0};
-    export_args e = {NULL, "-", {0}};
+    export_args e = {NULL, "-", {0, 0, ALLOCS_BY_ALLOC, 0}};
     cli_args a;
     int rc = cli_start(&cmd, argc, argv, &e, &a);
     if (rc >= 0)
         goto cleanup;
-    if (!a.p->nsamples) /* still a valid file, though pstats.Stats refuses an empty one */
+    if (e.o.memory) {
+        if ((rc = cli_need_allocs(a.p)) >= 0)
+            goto cleanup;
+        if (!a.p->nallocs)
+            cli_error("warning: no allocation samples to export (the filters hold none)");
+    } else if (!a.p->nsamples) /* still a valid file, though pstats.Stats refuses an empty
+                                  one */
         cli_error("warning: no samples to export (the logs or the filters hold none)");
     rc = write_output(e.fmt, a.p, &e.o, e.output);
 

@@ -18,7 +18,11 @@
  *     mode is a handful of runs however long it sleeps;
  *   - each span (src/read/spans.h) carries its thread, times, nesting depth, ids and its
  *     samples counted per stack, so the page's flame graph of a span is exact (runs cut
- *     at its edges would only be counted in proportion).
+ *     at its edges would only be counted in proportion);
+ *   - with allocation samples (PYPROF_ALLOC), each sampled allocation, sorted by time, is
+ *     (time, thread, stack, the bytes it stands for, when it was freed): the page weighs
+ *     the flame graph by bytes allocated or in use with them and draws the estimated live
+ *     heap over the RSS.  A page without allocation samples has no "allocs" key at all.
  *
  * Every string from the logs (function names, files, thread names, argv) is data: it is
  * written by jsonw with every '<', '>' and '&' as a \u escape (JSONW_HTML), so no name
@@ -27,6 +31,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +40,7 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/allocs.h"
 #include "read/calltree.h"
 #include "read/spans.h"
 #include "cli.h"
@@ -72,8 +78,10 @@ const char cmd_html_usage[] =
     "thread where each sample is a column as high as its stack is deep (click one to see\n"
     "its stack and, in every other sample, the base of the stack they share), the spans\n"
     "above each thread's samples (click one for its flame graph), the resident memory\n"
-    "(RSS) over time, and process and thread selectors.  A directory stands for every\n"
-    "log in it.\n"
+    "(RSS) over time, and process and thread selectors.  With allocation samples (logs\n"
+    "written with PYPROF_ALLOC) the flame graph can also be weighed by bytes allocated or\n"
+    "in use at the end, and the estimated live heap is drawn over the RSS.  A directory\n"
+    "stands for every log in it.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE\n"
@@ -108,6 +116,7 @@ typedef struct page {
     int64_t t_min_us, t_max_us;
     spans_index spans;     /* the samples inside each span */
     uint32_t *span_stacks; /* room for one span's samples' stacks */
+    uint32_t *alloc_order; /* allocation indexes by time on the common axis (nallocs) */
 } page;
 
 static void page_free(page *g)
@@ -123,6 +132,7 @@ static void page_free(page *g)
     free(g->proc_offset_us);
     spans_index_free(&g->spans);
     free(g->span_stacks);
+    free(g->alloc_order);
 }
 
 static int64_t period_us(const profile_process *pr)
@@ -134,6 +144,52 @@ static int64_t period_us(const profile_process *pr)
 static int64_t sample_time(const page *g, const profile_sample *s)
 {
     return g->proc_offset_us[s->process] + s->t_us;
+}
+
+static int64_t alloc_time(const page *g, const profile_alloc *a)
+{
+    return g->proc_offset_us[a->process] + a->t_us;
+}
+
+/* When allocation `a` was freed on the common axis, or -1 when it is in use at the end
+ * (allocs_in_use) or untracked: the page's heap line and "in use" never end it. */
+static int64_t alloc_free_time(const page *g, const profile_alloc *a)
+{
+    if (!a->freed || allocs_in_use(g->p, a))
+        return -1;
+    return g->proc_offset_us[a->process] + a->free_us;
+}
+
+static int cmp_alloc_time(const void *a, const void *b, void *arg)
+{
+    const page *g = arg;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t tx = alloc_time(g, &g->p->allocs[x]), ty = alloc_time(g, &g->p->allocs[y]);
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Numbers stack `st` and its functions if nothing has yet, as a stack no sample uses
+ * (weight 0 in the tree).  0, or -1 when out of memory. */
+static int page_add_stack(page *g, uint32_t st)
+{
+    const profile *p = g->p;
+    if (g->stack_out[st] != UINT32_MAX)
+        return 0;
+    const profile_stack *ps = &p->stacks[st];
+    for (uint32_t d = 0; d < ps->nframes; d++) {
+        uint32_t f = p->frames[ps->first + d].func;
+        if (g->func_out[f] == UINT32_MAX) {
+            g->func_list[g->nfuncs] = f;
+            g->func_out[f] = (uint32_t)g->nfuncs++;
+        }
+    }
+    if (calltree_add(&g->tree, p, st, 0, 0) == CALLTREE_NONE)
+        return -1;
+    g->stack_list[g->nstacks] = st;
+    g->stack_out[st] = (uint32_t)g->nstacks++;
+    return 0;
 }
 
 /* Numbers the stacks and functions that kept samples use, builds the tree of functions
@@ -187,6 +243,8 @@ static int page_build(page *g, const profile *p)
         return -1;
     for (size_t i = 0; i < p->nspans; i++)
         has_span[p->spans[i].thread] = 1;
+    for (size_t i = 0; i < p->nallocs; i++) /* allocations name their thread too */
+        has_span[p->allocs[i].thread] = 1;
     for (size_t t = 0; t < nt; t++) {
         g->thread_out[t] = g->thread_first[t + 1] > g->thread_first[t] || has_span[t]
                                ? (uint32_t)nth++
@@ -231,20 +289,30 @@ static int page_build(page *g, const profile *p)
     /* The stacks of the snapshots' threads, after the samples'. */
     for (size_t i = 0; i < p->nsnap_threads; i++) {
         uint32_t st = p->snap_threads[i].stack;
-        if (st == PROFILE_NO_STACK || g->stack_out[st] != UINT32_MAX)
-            continue;
-        const profile_stack *ps = &p->stacks[st];
-        for (uint32_t d = 0; d < ps->nframes; d++) {
-            uint32_t f = p->frames[ps->first + d].func;
-            if (g->func_out[f] == UINT32_MAX) {
-                g->func_list[g->nfuncs] = f;
-                g->func_out[f] = (uint32_t)g->nfuncs++;
-            }
-        }
-        if (calltree_add(&g->tree, p, st, 0, 0) == CALLTREE_NONE)
+        if (st != PROFILE_NO_STACK && page_add_stack(g, st) < 0)
             return -1;
-        g->stack_list[g->nstacks] = st;
-        g->stack_out[st] = (uint32_t)g->nstacks++;
+    }
+    /* The allocations', in time order, after those; their times (and frees) are on the
+     * axis too. */
+    if (p->nallocs) {
+        g->alloc_order = malloc(p->nallocs * sizeof *g->alloc_order);
+        if (!g->alloc_order)
+            return -1;
+        for (size_t i = 0; i < p->nallocs; i++)
+            g->alloc_order[i] = (uint32_t)i;
+        qsort_r(g->alloc_order, p->nallocs, sizeof *g->alloc_order, cmp_alloc_time, g);
+    }
+    for (size_t k = 0; k < p->nallocs; k++) {
+        const profile_alloc *a = &p->allocs[g->alloc_order[k]];
+        if (page_add_stack(g, a->stack) < 0)
+            return -1;
+        int64_t ts = alloc_time(g, a), tf = alloc_free_time(g, a);
+        if (ts < g->t_min_us)
+            g->t_min_us = ts;
+        if (ts > g->t_max_us)
+            g->t_max_us = ts;
+        if (tf > g->t_max_us)
+            g->t_max_us = tf;
     }
     for (size_t i = 0; i < p->nsnapshots; i++) {
         int64_t ts = g->proc_offset_us[p->snapshots[i].process] + p->snapshots[i].t_us;
@@ -524,6 +592,38 @@ static void write_snaps(jsonw *j, const page *g)
     jsonw_end_array(j);
 }
 
+/* Sampled allocations, by time: quintuples (µs since the previous one's time, thread
+ * (index in "threads"), stack (index in "stacks"), the bytes it stands for (allocs.h's
+ * estimate, rounded), µs from it to its free, or -1: in use at the end, -2: untracked
+ * (its free not followed: never in use, not on the heap line)).  Only written when there
+ * are some. */
+static void write_allocs(jsonw *j, const page *g)
+{
+    const profile *p = g->p;
+    if (!p->nallocs)
+        return;
+    jsonw_break(j, 0);
+    jsonw_key(j, "allocs");
+    jsonw_begin_array(j);
+    int64_t prev = 0;
+    for (size_t k = 0; k < p->nallocs; k++) {
+        const profile_alloc *a = &p->allocs[g->alloc_order[k]];
+        int64_t ts = alloc_time(g, a), tf = alloc_free_time(g, a);
+        if (k && k % 8 == 0)
+            jsonw_break(j, 0);
+        jsonw_i64(j, ts - prev);
+        jsonw_u64(j, g->thread_out[a->thread]);
+        jsonw_u64(j, g->stack_out[a->stack]);
+        jsonw_u64(j, a->bytes > 0 ? (uint64_t)llround(a->bytes) : 0);
+        if (a->flags & PYPROF_ALLOC_F_UNTRACKED)
+            jsonw_i64(j, -2);
+        else
+            jsonw_i64(j, tf < 0 ? -1 : tf > ts ? tf - ts : 0);
+        prev = ts;
+    }
+    jsonw_end_array(j);
+}
+
 /* The page's data, as JSON inside its <script> element: '<', '>' and '&' only occur
  * inside strings there, and as \u escapes (JSONW_HTML) they cannot end the element
  * ("</script>"), open a comment ("<!--") or be read as markup, while JSON.parse gives
@@ -553,6 +653,7 @@ static int write_json(FILE *f, const page *g, const char *title)
     write_funcs_nodes_stacks(&j, g);
     write_snaps(&j, g);
     write_spans(&j, g);
+    write_allocs(&j, g);
     jsonw_end_object(&j);
     return jsonw_error(&j);
 }

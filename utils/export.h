@@ -18,7 +18,11 @@
 #include "read/profile.h"
 
 typedef struct export_opts {
-    int lines; /* folded: frames carry the line executing in them, not the first line */
+    int lines;  /* folded: frames carry the line executing in them, not the first line */
+    int memory; /* --memory: the sampled allocations instead of the samples (folded, pprof) */
+    int by;     /* its ALLOCS_BY_*: folded's values */
+    int by_set; /* --memory=alloc|inuse, not plain --memory: pprof's default sample type is
+                 * then `by`'s, else inuse_space */
 } export_opts;
 
 int export_folded(FILE *out, const profile *p, const export_opts *o);

@@ -5,6 +5,9 @@
  * a space, and the number of samples.  A frame is "NAME (FILE:LINE)" with the
  * function's first line, or with --lines the line running in that frame (py-spy's
  * style, which splits a function by its lines).  The line counts add up to the samples.
+ * With --memory the values are bytes instead: what the sampled allocations of each stack
+ * stand for, allocated, (=inuse) in use at the end or (=peak) in use at the peak of the
+ * estimated heap (allocs.h).
  *
  * The format has no quoting: ';' separates frames and the last space the count, so a
  * ';' inside a name or file becomes ':', and control characters (a newline would end
@@ -13,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "read/allocs.h"
 #include "read/calltree.h"
 #include "export.h"
 
@@ -53,14 +57,36 @@ static void put_path(FILE *out, const profile *p, const calltree *t, uint32_t n,
     fprintf(out, " %" PRIu64 "\n", t->nodes[n].self);
 }
 
+/* The weight of each stack: its samples, or with --memory its bytes; NULL when out of
+ * memory. */
+static uint64_t *stack_weights(const profile *p, const export_opts *o)
+{
+    uint64_t *w = NULL;
+    if (o->memory) {
+        allocs_counts c;
+        if (allocs_sum(p, &c) < 0)
+            return NULL;
+        w = allocs_stack_weights(p, &c, o->by);
+        allocs_counts_free(&c);
+    } else {
+        aggregate_counts agg;
+        if (aggregate_funcs(p, &agg) < 0)
+            return NULL;
+        w = agg.stack_weight;
+        agg.stack_weight = NULL; /* kept */
+        aggregate_counts_free(&agg);
+    }
+    return w;
+}
+
 int export_folded(FILE *out, const profile *p, const export_opts *o)
 {
-    aggregate_counts agg;
     calltree t;
-    if (aggregate_funcs(p, &agg) < 0)
+    uint64_t *weights = stack_weights(p, o);
+    if (!weights)
         return export_oom();
-    int rc = calltree_build(&t, p, agg.stack_weight, o->lines);
-    aggregate_counts_free(&agg);
+    int rc = calltree_build(&t, p, weights, o->lines);
+    free(weights);
     if (rc < 0)
         return export_oom();
 

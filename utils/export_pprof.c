@@ -16,6 +16,16 @@
  *   string_table  every string once, "" first, as UTF-8 (other bytes become U+FFFD)
  *   time_nanos, duration_nanos, period_type, period  from the logs' headers
  *
+ * With --memory, a heap profile as Go's runtime writes one: sample_type [alloc_objects/
+ * count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes], one sample per stack
+ * with what its sampled allocations stand for (allocs.h; rounded to whole numbers) and no
+ * labels, period_type space/bytes with the sampling interval as period (the first
+ * process's that has one), and default_sample_type inuse_space (alloc_space with
+ * --memory=alloc).  --memory=peak keeps the four sample types but makes the profile a
+ * heap snapshot at the peak of the estimated heap (allocs.h): inuse_objects and
+ * inuse_space are what was in use then, alloc_* still every allocation kept, and a
+ * comment says when the peak was and how high.
+ *
  * The protobuf wire format is small enough to write by hand: varints (wire type 0) and
  * length-delimited fields (type 2) for strings, nested messages and packed repeated
  * numbers.  A nested message is encoded into a scratch buffer first, then appended with
@@ -220,6 +230,7 @@ typedef struct pprof_out {
     pb sub, sub2;           /* scratch for the message being built */
     pb loc, line;           /* scratch for a Location, built in the middle of a Sample */
     uint32_t *func_mapping; /* function -> mapping id, 0: none (Python functions) */
+    char note[256];         /* --memory=peak: the comment (the table keeps no copy) */
 } pprof_out;
 
 static int cmp_thread_stack(const void *a, const void *b, void *arg)
@@ -268,13 +279,11 @@ static void label(pprof_out *w, const char *key, const char *str, int64_t num)
     pb_msg(&w->sub, 3, &w->sub2);
 }
 
-/* One Sample: a stack of one thread, n samples standing for ns nanoseconds. */
-static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64_t ns)
+/* A Sample's location ids (packed, from the innermost frame out) into w->sub, and the
+ * locations met for the first time into w->locations. */
+static void add_stack(pprof_out *w, const profile_stack *st)
 {
     const profile *p = w->p;
-    const profile_stack *st = &p->stacks[s->stack];
-    const profile_thread *t = &p->threads[s->thread];
-    /* location_id, packed, from the innermost frame out. */
     for (uint32_t k = st->nframes; k-- > 0;) {
         int is_new;
         const profile_frame *f = &p->frames[st->first + k];
@@ -287,6 +296,14 @@ static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64
     }
     if (st->nframes)
         pb_msg(&w->sub, 1, &w->sub2);
+}
+
+/* One Sample: a stack of one thread, n samples standing for ns nanoseconds. */
+static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64_t ns)
+{
+    const profile *p = w->p;
+    const profile_thread *t = &p->threads[s->thread];
+    add_stack(w, &p->stacks[s->stack]);
     pb_varint(&w->sub2, n);
     pb_varint(&w->sub2, ns);
     pb_msg(&w->sub, 2, &w->sub2);
@@ -314,6 +331,48 @@ static int add_samples(pprof_out *w)
         add_sample(w, &p->samples[order[begin]], i - begin, us * 1000);
     }
     free(order);
+    return 0;
+}
+
+/* --memory: one Sample per stack that allocations were sampled on, with the four values
+ * of add_header's sample types (with =peak, in use at the peak rather than at the end).
+ * Returns 0, or -1 when out of memory. */
+static int add_alloc_samples(pprof_out *w, const export_opts *o)
+{
+    allocs_counts c;
+    if (allocs_sum(w->p, &c) < 0)
+        return -1;
+    int peak = o->by == ALLOCS_BY_PEAK;
+    if (peak) {
+        char b[64];
+        if (c.peak.found)
+            snprintf(w->note, sizeof w->note,
+                     "pyprof --memory=peak: inuse_objects and inuse_space are in use at the "
+                     "peak of the estimated heap, %.3f s from the start, %s",
+                     c.peak.t_s, cli_fmt_bytes(cli_bytes_count(c.peak.bytes), b, sizeof b));
+        else
+            snprintf(w->note, sizeof w->note,
+                     "pyprof --memory=peak: no allocation followed to its free, no peak");
+        int64_t k = str_idx(w, w->note);
+        if (k < 0) {
+            allocs_counts_free(&c);
+            return -1;
+        }
+        pb_num(&w->msg, 13, k); /* comment */
+    }
+    for (size_t s = 0; s < w->p->nstacks; s++) {
+        const allocs_cost *k = &c.stack[s];
+        if (!k->samples)
+            continue;
+        add_stack(w, &w->p->stacks[s]);
+        pb_varint(&w->sub2, cli_bytes_count(k->alloc_objects));
+        pb_varint(&w->sub2, cli_bytes_count(k->alloc_bytes));
+        pb_varint(&w->sub2, cli_bytes_count(peak ? k->peak_objects : k->inuse_objects));
+        pb_varint(&w->sub2, cli_bytes_count(peak ? k->peak_bytes : k->inuse_bytes));
+        pb_msg(&w->sub, 2, &w->sub2);
+        pb_msg(&w->msg, 2, &w->sub);
+    }
+    allocs_counts_free(&c);
     return 0;
 }
 
@@ -384,15 +443,31 @@ static void add_functions(pprof_out *w)
     }
 }
 
-static void add_header(pprof_out *w)
+static void add_header(pprof_out *w, const export_opts *o)
 {
     const profile *p = w->p;
     int wall = p->nprocs && p->procs[0].clock == PYPROF_CLOCK_WALL;
-    uint64_t start = 0;
-    for (size_t i = 0; i < p->nprocs; i++)
+    uint64_t start = 0, interval = 0;
+    for (size_t i = 0; i < p->nprocs; i++) {
         if (!start || p->procs[i].start_unix_ns < start)
             start = p->procs[i].start_unix_ns;
+        if (!interval)
+            interval = p->procs[i].alloc_interval;
+    }
     str_idx(w, ""); /* string_table[0] must be "" */
+    if (o->memory) {
+        value_type(w, 1, "alloc_objects", "count");
+        value_type(w, 1, "alloc_space", "bytes");
+        value_type(w, 1, "inuse_objects", "count");
+        value_type(w, 1, "inuse_space", "bytes");
+        pb_num(&w->msg, 9, (int64_t)start);
+        pb_num(&w->msg, 10, (int64_t)(aggregate_duration(p) * 1e9));
+        value_type(w, 11, "space", "bytes");
+        pb_num(&w->msg, 12, (int64_t)interval);
+        int alloc = o->by_set && o->by == ALLOCS_BY_ALLOC;
+        pb_num(&w->msg, 14, str_idx(w, alloc ? "alloc_space" : "inuse_space"));
+        return;
+    }
     value_type(w, 1, "samples", "count");
     value_type(w, 1, wall ? "wall" : "cpu", "nanoseconds");
     pb_num(&w->msg, 9, (int64_t)start);
@@ -430,14 +505,13 @@ static int gzip_write(FILE *out, const pb *parts[], size_t nparts)
 
 int export_pprof(FILE *out, const profile *p, const export_opts *o)
 {
-    (void)o;
     pprof_out w;
     memset(&w, 0, sizeof w);
     w.p = p;
     pb strings = {0};
     int rc = -1;
-    add_header(&w);
-    if (add_mappings(&w) < 0 || add_samples(&w) < 0)
+    add_header(&w, o);
+    if (add_mappings(&w) < 0 || (o->memory ? add_alloc_samples(&w, o) : add_samples(&w)) < 0)
         goto cleanup;
     add_functions(&w);
     for (size_t i = 0; i < w.strings.n; i++) {

@@ -10,7 +10,7 @@
  * pyprof_str, pyprof_str_dup, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
  * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, pyprof_span_start_rec,
- * pyprof_span_stop_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_span_stop_rec, pyprof_alloc_rec, pyprof_free_rec, PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
  * pyprof_reader_header, pyprof_reader_next, pyprof_reader_follow, pyprof_reader_offset,
  * pyprof_reader_close.
@@ -58,6 +58,8 @@ typedef struct pyprof_header {
         window;
     /* Rotated series (0 in logs of older writers and in the first file of a series). */
     uint64_t seq, series_start_unix_ns, offset_us;
+    /* Allocation sampling's mean interval in bytes (0: not sampled, or an older writer). */
+    uint64_t alloc_interval;
     pyprof_str run_id, host, exe, python_version, timer;
     uint64_t argc;
     const pyprof_str *argv; /* argc entries */
@@ -137,6 +139,18 @@ typedef struct pyprof_span_stop_rec {
     pyprof_str info;
 } pyprof_span_stop_rec;
 
+typedef struct pyprof_alloc_rec {
+    int64_t t_us; /* since start of profiling of this file */
+    uint64_t thread_idx, stack_id, size, address, flags;
+    uint64_t nstack_id; /* native logs: the NSTACK, 0 = none */
+    uint8_t domain;     /* enum pyprof_alloc_domain */
+} pyprof_alloc_rec;
+
+typedef struct pyprof_free_rec {
+    int64_t t_us; /* since start of profiling of this file */
+    uint64_t address;
+} pyprof_free_rec;
+
 typedef struct pyprof_rss_rec {
     int64_t t_us;
     uint64_t rss_bytes;
@@ -169,6 +183,9 @@ typedef struct pyprof_footer {
      * library could not queue (its buffer was full), so their records are missing. */
     uint8_t has_spans;
     uint64_t spans_lost;
+    /* The optional allocation section (logs with allocation sampling). */
+    uint8_t has_alloc;
+    uint64_t alloc_samples, alloc_frees, alloc_lost, frees_lost, alloc_live;
 } pyprof_footer;
 
 typedef struct pyprof_record {
@@ -188,6 +205,8 @@ typedef struct pyprof_record {
         pyprof_snapshot_rec snapshot;
         pyprof_span_start_rec span_start;
         pyprof_span_stop_rec span_stop;
+        pyprof_alloc_rec alloc;
+        pyprof_free_rec free;
         pyprof_footer footer;
     } u;
 } pyprof_record;

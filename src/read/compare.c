@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "allocs.h"
 #include "idmap.h"
 
 double compare_z(double t0, uint64_t n0, double t1, uint64_t n1)
@@ -27,6 +28,74 @@ int compare_flagged(double t0, uint64_t n0, double t1, uint64_t n1)
     double big = t0 > t1 ? t0 : t1;
     return fabs(compare_z(t0, n0, t1, n1)) >= COMPARE_Z &&
            fabs(t1 - t0) >= COMPARE_MIN_RATIO * big && big > 0;
+}
+
+double compare_z_memory(double b0, double v0, double b1, double v1)
+{
+    double var = v0 + v1;
+    return var > 0 ? (b1 - b0) / sqrt(var) : 0;
+}
+
+int compare_flagged_memory(double b0, double v0, double b1, double v1)
+{
+    double big = b0 > b1 ? b0 : b1;
+    return fabs(compare_z_memory(b0, v0, b1, v1)) >= COMPARE_Z &&
+           fabs(b1 - b0) >= COMPARE_MIN_RATIO * big && big > 0;
+}
+
+/* Per function of `p`: the samples of measure `by` (allocs.h), their bytes and the sum
+ * of their weights squared, self and total, as side_times does for time.  A calloc'ed
+ * array of p->nfuncs entries, or NULL when out of memory. */
+static compare_side *side_bytes(const profile *p, int by, uint64_t *samples, double *bytes)
+{
+    size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
+    compare_side *s = calloc(nf, sizeof *s);
+    compare_side *st = calloc(ns, sizeof *st); /* per stack: in its self_* fields */
+    uint32_t *stamp = malloc(nf * sizeof *stamp);
+    if (!s || !st || !stamp) {
+        free(s);
+        free(st);
+        free(stamp);
+        return NULL;
+    }
+    *samples = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < p->nallocs; i++) {
+        const profile_alloc *a = &p->allocs[i];
+        if (by == ALLOCS_BY_INUSE && !allocs_in_use(p, a))
+            continue;
+        *samples += 1;
+        *bytes += a->bytes;
+        if (a->stack < p->nstacks) {
+            st[a->stack].self_n++;
+            st[a->stack].self_us += a->bytes;
+            st[a->stack].self_var += a->bytes * a->bytes;
+        }
+    }
+    memset(stamp, 0xff, nf * sizeof *stamp);
+    for (size_t k = 0; k < p->nstacks; k++) {
+        const compare_side *w = &st[k];
+        const profile_stack *ps = &p->stacks[k];
+        if (!w->self_n || !ps->nframes)
+            continue;
+        const profile_frame *fr = p->frames + ps->first;
+        for (uint32_t j = 0; j < ps->nframes; j++) {
+            uint32_t f = fr[j].func;
+            if (stamp[f] != (uint32_t)k) {
+                stamp[f] = (uint32_t)k;
+                s[f].total_n += w->self_n;
+                s[f].total_us += w->self_us;
+                s[f].total_var += w->self_var;
+            }
+        }
+        compare_side *leaf = &s[fr[ps->nframes - 1].func];
+        leaf->self_n += w->self_n;
+        leaf->self_us += w->self_us;
+        leaf->self_var += w->self_var;
+    }
+    free(st);
+    free(stamp);
+    return s;
 }
 
 /* Per function of `p`: its self and total samples and time.  A calloc'ed array of
@@ -129,8 +198,8 @@ static int cmp_row(const void *x, const void *y)
     return (a->func[s] > b->func[s]) - (a->func[s] < b->func[s]);
 }
 
-static void fill_row(compare_row *r, const compare_side *const sides[2], uint32_t f0,
-                     uint32_t f1)
+static void fill_row(compare_row *r, const compare_side *const sides[2], int memory,
+                     uint32_t f0, uint32_t f1)
 {
     static const compare_side none;
     memset(r, 0, sizeof *r);
@@ -139,6 +208,15 @@ static void fill_row(compare_row *r, const compare_side *const sides[2], uint32_
     r->side[0] = f0 != COMPARE_NONE ? sides[0][f0] : none;
     r->side[1] = f1 != COMPARE_NONE ? sides[1][f1] : none;
     const compare_side *a = &r->side[0], *b = &r->side[1];
+    if (memory) {
+        r->self_z = compare_z_memory(a->self_us, a->self_var, b->self_us, b->self_var);
+        r->total_z = compare_z_memory(a->total_us, a->total_var, b->total_us, b->total_var);
+        if (compare_flagged_memory(a->self_us, a->self_var, b->self_us, b->self_var))
+            r->flags |= COMPARE_SELF;
+        if (compare_flagged_memory(a->total_us, a->total_var, b->total_us, b->total_var))
+            r->flags |= COMPARE_TOTAL;
+        return;
+    }
     r->self_z = compare_z(a->self_us, a->self_n, b->self_us, b->self_n);
     r->total_z = compare_z(a->total_us, a->total_n, b->total_us, b->total_n);
     if (compare_flagged(a->self_us, a->self_n, b->self_us, b->self_n))
@@ -147,15 +225,16 @@ static void fill_row(compare_row *r, const compare_side *const sides[2], uint32_
         r->flags |= COMPARE_TOTAL;
 }
 
-int compare_profiles(const profile *base, const profile *nw, compare_result *out)
+/* The rows of `base` and `nw` (out->memory and out->by say of what). */
+static int compare_rows(const profile *base, const profile *nw, compare_result *out)
 {
-    memset(out, 0, sizeof *out);
     const profile *ps[2] = {base, nw};
     compare_side *sides[2] = {NULL, NULL};
     cand *c = NULL;
     int ret = -1;
     for (int i = 0; i < 2; i++)
-        if (!(sides[i] = side_times(ps[i], &out->samples[i], &out->us[i])))
+        if (!(sides[i] = out->memory ? side_bytes(ps[i], out->by, &out->samples[i], &out->us[i])
+                                     : side_times(ps[i], &out->samples[i], &out->us[i])))
             goto done;
     /* The functions with samples on either side, by (kind, file, name, line). */
     size_t nc = 0;
@@ -177,7 +256,7 @@ int compare_profiles(const profile *base, const profile *nw, compare_result *out
             e++;
         for (size_t k = g; k + 1 < e; k++) {
             if (c[k].side == 0 && c[k + 1].side == 1 && c[k].fn->line == c[k + 1].fn->line) {
-                fill_row(&out->rows[out->nrows++], sv, c[k].index, c[k + 1].index);
+                fill_row(&out->rows[out->nrows++], sv, out->memory, c[k].index, c[k + 1].index);
                 c[k].matched = c[k + 1].matched = 1;
                 k++;
             }
@@ -190,12 +269,12 @@ int compare_profiles(const profile *base, const profile *nw, compare_result *out
             }
         }
         if (left[0] == 1 && left[1] == 1) {
-            fill_row(&out->rows[out->nrows++], sv, c[at[0]].index, c[at[1]].index);
+            fill_row(&out->rows[out->nrows++], sv, out->memory, c[at[0]].index, c[at[1]].index);
             c[at[0]].matched = c[at[1]].matched = 1;
         }
         for (size_t k = g; k < e; k++) {
             if (!c[k].matched)
-                fill_row(&out->rows[out->nrows++], sv,
+                fill_row(&out->rows[out->nrows++], sv, out->memory,
                          c[k].side == 0 ? c[k].index : COMPARE_NONE,
                          c[k].side == 1 ? c[k].index : COMPARE_NONE);
         }
@@ -212,6 +291,20 @@ done:
     if (ret < 0)
         compare_free(out);
     return ret;
+}
+
+int compare_profiles(const profile *base, const profile *nw, compare_result *out)
+{
+    memset(out, 0, sizeof *out);
+    return compare_rows(base, nw, out);
+}
+
+int compare_profiles_memory(const profile *base, const profile *nw, int by, compare_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->memory = 1;
+    out->by = by;
+    return compare_rows(base, nw, out);
 }
 
 void compare_free(compare_result *r)

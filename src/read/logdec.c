@@ -87,6 +87,14 @@ int logdec_header(logdec *d, const uint8_t *payload, size_t len, pyprof_header *
         if (in.bad || h->offset_us > (uint64_t)INT64_MAX / 4)
             return -PYPROF_R_CORRUPT;
     }
+    /* Allocation sampling's interval, absent in logs of older writers. */
+    h->alloc_interval = 0;
+    if (in.p < in.end) {
+        h->alloc_interval = rec_get_uvarint(&in);
+        if (in.bad)
+            return -PYPROF_R_CORRUPT;
+    }
+    d->alloc = h->alloc_interval != 0;
     d->native = !!(h->flags & PYPROF_HDR_NATIVE);
     return 0;
 }
@@ -233,7 +241,7 @@ static int dec_snapshot(logdec *d, rec_in *in, pyprof_snapshot_rec *s)
     return in->bad ? -PYPROF_R_CORRUPT : 0;
 }
 
-static void dec_footer(rec_in *in, pyprof_footer *f, int native)
+static void dec_footer(rec_in *in, pyprof_footer *f, int native, int alloc)
 {
     f->end_unix_ns = rec_get_uvarint(in);
     f->duration_ns = rec_get_uvarint(in);
@@ -318,6 +326,47 @@ static void dec_footer(rec_in *in, pyprof_footer *f, int native)
         return;
     f->spans_lost = spans_lost;
     f->has_spans = 1;
+    if (!alloc || c.p >= c.end)
+        return; /* no allocation section */
+    uint64_t v[5];
+    for (int i = 0; i < 5; i++)
+        v[i] = rec_get_uvarint(&c);
+    if (c.bad)
+        return;
+    f->alloc_samples = v[0];
+    f->alloc_frees = v[1];
+    f->alloc_lost = v[2];
+    f->frees_lost = v[3];
+    f->alloc_live = v[4];
+    f->has_alloc = 1;
+}
+
+static int dec_alloc(logdec *d, rec_in *in, pyprof_alloc_rec *a)
+{
+    uint64_t t = rec_get_uvarint(in);
+    a->thread_idx = rec_get_uvarint(in);
+    a->stack_id = rec_get_uvarint(in);
+    a->size = rec_get_uvarint(in);
+    a->address = rec_get_uvarint(in);
+    a->domain = rec_get_u8(in);
+    a->flags = rec_get_uvarint(in);
+    a->nstack_id = 0;
+    if (d->native && in->p < in->end)
+        a->nstack_id = rec_get_uvarint(in);
+    if (in->bad || t > (uint64_t)INT64_MAX / 4)
+        return -PYPROF_R_CORRUPT;
+    a->t_us = (int64_t)t;
+    return 0;
+}
+
+static int dec_free(rec_in *in, pyprof_free_rec *f)
+{
+    uint64_t t = rec_get_uvarint(in);
+    f->address = rec_get_uvarint(in);
+    if (in->bad || t > (uint64_t)INT64_MAX / 4)
+        return -PYPROF_R_CORRUPT;
+    f->t_us = (int64_t)t;
+    return 0;
 }
 
 /* A BATCH: every event checked and decoded into d->bev (nothing of a damaged batch is
@@ -473,9 +522,15 @@ int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pypr
     case PYPROF_REC_SPAN_STOP:
         rc = dec_span_stop(&in, &rec->u.span_stop);
         break;
+    case PYPROF_REC_ALLOC:
+        rc = dec_alloc(d, &in, &rec->u.alloc);
+        break;
+    case PYPROF_REC_FREE:
+        rc = dec_free(&in, &rec->u.free);
+        break;
     case PYPROF_REC_FOOTER:
         memset(&rec->u.footer, 0, sizeof rec->u.footer);
-        dec_footer(&in, &rec->u.footer, d->native);
+        dec_footer(&in, &rec->u.footer, d->native, d->alloc);
         break;
     default:
         /* Unknown, or MARK (7): reserved and never written, so no log has one to show

@@ -35,6 +35,7 @@ typedef struct logdec_event {
 /* Zeroed, ready for logdec_header. */
 typedef struct logdec {
     int native;     /* the header has PYPROF_HDR_NATIVE */
+    int alloc;      /* the header has a nonzero alloc_interval */
     uint64_t t_acc; /* running sum of dt_us, kept unsigned so bad input cannot overflow */
     pyprof_str *argv;
     pyprof_frame *frames;

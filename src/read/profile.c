@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "allocload.h"
 #include "common/fnv.h"
 #include "common/growarray.h"
 #include "functab.h"
@@ -37,9 +38,10 @@
 /* ---- global interning of functions and stacks ---------------------------------------- */
 
 struct profile_index {
-    spanload spans; /* the pending stops */
-    functab funcs;  /* (name, file, line, kind) -> function */
-    idtab stacks;   /* frames -> stack */
+    spanload spans;   /* the pending stops */
+    allocload allocs; /* every ALLOC and FREE read */
+    functab funcs;    /* (name, file, line, kind) -> function */
+    idtab stacks;     /* frames -> stack */
     uint32_t marker_func[PYPROF_CODE_FIRST];
     uint32_t unknown_func;
     uint32_t unknown_stack;
@@ -92,7 +94,7 @@ static uint32_t intern_stack(profile *p, const profile_frame *frames, size_t n)
     for (uint32_t i = idtab_first(t, h, &pos); i != IDTAB_NONE; i = idtab_next(t, h, &pos)) {
         const profile_stack *s = &p->stacks[i];
         if (s->hash == h && s->nframes == n &&
-            !memcmp(p->frames + s->first, frames, n * sizeof *frames))
+            (!n || !memcmp(p->frames + s->first, frames, n * sizeof *frames)))
             return i;
     }
     if (p->nstacks >= IDMAP_EXCLUDED || idtab_reserve(t, p->nstacks + 1) ||
@@ -184,9 +186,11 @@ void profile_free(profile *p)
         free(sp->stop_info);
     }
     free(p->spans);
+    free(p->allocs);
     free(p->warnings);
     if (p->index) {
         spanload_free(&p->index->spans);
+        allocload_clear(&p->index->allocs);
         functab_free(&p->index->funcs);
         idtab_free(&p->index->stacks);
         free(p->index->tmp);
@@ -256,6 +260,7 @@ static int copy_header(profile_process *pr, const pyprof_header *h)
     pr->max_depth = h->max_depth;
     pr->flags = h->flags;
     pr->window = h->window;
+    pr->alloc_interval = h->alloc_interval;
     pr->clock = h->clock;
     pr->run_id = pyprof_str_dup(h->run_id);
     pr->host = pyprof_str_dup(h->host);
@@ -287,16 +292,19 @@ typedef struct nstack_info {
     uint32_t n;
 } nstack_info;
 
-/* A kept sample with a native stack, merged when the log is done. */
+/* A kept sample (or allocation) with a native stack, merged when the log is done. */
 typedef struct pending_sample {
-    uint64_t sample; /* index into profile.samples */
+    uint64_t sample; /* index into profile.samples (an allocation: into allocload's) */
     uint64_t stack_id, nstack_id;
     uint64_t pos; /* the log's record count at the sample */
+    int alloc;    /* an ALLOC's stack, not a sample's */
+    int no_py;    /* an ALLOC without a Python frame (stack_id 0): no Python stack */
 } pending_sample;
 
 /* A (stack_id, nstack_id) pair already merged. */
 typedef struct merged_pair {
     uint64_t stack_id, nstack_id;
+    int no_py; /* pending_sample's */
     uint32_t stack;
     int paired;
 } merged_pair;
@@ -487,6 +495,13 @@ static uint32_t unknown_stack(profile *p)
     return ix->unknown_stack;
 }
 
+/* The stack of no frame: an allocation made without a Python frame. */
+static uint32_t empty_stack(profile *p)
+{
+    profile_frame none = {0, 0};
+    return intern_stack(p, &none, 0);
+}
+
 /* The thread a record names, created nameless when the log did not define it. */
 static uint32_t thread_of(profile *p, load_maps *m, uint32_t proc, uint64_t thread_idx)
 {
@@ -528,8 +543,8 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     if (s->nstack_id) {
         if (GROW_ARRAY(m->pending, m->cap_pending, m->npending + 1))
             return -1;
-        m->pending[m->npending++] = (pending_sample){p->nsamples - 1, s->stack_id, s->nstack_id,
-                                                     m->pos};
+        pending_sample ps = {p->nsamples - 1, s->stack_id, s->nstack_id, m->pos, 0, 0};
+        m->pending[m->npending++] = ps;
         p->procs[proc].native_samples++;
     }
     return 0;
@@ -621,6 +636,35 @@ static int on_span_stop(profile *p, load_maps *m, uint32_t proc, const pyprof_sp
     return spanload_stop(&p->index->spans, proc, th, s, t_us);
 }
 
+/* An ALLOC at t_us on the process's axis, of the file `pf`; `loaded`: inside the time
+ * window.  Kept for the matching of frees whatever the filters say; its stack is mapped
+ * (and its native stack merged) only when the filters keep it. */
+static int on_alloc(profile *p, load_maps *m, uint32_t proc, const profile_file *pf,
+                    const pyprof_alloc_rec *a, int64_t t_us, int loaded)
+{
+    uint32_t th = thread_of(p, m, proc, a->thread_idx);
+    if (th == IDMAP_EMPTY)
+        return -1;
+    loaded = loaded && th != IDMAP_EXCLUDED;
+    uint32_t st = PROFILE_NO_STACK;
+    if (loaded) {
+        st = a->stack_id ? idmap_get(&m->stack, a->stack_id) : empty_stack(p);
+        if (st == IDMAP_EMPTY && (!a->stack_id || (st = unknown_stack(p)) == IDMAP_EMPTY))
+            return -1;
+    }
+    long i = allocload_alloc(&p->index->allocs, proc, th, st, a, t_us, pf->alloc_interval,
+                             pf->seq, m->pos, loaded);
+    if (i < 0)
+        return -1;
+    if (loaded && a->nstack_id) {
+        if (GROW_ARRAY(m->pending, m->cap_pending, m->npending + 1))
+            return -1;
+        pending_sample ps = {(uint64_t)i, a->stack_id, a->nstack_id, m->pos, 1, !a->stack_id};
+        m->pending[m->npending++] = ps;
+    }
+    return 0;
+}
+
 /* ---- native frames ------------------------------------------------------------------- */
 
 static int on_module(const profile *p, load_maps *m, uint64_t pos, const pyprof_module_rec *r)
@@ -700,9 +744,12 @@ static uint32_t merge_pair(profile *p, load_maps *m, const pending_sample *ps, i
 
     nm_input in = {
         .nat = m->nat, .nnat = ns->n, .show_glue = !!(p->options & PROFILE_NATIVE_GLUE)};
-    uint32_t st = idmap_get(&m->stack, ps->stack_id);
-    uint32_t info_idx = idmap_get(&m->stack_info, ps->stack_id);
-    if (st == IDMAP_EMPTY || info_idx == IDMAP_EMPTY) {
+    uint32_t st = ps->no_py ? empty_stack(p) : idmap_get(&m->stack, ps->stack_id);
+    uint32_t info_idx = ps->no_py ? IDMAP_EMPTY : idmap_get(&m->stack_info, ps->stack_id);
+    if (ps->no_py) {
+        if (st == IDMAP_EMPTY)
+            return IDMAP_EMPTY;
+    } else if (st == IDMAP_EMPTY || info_idx == IDMAP_EMPTY) {
         st = unknown_stack(p);
         if (st == IDMAP_EMPTY)
             return IDMAP_EMPTY;
@@ -733,7 +780,7 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
     for (size_t i = 0; i < m->npending; i++) {
         const pending_sample *ps = &m->pending[i];
         if (idmap_get(&m->nstack, ps->nstack_id) == IDMAP_EMPTY) {
-            unmerged++; /* an NSTACK the log never defined: the Python stack alone */
+            unmerged += !ps->alloc; /* an NSTACK the log never defined: the Python stack */
             continue;
         }
         uint64_t h = idtab_hash2((uint32_t)ps->stack_id, (uint32_t)ps->nstack_id,
@@ -743,7 +790,7 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
         for (uint32_t k = idtab_first(&m->pairs, h, &pos); k != IDTAB_NONE;
              k = idtab_next(&m->pairs, h, &pos))
             if (m->mpairs[k].stack_id == ps->stack_id &&
-                m->mpairs[k].nstack_id == ps->nstack_id) {
+                m->mpairs[k].nstack_id == ps->nstack_id && m->mpairs[k].no_py == ps->no_py) {
                 mp = &m->mpairs[k];
                 break;
             }
@@ -754,9 +801,14 @@ static int merge_native(profile *p, load_maps *m, uint32_t proc)
                 idtab_reserve(&m->pairs, m->nmpairs + 1) ||
                 GROW_ARRAY(m->mpairs, m->cap_mpairs, m->nmpairs + 1))
                 return -1;
-            m->mpairs[m->nmpairs] = (merged_pair){ps->stack_id, ps->nstack_id, st, paired};
+            m->mpairs[m->nmpairs] = (merged_pair){ps->stack_id, ps->nstack_id, ps->no_py, st,
+                                                  paired};
             idtab_add(&m->pairs, h, (uint32_t)m->nmpairs);
             mp = &m->mpairs[m->nmpairs++];
+        }
+        if (ps->alloc) {
+            allocload_set_stack(&p->index->allocs, (size_t)ps->sample, mp->stack);
+            continue;
         }
         p->samples[ps->sample].stack = mp->stack;
         if (!mp->paired)
@@ -869,6 +921,16 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
             pr->span_stops_read++;
             oom = on_span_stop(p, &m, proc, &rec.u.span_stop,
                                rec.u.span_stop.t_us + m.offset_us) < 0;
+            break;
+        case PYPROF_REC_ALLOC:
+            pr->allocs_read++;
+            t = rec.u.alloc.t_us + m.offset_us;
+            oom = on_alloc(p, &m, proc, pf, &rec.u.alloc, t, !timed || in_window(f, t)) < 0;
+            break;
+        case PYPROF_REC_FREE:
+            pr->frees_read++;
+            oom = allocload_free(&p->index->allocs, proc, &rec.u.free,
+                                 rec.u.free.t_us + m.offset_us, pf->seq, m.pos) < 0;
             break;
         case PYPROF_REC_MODULE:
             pr->modules_read++;
@@ -1074,7 +1136,8 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
         ret = set_error(p, "out of memory");
     for (long i = 0; i < nload && ret == 0; i++)
         ret = load_file(p, set.files[order[i]].path);
-    if (ret == 0 && (spanload_resolve(p, &p->index->spans) < 0 || spanload_filter(p) < 0))
+    if (ret == 0 && (spanload_resolve(p, &p->index->spans) < 0 || spanload_filter(p) < 0 ||
+                     allocload_resolve(p, &p->index->allocs) < 0))
         ret = set_error(p, "out of memory");
     free(order);
     logset_free(&set);

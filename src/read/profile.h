@@ -31,16 +31,29 @@
  * span's thread (start <= t < stop); it is applied once the logs of a load call are read,
  * since a span's stop may come after its samples or in a later file.
  *
+ * Sampled allocations (ALLOC / FREE records, logs with a nonzero alloc_interval) are
+ * loaded per process by allocload.h: each ALLOC is a profile_alloc with what it stands for
+ * (allocs.h's estimate, from its file's interval), and a FREE ends the newest allocation
+ * of the same address in the same process that is still alive at the FREE's time (across
+ * the files of a series, in whatever order they load; ties in time go by file and record
+ * order).  An UNTRACKED allocation is never freed nor in use.  A FREE that matches no
+ * allocation of the loaded logs (its ALLOC in a file removed by retention, or never
+ * written) is counted in profile_process.frees_unmatched.  Frees are matched before any
+ * filter, so an allocation is freed whatever the filters keep; then allocations are kept
+ * as samples are: by thread, by time (--from/--to: allocated inside the window) and by
+ * --span (allocated inside a span, on its thread).
+ *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
- * is the merged one; native functions are identified by (symbol, module path) and carry
- * kind PROFILE_FUNC_NATIVE.  The modules' files are looked for under the profile's root
- * first (profile_new), for logs of processes that ran in a chroot or a container.
+ * is the merged one (an allocation's too); native functions are identified by (symbol, module
+ * path) and carry kind PROFILE_FUNC_NATIVE.  The modules' files are looked for under the
+ * profile's root first (profile_new), for logs of processes that ran in a chroot or a
+ * container.
  *
  * Interface: profile_filter, profile_process, profile_module, profile_thread,
  * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
  * profile_sample, profile_rss, profile_file, profile_snapshot, profile_snap_thread,
- * profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, PROFILE_KEEP_CORRUPT,
+ * profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, profile_alloc, PROFILE_KEEP_CORRUPT,
  * PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
  * profile_load_paths.
  */
@@ -86,7 +99,8 @@ typedef struct profile_file {
     pyprof_footer footer; /* this file's own */
     int end_error;        /* as profile_process.end_error, for this file */
     uint64_t records, bytes, samples_read;
-    int64_t last_t_us; /* on the process's axis */
+    int64_t last_t_us;       /* on the process's axis */
+    uint64_t alloc_interval; /* the header's (0: allocations not sampled) */
 } profile_file;
 
 typedef struct profile_process {
@@ -107,7 +121,8 @@ typedef struct profile_process {
     /* The footer, when the log has one.  A series: has_footer and how it ended (end,
      * status, end_unix_ns) are the highest-seq file's; duration_ns runs from the series'
      * start to that file's end; counters, drops and the cost histogram are the sums over
-     * the files that have a footer; achieved_hz_milli is samples over the time they
+     * the files that have a footer (but alloc_live, the last such file's: it counts the
+     * blocks of the files before it); achieved_hz_milli is samples over the time they
      * stand for, over all of them. */
     int has_footer;
     pyprof_footer footer;
@@ -138,6 +153,10 @@ typedef struct profile_process {
     uint64_t span_starts_read, span_stops_read, spans, spans_unfinished, span_stops_unmatched;
     int64_t end_us; /* where its data ends on its axis: the footer's duration, else the
                      * last timed record (spans included) */
+    /* Allocation sampling: the interval in bytes (the header's, of its first file; 0: not
+     * sampled), ALLOC and FREE records read, allocations kept, frees that matched no
+     * allocation of the loaded logs.  The footer's allocation section is in `footer`. */
+    uint64_t alloc_interval, allocs_read, frees_read, allocs, frees_unmatched;
 } profile_process;
 
 typedef struct profile_thread {
@@ -220,6 +239,22 @@ typedef struct profile_span {
     char *info, *stop_info; /* JSON objects as the program gave them, or "" */
 } profile_span;
 
+/* A sampled allocation (ALLOC record) and what it stands for. */
+typedef struct profile_alloc {
+    int64_t t_us;    /* on the process's axis, like a sample's */
+    int64_t free_us; /* when it was freed (freed != 0), on the same axis */
+    uint64_t size;   /* bytes asked for */
+    double bytes;    /* what it stands for (allocs_estimate): bytes allocated, */
+    double objects;  /* and allocations */
+    uint32_t process;
+    uint32_t thread;
+    uint32_t stack; /* index into profile.stacks (no frame: an empty stack); merged with
+                     * its native stack in logs with native frames, as samples are */
+    uint8_t domain; /* enum pyprof_alloc_domain */
+    uint8_t flags;  /* PYPROF_ALLOC_F_* */
+    uint8_t freed;  /* a FREE of the loaded logs ended it (never for UNTRACKED) */
+} profile_alloc;
+
 /* profile_new options. */
 /* clang-format off */
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
@@ -253,6 +288,8 @@ typedef struct profile {
     size_t nsnap_threads;
     profile_span *spans; /* in the order their starts were read */
     size_t nspans;
+    profile_alloc *allocs; /* the allocations kept, in the order they were read */
+    size_t nallocs;
     /* Warnings met while loading, one line each without the "pyprof: " prefix (a
      * truncated log, a directory entry skipped). */
     char **warnings;
@@ -262,7 +299,7 @@ typedef struct profile {
 
     /* Capacities and the private index. */
     size_t cap_procs, cap_threads, cap_funcs, cap_stacks, cap_frames, cap_samples, cap_rss,
-        cap_warnings, cap_snapshots, cap_snap_threads, cap_spans;
+        cap_warnings, cap_snapshots, cap_snap_threads, cap_spans, cap_allocs;
     profile_index *index;
 } profile;
 

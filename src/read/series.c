@@ -82,6 +82,16 @@ static void footer_add(pyprof_footer *a, const pyprof_footer *b)
         a->has_spans = 1;
         a->spans_lost += b->spans_lost;
     }
+    if (b->has_alloc) {
+        /* Counts add up; the blocks still followed are the latest file's (files come in
+         * seq order here), which counts those of the files before it. */
+        a->has_alloc = 1;
+        a->alloc_samples += b->alloc_samples;
+        a->alloc_frees += b->alloc_frees;
+        a->alloc_lost += b->alloc_lost;
+        a->frees_lost += b->frees_lost;
+        a->alloc_live = b->alloc_live;
+    }
 }
 
 int series_combine(profile_process *pr)
@@ -155,5 +165,6 @@ long series_add_file(profile *p, uint32_t proc, const char *path, const pyprof_h
     pf->seq = h->seq;
     pf->offset_us = h->offset_us;
     pf->start_unix_ns = h->start_unix_ns;
+    pf->alloc_interval = h->alloc_interval;
     return (long)at;
 }

@@ -5,6 +5,7 @@
     python3 tests/fuzz/make_corpus.py --series-only    # only the hand-built seeds (series,
                                                        # snapshot and span records)
     python3 tests/fuzz/make_corpus.py --batch-only     # only the BATCH seeds
+    python3 tests/fuzz/make_corpus.py --alloc-only     # only the ALLOC / FREE seeds
 
 Profiles a few tiny Python programs with the real library to get real logs, then derives
 broken ones from them: cut short at several places, bytes flipped, a newer format version,
@@ -263,7 +264,50 @@ def batch_seeds():
     return seeds
 
 
+def alloc_seeds():
+    """Logs of allocation sampling, built by hand with make_fixtures from its alloc_log
+    (ALLOC and FREE records of every kind, the footer's allocation section: the fixture
+    alloc.lz4, itself a seed): the same cut inside an ALLOC; a native log whose ALLOC records carry native stacks (one the log
+    never defined); and damaged ones: a domain no writer uses, an ALLOC cut short, a
+    footer whose allocation section is cut, ALLOC records in a log whose header has no
+    interval (an older header)."""
+    import make_fixtures as mf
+    plain = mf.alloc_log()
+    seeds = {}
+    recs = records(plain)
+    first = dict(recs)[mf.REC_ALLOC]
+    at = plain.index(first)
+    seeds["alloc-cut.lz4"] = lz4(plain[: at + len(first) // 2])
+    bad = mf.record(mf.REC_ALLOC, uvarint(5) + uvarint(0) + uvarint(1) + uvarint(8)
+                    + uvarint(0x10) + bytes([9]) + uvarint(0))
+    seeds["alloc-domain-bad.lz4"] = lz4(plain[:at] + bad + plain[at:])
+    short = mf.record(mf.REC_ALLOC, uvarint(5) + uvarint(0) + uvarint(1) + uvarint(8))
+    seeds["alloc-short.lz4"] = lz4(plain[:at] + short + plain[at:])
+    foot = recs[-1][1]
+    seeds["alloc-footer-cut.lz4"] = lz4(plain[: len(plain) - len(foot)]
+                                        + mf.record(mf.REC_FOOTER, payload(foot)[:-3]))
+    old_hdr = mf.header()
+    seeds["alloc-no-interval.lz4"] = lz4(MAGIC + old_hdr + b"".join(r for _, r in recs[1:]))
+    # Native: the header with PYPROF_HDR_NATIVE, the series' fields and an interval.
+    native = native_mini()
+    nrecs = records(native)
+    hdr = mf.record(1, payload(nrecs[0][1]) + uvarint(0) * 3 + uvarint(65536))
+    allocs = (mf.alloc(50, 0, 1, 1000, 0x100, mf.ALLOC_MALLOC, 0, nstack_id=1)
+              + mf.alloc(60, 0, 0, 24, 0x200, mf.ALLOC_PYOBJECT, 0, nstack_id=1)
+              + mf.alloc(70, 0, 1, 24, 0x300, mf.ALLOC_PYOBJECT, 0, nstack_id=7)
+              + mf.alloc(80, 0, 1, 4096, 0x400, mf.ALLOC_MMAP, 0, nstack_id=0)
+              + mf.free(90, 0x200))
+    nfoot = payload(nrecs[-1][1]) + uvarint(0) * 5 + b"".join(uvarint(v) for v in (4, 1, 0, 0, 3))
+    seeds["alloc-native.lz4"] = lz4(MAGIC + hdr + b"".join(r for _, r in nrecs[1:-1]) + allocs
+                                    + mf.record(15, nfoot))
+    return seeds
+
+
 def main():
+    if sys.argv[1:] == ["--alloc-only"]:
+        # Only the hand-built seeds of the ALLOC and FREE records (no library run).
+        write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), alloc_seeds())
+        return
     if sys.argv[1:] == ["--batch-only"]:
         # Only the hand-built seeds of the BATCH record (no library run).
         write_seeds(os.path.join(os.path.dirname(__file__), "corpus"), batch_seeds())
@@ -339,6 +383,7 @@ def main():
     seeds.update(series_seeds())
     seeds.update(span_seeds())
     seeds.update(batch_seeds())
+    seeds.update(alloc_seeds())
 
     # Every seed is written again under its own name; the fuzzer's reproducers
     # (lz4-*.bin and the like) stay.

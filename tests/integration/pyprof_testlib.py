@@ -321,6 +321,31 @@ def native_chain(interp):
     return outdir
 
 
+ALLOC_EXT_SRC = os.path.join(REPO, "tests", "helpers", "alloc_ext.c")
+
+
+def alloc_ext(interp):
+    """tests/helpers/alloc_ext.c built as a plain shared library for `interp`'s C library
+    (inside its root for the sid interpreters); returns its path."""
+    interp.require()
+    sysroot = ["--sysroot=" + interp.sysroot] if interp.sysroot else []
+    outdir = os.path.join(os.path.dirname(LIB), "embed", "alloc_ext-%s" % interp.id)
+    out = os.path.join(outdir, "liballoc_ext.so")
+    with _embed_lock:
+        if not (os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(ALLOC_EXT_SRC)):
+            if not os.path.isdir(outdir):
+                os.makedirs(outdir)
+            tmp = out + ".tmp.%d" % os.getpid()
+            cmd = ["gcc", "-shared", "-fPIC", "-O1", "-g", ALLOC_EXT_SRC, "-o", tmp] + sysroot
+            res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 universal_newlines=True)
+            if res.returncode != 0:
+                raise AssertionError("building alloc_ext for %s failed:\n$ %s\n%s"
+                                     % (interp.id, " ".join(cmd), res.stdout))
+            os.rename(tmp, out)
+    return out
+
+
 # ---- running programs ----------------------------------------------------------------------
 
 

@@ -19,11 +19,15 @@ Two kinds of input:
     and bytes that are not UTF-8.  Each format's exact content is checked.
 
 Plus the tree's arithmetic (shares add up, --min prunes, --depth cuts), several logs
-and the filters, and bad input (one line, exit 1; usage errors exit 2).
+and the filters, and bad input (one line, exit 1; usage errors exit 2).  And --memory on
+tests/fixtures/alloc.lz4, whose allocations are known: report --memory --json's totals
+and functions, folded's bytes per stack, and pprof's heap profile through `go tool
+pprof` against the same numbers computed here.
 """
 
 import gzip
 import json
+import math
 import os
 import re
 import subprocess
@@ -788,3 +792,85 @@ def test_unwritable_output(known, tmp_path):
     if os.path.exists("/dev/full"):
         res = t.tool("export", "-f", "chrome", known, "-o", "/dev/full")
         assert res.returncode == 1 and len(res.stderr.splitlines()) == 1, res.stderr
+
+
+# ---- --memory: the sampled allocations of tests/fixtures/alloc.lz4 ----------------------
+
+ALLOC_LOG = os.path.join(t.FIXTURES, "alloc.lz4")
+
+
+def alloc_expected():
+    """make_fixtures.ALLOC_EVENTS, naively: per allocation (stack id, bytes, objects, in
+    use at the end), a FREE ending the newest live block of its address."""
+    allocs, live = [], {}
+    for e in mf.ALLOC_EVENTS:
+        if e[0] == "F":
+            if live.get(e[2]):
+                live[e[2]].pop()["inuse"] = False
+            continue
+        _, _, _, sid, size, addr, _, flags = e
+        p = 1 - math.exp(-size / mf.ALLOC_INTERVAL)
+        a = {"stack": sid, "bytes": size / p if size else mf.ALLOC_INTERVAL,
+             "objects": 1 / p if size else 1, "inuse": not flags & mf.ALLOC_F_UNTRACKED}
+        allocs.append(a)
+        if a["inuse"]:
+            live.setdefault(addr, []).append(a)
+    return allocs
+
+
+def alloc_path(sid):
+    """Folded frames of make_fixtures.ALLOC_STACKS[sid], by function."""
+    return b";".join(b"%s (/srv/app.py:%d)" % (mf.ALLOC_FUNCS[c - 16].encode(),
+                                               10 * (c - 16) + 1)
+                     for c, _ in mf.ALLOC_STACKS[sid])
+
+
+def test_memory_known(tmp_path):
+    allocs = alloc_expected()
+    rep = t.tool_json("report", "--memory", "--json", ALLOC_LOG)
+    tot = rep["total"]
+    assert tot["samples"] == len(allocs) and tot["inuse_samples"] == 4, tot
+    assert tot["alloc_bytes"] == round(sum(a["bytes"] for a in allocs)), tot
+    assert tot["inuse_objects"] == round(sum(a["objects"] for a in allocs if a["inuse"])), tot
+    assert rep["untracked"] == 1 and rep["freed"] == 2, rep
+    (proc,) = rep["processes"]
+    assert (proc["frees_unmatched"], proc["alloc_lost"], proc["alloc_live"]) == (1, 1, 4), proc
+    # Per function: Cache.fill recurses on stack 3 and counts once there.
+    by = dict((f["name"], f) for f in rep["functions"])
+    fill = [a for a in allocs if a["stack"] == 3]
+    assert by["Cache.fill"]["total"]["alloc_bytes"] == round(sum(a["bytes"] for a in fill))
+    assert by["Cache.fill"]["self"] == by["Cache.fill"]["total"], by["Cache.fill"]
+    assert by["<module>"]["self"]["samples"] == 0 and by["<module>"]["total"]["samples"] == 6
+    # Folded: each stack's bytes, allocated and in use.
+    for arg, key in (("--memory", "bytes"), ("--memory=inuse", "inuse")):
+        want = defaultdict(float)
+        for a in allocs:
+            if key == "bytes" or a["inuse"]:
+                want[a["stack"]] += a["bytes"]
+        lines = folded_lines(export("folded", str(tmp_path / arg), arg, ALLOC_LOG))
+        assert lines == sorted((alloc_path(s) if s else b"[no Python frame]") +
+                               b" %d" % round(v) for s, v in want.items()), lines
+    # pprof: a heap profile go tool pprof reads, inuse_space by default.
+    out = export("pprof", str(tmp_path / "heap.pb.gz"), "--memory", ALLOC_LOG)
+    rows, text = pprof_top(out, "-unit=B")
+    assert "Type: inuse_space" in text, text
+    got = dict((name, flat) for name, flat, cum in rows)
+    assert got["load"] == "1000000B", text
+    rows, text = pprof_top(out, "-sample_index=alloc_objects")
+    got = dict((name, int(cum)) for name, flat, cum in rows)
+    assert got["<module>"] == by["<module>"]["total"]["alloc_objects"], text
+
+
+def test_memory_refused():
+    """Logs without allocation sampling: one line, exit 1; --memory elsewhere: usage."""
+    good = os.path.join(t.FIXTURES, "good.lz4")
+    for args in (["report", "--memory"], ["tree", "--memory=inuse"],
+                 ["export", "-f", "pprof", "--memory", "-o", os.devnull]):
+        res = t.tool(*(args + [good]))
+        assert res.returncode == 1 and res.stderr == (
+            "pyprof: no allocation samples: the logs were written without PYPROF_ALLOC\n"), (
+            args, res.returncode, res.stderr)
+    res = t.tool("export", "-f", "chrome", "--memory", ALLOC_LOG)
+    assert res.returncode == 2 and "--memory" in res.stderr, res.stderr
+    res = t.tool("report", "--memory=bytes", ALLOC_LOG)
+    assert res.returncode == 2 and "'bytes'" in res.stderr, res.stderr

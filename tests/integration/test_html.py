@@ -498,3 +498,95 @@ def test_diff_page(browser, tmp_path):
     zoomed = dict((f["name"], f) for f in browser.evaluate("pyprofDiff.frames()"))
     assert "steady" not in zoomed and zoomed["grow"]["w"] == zoomed["all"]["w"], zoomed
     check_clean(browser)
+
+
+# ---- allocation samples ---------------------------------------------------------------
+
+LEAK = t.workload("alloc_leak.py")
+HEAP_RGB = (0xe0, 0x70, 0x1a)   # the heap line of a single process
+
+
+@pytest.fixture(scope="module")
+def leak_page(tmp_path_factory):
+    """alloc_leak.py (a 2,000-byte block kept per iteration, 50 times as many bytes
+    allocated and freed) profiled with allocation sampling, and its page."""
+    tmp = tmp_path_factory.mktemp("html-alloc")
+    interp = t.by_id("py3.11")[0].require()
+    prof = t.run([interp.path, LEAK], str(tmp / "logs"),
+                 env={"PYPROF_SIGNAL": "USR2", "PYPROF_ALLOC": "16KB", "ITERATIONS": "2000"})
+    assert prof.rc == 0 and prof.stdout == b"leaked 4000000\n", prof.describe()
+    page = str(tmp / "leak.html")
+    res = t.tool("html", str(tmp / "logs"), "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    return {"dir": str(tmp / "logs"), "page": page}
+
+
+def set_weight(b, value):
+    """Chooses `value` in the flame graph's weight selector, as a person would."""
+    b.evaluate("(() => { const s = document.getElementById('fg-weight');"
+               " s.value = %s; s.dispatchEvent(new Event('change')); })()" % json.dumps(value))
+    b.wait_for("pyprofViewer.flameWeight() === %s" % json.dumps(value))
+
+
+def test_no_memory_controls_without_allocs(opened, names_page):
+    """A page without allocation samples has no `allocs`, and neither the weight selector
+    nor the heap line's legend shows."""
+    b = opened
+    data, _ = embedded_json(open(names_page["page"], encoding="utf-8").read())
+    assert "allocs" not in data
+    assert not b.evaluate("pyprofViewer.memory()")
+    assert b.evaluate("document.getElementById('fg-weight-label').hidden")
+    assert b.evaluate("document.getElementById('rss-legend').hidden")
+    assert b.evaluate("pyprofViewer.flameWeight()") == "samples"
+    assert all(h["points"] == 0 for h in b.evaluate("pyprofViewer.heap()"))
+    check_clean(b)
+
+
+def test_memory_flame_graph_and_heap(browser, leak_page):
+    """With allocation samples: the weight selector switches the flame graph to bytes
+    allocated (churn_site the largest) and in use at the end (leak_site's path the widest,
+    tooltips in bytes); the estimated heap is drawn over the RSS with a legend, and its
+    last point is within 30 % of what `pyprof report --memory=inuse` says is in use."""
+    b = browser
+    del b.console_errors[:]
+    del b.dialogs[:]
+    del b.requests[:]
+    b.open(leak_page["page"])
+    assert b.evaluate("pyprofViewer.memory()")
+    assert not b.evaluate("document.getElementById('fg-weight-label').hidden")
+    assert b.evaluate("Array.from(document.querySelectorAll('#fg-weight option'),"
+                      " (o) => o.value)") == ["samples", "alloc", "inuse"]
+    assert b.evaluate("pyprofViewer.flameWeight()") == "samples"
+    assert b.evaluate("document.getElementById('fg-scope').textContent").endswith(" samples")
+
+    set_weight(b, "inuse")
+    path = b.evaluate("pyprofViewer.flameWidestPath()")
+    assert path and path[-1] == "leak_site", path
+    assert b.evaluate("pyprofViewer.flameLargestSelf()") == "leak_site"
+    scope = b.evaluate("document.getElementById('fg-scope').textContent")
+    assert re.search(r": [\d.]+ (B|KiB|MiB|GiB) in use$", scope), scope
+    r = b.evaluate("pyprofViewer.flameRect('leak_site')")
+    assert r and r["w"] > 0.8 * b.evaluate("document.getElementById('flame').clientWidth"), r
+    b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": r["x"], "y": r["y"]})
+    b.wait_for("document.getElementById('tip').style.display === 'block'")
+    tip = b.evaluate("document.getElementById('tip').textContent")
+    assert re.search(r"total [\d.]+ (KiB|MiB) in use \(", tip), tip
+
+    set_weight(b, "alloc")
+    assert b.evaluate("pyprofViewer.flameLargestSelf()") == "churn_site"
+    assert "allocated" in b.evaluate("document.getElementById('fg-scope').textContent")
+
+    # The heap line: drawn, explained, and ending where the report's in-use total is.
+    rep = t.tool_json("report", "--memory=inuse", "--json", leak_page["dir"])
+    inuse = rep["total"]["inuse_bytes"]
+    heap = b.evaluate("pyprofViewer.heap()")
+    assert len(heap) == 1 and heap[0]["points"] > 100, heap
+    assert abs(heap[0]["last"] - inuse) <= 0.3 * inuse, (heap, inuse)
+    assert drawn_pixels(b, "rss", HEAP_RGB) > 50
+    legend = b.evaluate("document.getElementById('rss-legend').textContent")
+    assert "RSS" in legend and "estimated live heap" in legend, legend
+    assert not b.evaluate("document.getElementById('rss-legend').hidden")
+
+    set_weight(b, "samples")
+    assert b.evaluate("document.getElementById('fg-scope').textContent").endswith(" samples")
+    check_clean(b)

@@ -8,7 +8,8 @@ additionalProperties: false), a required key missing, or a value of another type
 The logs: workloads/json_shapes.py under the library (spans nested, failed, open and
 with info that is not JSON, a hostile thread name, a fork), dumped while it runs and
 then ended by SIGTERM (a footer with a signal); a native-mode run (its report's
-`native` object); the fixtures (a log without a footer: the nulls).  The last tests
+`native` object); the fixtures (a log without a footer: the nulls; alloc.lz4, the
+outputs of --memory, check_memory).  The last tests
 show that the check can fail: the same outputs against schemas with a key taken out,
 a key required that the tool does not write, a type changed.
 """
@@ -180,6 +181,28 @@ def test_fixtures(fixture):
     if fixture == "truncated.lz4":
         p = rep["processes"][0]
         assert p["truncated"] and p["cost"] is None and p["achieved_hz"] is None, p
+
+
+def check_memory(paths):
+    """The --memory outputs made from `paths` (logs with allocation sampling), each
+    against its schema; the other outputs too.  Returns report --memory --json."""
+    rep = t.tool_json("report", "--memory", "--json", *paths)
+    check("report memory", rep, "report --memory --json")
+    check("report memory", t.tool_json("report", "--memory=inuse", "--json", "--top", "1",
+                                       *paths), "report --memory=inuse --top 1")
+    check("tree memory", t.tool_json("tree", "--memory", "--json", "--min", "0", *paths),
+          "tree --memory --json --min 0")
+    check("tree memory", t.tool_json("tree", "--memory=inuse", "--json", "--depth", "2",
+                                     *paths), "tree --memory=inuse --depth 2")
+    check_logs(paths, traces=False)
+    return rep
+
+
+def test_memory_fixture():
+    """tests/fixtures/alloc.lz4: every domain, a footer with the allocation section."""
+    rep = check_memory([os.path.join(t.FIXTURES, "alloc.lz4")])
+    assert rep["processes"][0]["alloc_live"] == 4 and rep["functions"], rep
+    assert all(rep["domains"][d]["samples"] for d in rep["domains"]), rep["domains"]
 
 
 # ---- the check can fail -----------------------------------------------------------------

@@ -32,13 +32,18 @@
 # An embedding host builds on the host against the root:
 #   cc --sysroot=DIR/root -IDIR/root/usr/include/python3.14 host.c -lpython3.14
 #
-# Idempotent: when DIR/.sid-root names this package set, it only rewrites the wrappers
-# and checks that they run (well under a second); another package set is installed with
-# apt-get inside the root; an interrupted run starts again. Prints "X.Y.Z WRAPPER" per
-# interpreter on stdout, progress on stderr. Costs about a minute and 400 MB once (the
-# package cache and lists are removed). Remove with `rm -rf --one-file-system DIR`.
+# Idempotent: when DIR/.sid-root names every package wanted, it only rewrites the wrappers
+# and checks that they run (well under a second); packages it does not name are installed
+# with apt-get inside the root, and the stamp then names the old set and the new (nothing
+# is ever removed, and the root is never made anew for another package set: a run with
+# SID_EXTRA_PACKAGES and a run without share one root, and after both, either is up to
+# date); an interrupted run starts again. Prints "X.Y.Z WRAPPER" per interpreter on
+# stdout, progress on stderr. Costs about a minute and 400 MB once (the package cache
+# and lists are removed). Remove with `rm -rf --one-file-system DIR`.
 #
-# Environment: SID_MIRROR (default http://deb.debian.org/debian).
+# Environment: SID_MIRROR (default http://deb.debian.org/debian); SID_EXTRA_PACKAGES:
+# more of sid's packages (space-separated), appended to the fixed list (`make bench`
+# passes python3-memray, the memory profiler it compares with on python3.14).
 set -eu
 
 DIR=${1:-build/sid}
@@ -48,6 +53,8 @@ PACKAGES="liblz4-1 libunwind8 libdw1t64 libelf1t64 python3-osprofiler python3-gr
 for v in $VERSIONS; do
     PACKAGES="$PACKAGES python$v libpython$v libpython$v-dev"
 done
+PACKAGES="$PACKAGES ${SID_EXTRA_PACKAGES:-}"
+PACKAGES=$(echo $PACKAGES)  # one space between names, none at the ends
 
 say() { echo "sid-root: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -69,17 +76,24 @@ tidy() {
     find "$ROOT/var/lib/apt/lists" -maxdepth 1 -type f -delete
 }
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+# The wanted names the stamp does not name (all of them when there is no stamp).
+HAVE=$(cat "$STAMP" 2>/dev/null || true)
+MISSING=
+for p in $PACKAGES; do
+    case " $HAVE " in *" $p "*) ;; *) MISSING="$MISSING $p" ;; esac
+done
+
+if [ -f "$STAMP" ] && [ -z "$MISSING" ]; then
     say "up to date: $ROOT"
-elif [ -f "$STAMP" ] && [ "$(cat "$STAMP")" != incomplete ] && [ -x "$ROOT/usr/bin/apt-get" ]; then
-    say "installing into $ROOT: $PACKAGES"
+elif [ -f "$STAMP" ] && [ "$HAVE" != incomplete ] && [ -x "$ROOT/usr/bin/apt-get" ]; then
+    say "installing into $ROOT:$MISSING"
     # A mirror may serve a frozen snapshot of sid whose Release file has expired; its
     # packages are still the ones debootstrap checked against Debian's keys.
     chroot "$ROOT" apt-get -o Acquire::Check-Valid-Until=false update -q >&2
     chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends $PACKAGES >&2
+        apt-get install -y -q --no-install-recommends $MISSING >&2
     tidy
-    echo "$WANT" > "$STAMP"
+    echo "$HAVE$MISSING" > "$STAMP"
 else
     # A DIR this script did not make is left alone.
     [ -f "$STAMP" ] || [ -z "$(ls -A "$DIR")" ] ||

@@ -8,6 +8,7 @@ clocks, blocking system calls), twice:
 
     plain      the environment of the caller, without LD_PRELOAD / PYPROF_* / PYTHON*
     preloaded  the same plus LD_PRELOAD=libpyprof.so, PYPROF_PERIOD=1ms, PYPROF_OUTPUT=DIR
+               and PYPROF_ALLOC=64KB (allocation sampling: every allocator hooked)
 
 and compares the outcome of every test case (passed, failure, error, skipped, expected
 failure; "timeout"/"crashed" for the case running when a module hung or died; "not run"
@@ -30,8 +31,9 @@ no differing case is re-run whole and judged the same way.
 A case listed in KNOWN (a difference the library cannot avoid, with its reason) that
 differs without hanging or crashing is reported as KNOWN, not as a failure.
 
-The profiled run must also have produced logs with samples (`pyprof report --json`):
-a library that silently did nothing fails the test.
+The profiled run must also have produced logs with samples (`pyprof report --json`) and
+allocation samples (`pyprof report --memory --json`): a library that silently did
+nothing fails the test.
 
 Environment (the Makefile's contract, as for tests/integration):
     PYPROF_LIB   libpyprof.so     PYPROF_TOOL   the pyprof tool
@@ -80,6 +82,7 @@ KNOWN = {
         "/proc/self/statm, both close-on-exec)",
 }
 PERIOD = "1ms"
+ALLOC = "64KB"
 
 PASSED, FAILURE, ERROR, SKIPPED, XFAIL, XPASS = (
     "passed", "failure", "error", "skipped", "expected-failure", "unexpected-success")
@@ -120,6 +123,7 @@ def make_envs(args, logdir):
     pre = dict(plain)
     pre["LD_PRELOAD"] = (san + " " + args.lib) if san else args.lib
     pre["PYPROF_PERIOD"] = PERIOD
+    pre["PYPROF_ALLOC"] = ALLOC
     pre["PYPROF_OUTPUT"] = logdir
     return plain, pre
 
@@ -351,6 +355,17 @@ def check_logs(args, logdir):
         ", ".join("%s %d" % (k, v) for k, v in sorted(ended.items(), key=str)))
     if not rep.get("samples", 0) > 0:
         return False, "the logs hold no sample: " + desc
+    r = subprocess.run([args.tool, "report", "--memory", "--json", logdir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        mem = json.loads(r.stdout) if r.returncode == 0 else {}
+    except ValueError:
+        mem = {}
+    allocs = mem.get("total", {}).get("samples", 0)
+    desc += "; %d allocation samples, %d frees seen" % (allocs, mem.get("freed", 0))
+    if not allocs > 0:
+        return False, "the logs hold no allocation sample (%s report --memory: exit %d, %s): %s" % (
+            args.tool, r.returncode, r.stderr.strip()[-2000:], desc)
     return True, desc
 
 
@@ -435,8 +450,9 @@ def main():
     os.chmod(logdir, 0o1777)
     plain_env, pre_env = make_envs(args, logdir)
 
-    log("== transparency: %s -m test, plain and with LD_PRELOAD=%s PYPROF_PERIOD=%s%s" % (
-        args.python, args.lib, PERIOD, " (+ %s runtime in both)" % args.san if args.san else ""))
+    log("== transparency: %s -m test, plain and with LD_PRELOAD=%s PYPROF_PERIOD=%s "
+        "PYPROF_ALLOC=%s%s" % (args.python, args.lib, PERIOD, ALLOC,
+                               " (+ %s runtime in both)" % args.san if args.san else ""))
     log("   modules: %s; %d at a time; --timeout %d" % (
         " ".join(args.modules), args.jobs, args.timeout))
     for pat, why in IGNORE.items():
