@@ -61,8 +61,8 @@ int window_start(void)
         writer_finish(PYPROF_END_ERROR, 0, 0);
         return -1;
     }
-    owner = getpid();
-    atomic_store(&active, 1);
+    /* The allocation hooks before the window says it is open: whoever waits for it
+     * (pyprof_active) sees its allocations sampled from then on. */
     if (cfg.alloc && !allochook_installed()) {
         err[0] = 0;
         allochook_install(cfg.alloc, abi.hex, err, sizeof err);
@@ -72,6 +72,8 @@ int window_start(void)
             diag_verbose("pyprof: allocation sampling sees the C library's allocator only "
                          "(this Python has no PyMem_SetAllocator)");
     }
+    owner = getpid();
+    atomic_store(&active, 1);
     diag_verbose("pyprof: Python %s, period %llu ns, timer %s", abi.version,
                  (unsigned long long)cfg.period_ns, sampler_timer_name());
     return 0;
