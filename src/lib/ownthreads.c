@@ -41,13 +41,15 @@ static void live_key_make(void)
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 
-#include "allochook.h"
-
 /* AddressSanitizer builds only.  Our threads are created with the C library's own
  * pthread_create (libc_next.h), past AddressSanitizer's, which therefore never clears
  * the shadow of their stacks.  In a fork child, glibc hands such a thread a stack that a
  * thread of the parent was using at the fork, redzones and all: every frame would then
- * meet stale poison.  The unused part of our stack, below this frame, is cleared here. */
+ * meet stale poison, in the frames below this one and in those of the thread's start
+ * routine above it alike (which of the parent's stacks a thread gets, and where its
+ * poison lies, depends on the order the parent's threads left glibc's stack cache).  So
+ * the whole stack is cleared here: the frames running now lose their redzones' checks,
+ * and nothing stale is left. */
 __attribute__((noinline)) static void clear_stale_stack_poison(void)
 {
     pthread_attr_t attr;
@@ -57,9 +59,8 @@ __attribute__((noinline)) static void clear_stale_stack_poison(void)
         return;
     int ok = pthread_attr_getstack(&attr, &lo, &size) == 0;
     pthread_attr_destroy(&attr);
-    char *here = (char *)__builtin_frame_address(0) - 512;
-    if (ok && here > (char *)lo && here <= (char *)lo + size)
-        __asan_unpoison_memory_region(lo, (size_t)(here - (char *)lo));
+    if (ok)
+        __asan_unpoison_memory_region(lo, size);
 }
 #else
 static void clear_stale_stack_poison(void) {}
