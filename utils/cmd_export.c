@@ -36,7 +36,8 @@ const char cmd_export_usage[] =
     "  callgrind   for kcachegrind and callgrind_annotate: events Samples and Time_us,\n"
     "              self cost per source line, inclusive cost per call site.\n"
     "  speedscope  speedscope's JSON file: one sampled profile per process and thread,\n"
-    "              samples in time order with their weights in microseconds.\n"
+    "              samples in time order with their weights in microseconds (--memory:\n"
+    "              one profile in bytes).\n"
     "  pprof       gzipped protobuf for 'go tool pprof' and Pyroscope: values samples/count\n"
     "              and cpu/nanoseconds (wall/nanoseconds for wall-clock logs), one location\n"
     "              per function and line, labels pid, tid and thread (its name).\n"
@@ -50,7 +51,7 @@ const char cmd_export_usage[] =
     "                       pprof are binary and need -o FILE when that is a terminal)\n"
     "  --lines              folded: name frames by the line they were running\n"
     "  --memory[=alloc|inuse|peak]\n"
-    "                       folded and pprof only: the sampled allocations (logs written\n"
+    "                       folded, pprof, speedscope: the sampled allocations (logs written\n"
     "                       with PYPROF_ALLOC) instead of the samples.  folded: the bytes\n"
     "                       each stack allocated, or with =inuse holds at the end (at --to,\n"
     "                       with --to), or with =peak holds when the estimated heap was at\n"
@@ -180,8 +181,10 @@ static int export_check(void *ctx, int nlogs)
     const export_args *a = ctx;
     if (!a->fmt)
         return format_names_error("no format given: -f FORMAT");
-    if (a->o.memory && a->fmt->write != export_folded && a->fmt->write != export_pprof)
-        return cli_usage_error("export", "--memory: only the folded and pprof formats have it");
+    if (a->o.memory && a->fmt->write != export_folded && a->fmt->write != export_pprof &&
+        a->fmt->write != export_speedscope)
+        return cli_usage_error(
+            "export", "--memory: only the folded, pprof and speedscope formats have it");
     int rc = cli_no_logs("export", nlogs);
     if (rc >= 0)
         return rc;

@@ -7,6 +7,10 @@
  * the sample stands for).  Consecutive samples with the same stack become one sample of
  * their summed weight: speedscope draws them the same way and the file stays small.  The
  * busiest thread is the one speedscope opens on.
+ *
+ * With --memory (logs written with PYPROF_ALLOC) the file holds one "sampled" profile in
+ * bytes instead: each stack of the sampled allocations once, weighted by the bytes it
+ * allocated (or holds in use at the end, or at the peak), as the folded export weighs it.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -14,25 +18,39 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/allocs.h"
+
 #include "export.h"
 #include "jsonw.h"
 
 #define NO_FRAME UINT32_MAX
 
-/* Numbers the functions that appear in some kept stack.  Returns the count. */
-static uint32_t number_frames(const profile *p, uint32_t *frame_of)
+/* Gives the functions of stack `stack` their frame numbers, from *n on. */
+static void number_stack(const profile *p, uint32_t stack, uint32_t *frame_of, uint32_t *n)
+{
+    const profile_stack *st = &p->stacks[stack];
+    for (uint32_t k = 0; k < st->nframes; k++) {
+        uint32_t f = p->frames[st->first + k].func;
+        if (frame_of[f] == NO_FRAME)
+            frame_of[f] = (*n)++;
+    }
+}
+
+/* Numbers the functions that appear in some kept stack: the samples', or with `weights`
+ * those of the stacks with a weight.  Returns the count. */
+static uint32_t number_frames(const profile *p, const uint64_t *weights, uint32_t *frame_of)
 {
     for (size_t f = 0; f < p->nfuncs; f++)
         frame_of[f] = NO_FRAME;
     uint32_t n = 0;
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const profile_stack *st = &p->stacks[p->samples[i].stack];
-        for (uint32_t k = 0; k < st->nframes; k++) {
-            uint32_t f = p->frames[st->first + k].func;
-            if (frame_of[f] == NO_FRAME)
-                frame_of[f] = n++;
-        }
+    if (weights) {
+        for (size_t st = 0; st < p->nstacks; st++)
+            if (weights[st])
+                number_stack(p, (uint32_t)st, frame_of, &n);
+        return n;
     }
+    for (size_t i = 0; i < p->nsamples; i++)
+        number_stack(p, p->samples[i].stack, frame_of, &n);
     return n;
 }
 
@@ -133,6 +151,52 @@ static int put_thread_profile(jsonw *j, const profile *p, const uint32_t *order,
     return 0;
 }
 
+/* --memory: the one profile, in bytes, of every stack with a weight. */
+static void put_memory_profile(jsonw *j, const profile *p, const uint64_t *weights,
+                               const uint32_t *frame_of, int by)
+{
+    jsonw_begin_object(j);
+    jsonw_key_string(j, "type", "sampled");
+    jsonw_key_string(j, "name",
+                     by == ALLOCS_BY_INUSE  ? "bytes in use at the end"
+                     : by == ALLOCS_BY_PEAK ? "bytes in use at the peak"
+                                            : "bytes allocated");
+    jsonw_key_string(j, "unit", "bytes");
+    jsonw_key_u64(j, "startValue", 0);
+    jsonw_key(j, "samples");
+    jsonw_begin_array(j);
+    jsonw_set_compact(j, 1);
+    for (size_t st = 0; st < p->nstacks; st++)
+        if (weights[st])
+            put_stack(j, p, (uint32_t)st, frame_of);
+    jsonw_set_compact(j, 0);
+    jsonw_end_array(j);
+    jsonw_key(j, "weights");
+    jsonw_begin_array(j);
+    jsonw_set_compact(j, 1);
+    uint64_t sum = 0;
+    for (size_t st = 0; st < p->nstacks; st++)
+        if (weights[st]) {
+            jsonw_u64(j, weights[st]);
+            sum += weights[st];
+        }
+    jsonw_set_compact(j, 0);
+    jsonw_end_array(j);
+    jsonw_key_u64(j, "endValue", sum);
+    jsonw_end_object(j);
+}
+
+/* --memory: what each stack's sampled allocations stand for, or NULL (out of memory). */
+static uint64_t *memory_weights(const profile *p, int by)
+{
+    allocs_counts c;
+    if (allocs_sum(p, &c) < 0)
+        return NULL;
+    uint64_t *w = allocs_stack_weights(p, &c, by);
+    allocs_counts_free(&c);
+    return w;
+}
+
 /* The index of the profile of the thread with the most samples. */
 static size_t busiest_profile(const profile *p, const uint32_t *order)
 {
@@ -158,13 +222,13 @@ static const char *profile_name(const profile *p)
 
 int export_speedscope(FILE *out, const profile *p, const export_opts *o)
 {
-    (void)o;
     uint32_t *frame_of = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *frame_of);
-    uint32_t *order = aggregate_samples_by_thread(p);
+    uint32_t *order = o->memory ? NULL : aggregate_samples_by_thread(p);
+    uint64_t *weights = o->memory ? memory_weights(p, o->by) : NULL;
     int rc = -1;
-    if (!frame_of || !order)
+    if (!frame_of || (o->memory ? !weights : !order))
         goto cleanup;
-    uint32_t nframes = number_frames(p, frame_of);
+    uint32_t nframes = number_frames(p, weights, frame_of);
     jsonw j;
     jsonw_init(&j, out, 0);
     jsonw_begin_object(&j);
@@ -174,7 +238,7 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
     jsonw_break(&j, 1);
     jsonw_key_string(&j, "name", profile_name(p));
     jsonw_break(&j, 1);
-    jsonw_key_u64(&j, "activeProfileIndex", busiest_profile(p, order));
+    jsonw_key_u64(&j, "activeProfileIndex", o->memory ? 0 : busiest_profile(p, order));
     jsonw_break(&j, 1);
     jsonw_key(&j, "shared");
     jsonw_begin_object(&j);
@@ -187,7 +251,11 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
     jsonw_break(&j, 1);
     jsonw_key(&j, "profiles");
     jsonw_begin_array(&j);
-    for (size_t i = 0; i < p->nsamples;) {
+    if (o->memory) {
+        jsonw_break(&j, 2);
+        put_memory_profile(&j, p, weights, frame_of, o->by);
+    }
+    for (size_t i = 0; !o->memory && i < p->nsamples;) {
         size_t end = thread_end(p, order, i);
         jsonw_break(&j, 2);
         if (put_thread_profile(&j, p, order, i, end, frame_of) < 0)
@@ -201,5 +269,6 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
 cleanup:
     free(frame_of);
     free(order);
+    free(weights);
     return rc < 0 ? export_oom() : 0;
 }

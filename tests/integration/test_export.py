@@ -861,6 +861,29 @@ def test_memory_known(tmp_path):
     assert got["<module>"] == by["<module>"]["total"]["alloc_objects"], text
 
 
+def test_memory_speedscope(tmp_path):
+    """speedscope --memory: one profile in bytes, valid against speedscope's schema, each
+    stack once with the bytes its sampled allocations stand for (allocated, in use)."""
+    import jsonschema
+    assert os.path.isfile(SCHEMA), "speedscope's schema is missing: %s" % SCHEMA
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    allocs = alloc_expected()
+    for arg, key in (("--memory", "bytes"), ("--memory=inuse", "inuse")):
+        out = export("speedscope", str(tmp_path / ("m%s.json" % key)), arg, ALLOC_LOG)
+        with open(out) as f:
+            doc = json.load(f)
+        jsonschema.validate(doc, schema)
+        (prof,) = doc["profiles"]
+        assert prof["unit"] == "bytes" and prof["endValue"] == sum(prof["weights"]), prof
+        want = defaultdict(float)
+        for a in allocs:
+            if key == "bytes" or a["inuse"]:
+                want[a["stack"]] += a["bytes"]
+        assert sorted(prof["weights"]) == sorted(round(v) for v in want.values() if round(v)), (
+            prof["weights"], want)
+
+
 def test_memory_refused():
     """Logs without allocation sampling: one line, exit 1; --memory elsewhere: usage."""
     good = os.path.join(t.FIXTURES, "good.lz4")
