@@ -64,8 +64,13 @@ def check_accuracy(interp, argv, tmp_path, only=SITES):
         share, true_share = est[s] / float(est_total), truth[s] / float(true_total)
         assert abs(share - true_share) <= 0.03, "%s: %.1f %% estimated, %.1f %% true\n%s" % (
             s, 100 * share, 100 * true_share, where)
-        # Every block was freed at once, and every free of a sampled block was seen.
-        assert got[s]["self"]["inuse_bytes"] == 0, "%s still in use\n%s" % (s, got[s])
+        # Every block of the site was freed at once, and the free of each sampled one was
+        # seen.  What the interpreter keeps for itself meanwhile (2.7's int blocks, free
+        # lists) may be sampled too: one such block stands for about an interval (32 KiB),
+        # far below the 2 % of the site's ~48 MiB allowed, where a free path that missed
+        # would leave it all.
+        assert got[s]["self"]["inuse_bytes"] <= 0.02 * got[s]["self"]["alloc_bytes"], (
+            "%s still in use\n%s" % (s, got[s]))
 
 
 @pytest.mark.parametrize("interp", t.params(t.INTERPRETERS))
