@@ -59,9 +59,10 @@ def test_native_walk_never_allocates(interp, tmp_path):
     frame's address misses its per-thread frame cache.  Return addresses repeat and hit;
     the interrupted instruction itself is a new address in most samples of a C-heavy
     loop, so about one miss per walk is inherent (measured over 6 s of the workload's
-    CPU: 0.8-1.4 mutex and 2.0-3.2 sigprocmask calls per handler, 3.14 the highest).  The bounds (2 and 4 per handler) catch a
-    regression to a lock per frame (the unw_step path: tens per walk) and, with
-    native off, the handler must make none at all."""
+    CPU: 0.8-1.4 mutex and 2.0-3.2 sigprocmask calls per handler on an idle machine, 3.14
+    the highest; 1.9 and 4.2 on 3.14 in one full CI run on a loaded machine).  The bounds (4 and 8 per
+    handler) still catch a regression to a lock per frame (the unw_step path: tens per
+    walk) and, with native off, the handler must make none at all."""
     interp.require()
     shim = build_shim(tmp_path)
     counts = tmp_path / "counts"
@@ -85,5 +86,5 @@ def test_native_walk_never_allocates(interp, tmp_path):
     # once per 200 us of theirs: at least half of those periods, however busy the
     # machine.
     assert handlers >= 0.5 * float(env["NATIVE_SECONDS"]) / 200e-6, got
-    assert mutex <= handlers * 2, got
-    assert sigmask <= handlers * 4, got
+    assert mutex <= handlers * 4, got
+    assert sigmask <= handlers * 8, got
