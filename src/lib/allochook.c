@@ -56,7 +56,7 @@ enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
 
 static py_allocator orig_py[3];
 
-/* The wrappers of one domain.  They get the original's ctx too (see install_python), and
+/* The wrappers of one domain.  They get the original's ctx too (see wrap_python), and
  * ignore it: the original is called with its own. */
 #define PY_WRAPPERS(d, dom)                                                                    \
     static void *d##_malloc(void *ctx, size_t n)                                               \
