@@ -19,8 +19,9 @@
 
 typedef struct export_opts {
     int lines;  /* folded: frames carry the line executing in them, not the first line */
-    int memory; /* --memory: the sampled allocations instead of the samples (folded, pprof) */
-    int by;     /* its ALLOCS_BY_*: folded's values */
+    int memory; /* --memory: the sampled allocations instead of the samples (folded,
+                 * speedscope, pprof) */
+    int by;     /* its ALLOCS_BY_*: folded's and speedscope's values */
     int by_set; /* --memory=alloc|inuse, not plain --memory: pprof's default sample type is
                  * then `by`'s, else inuse_space */
 } export_opts;
@@ -34,5 +35,9 @@ int export_chrome(FILE *out, const profile *p, const export_opts *o);
 
 /* Prints "out of memory" and returns -1, for writers' failure paths. */
 int export_oom(void);
+
+/* --memory: per stack, the bytes its sampled allocations stand for by measure `by`
+ * (ALLOCS_BY_*; allocs_stack_weights), p->nstacks entries; NULL when out of memory. */
+uint64_t *export_memory_weights(const profile *p, int by);
 
 #endif

@@ -63,11 +63,7 @@ static uint64_t *stack_weights(const profile *p, const export_opts *o)
 {
     uint64_t *w = NULL;
     if (o->memory) {
-        allocs_counts c;
-        if (allocs_sum(p, &c) < 0)
-            return NULL;
-        w = allocs_stack_weights(p, &c, o->by);
-        allocs_counts_free(&c);
+        w = export_memory_weights(p, o->by);
     } else {
         aggregate_counts agg;
         if (aggregate_funcs(p, &agg) < 0)

@@ -186,17 +186,6 @@ static void put_memory_profile(jsonw *j, const profile *p, const uint64_t *weigh
     jsonw_end_object(j);
 }
 
-/* --memory: what each stack's sampled allocations stand for, or NULL (out of memory). */
-static uint64_t *memory_weights(const profile *p, int by)
-{
-    allocs_counts c;
-    if (allocs_sum(p, &c) < 0)
-        return NULL;
-    uint64_t *w = allocs_stack_weights(p, &c, by);
-    allocs_counts_free(&c);
-    return w;
-}
-
 /* The index of the profile of the thread with the most samples. */
 static size_t busiest_profile(const profile *p, const uint32_t *order)
 {
@@ -224,7 +213,7 @@ int export_speedscope(FILE *out, const profile *p, const export_opts *o)
 {
     uint32_t *frame_of = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *frame_of);
     uint32_t *order = o->memory ? NULL : aggregate_samples_by_thread(p);
-    uint64_t *weights = o->memory ? memory_weights(p, o->by) : NULL;
+    uint64_t *weights = o->memory ? export_memory_weights(p, o->by) : NULL;
     int rc = -1;
     if (!frame_of || (o->memory ? !weights : !order))
         goto cleanup;

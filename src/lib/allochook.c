@@ -41,6 +41,17 @@ static _Atomic int recheck_pending;
 static _Atomic int loader_suspect;
 static int (*py_is_initialized)(void);
 
+/* One forwarded allocation call, guarded: inside another hook's call it only forwards
+ * (returns its result), else its result goes to `p` for the hook to sample. */
+#define GUARDED(call, p)                                                                       \
+    do {                                                                                       \
+        if (tls_guard)                                                                         \
+            return call;                                                                       \
+        tls_guard = 1;                                                                         \
+        p = call;                                                                              \
+        tls_guard = 0;                                                                         \
+    } while (0)
+
 /* ---- CPython's domains -------------------------------------------------------------- */
 
 /* PyMemAllocatorEx, stable since 3.5. */
@@ -63,11 +74,8 @@ static py_allocator orig_py[3];
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        if (tls_guard)                                                                         \
-            return o->malloc(o->ctx, n);                                                       \
-        tls_guard = 1;                                                                         \
-        void *p = o->malloc(o->ctx, n);                                                        \
-        tls_guard = 0;                                                                         \
+        void *p;                                                                               \
+        GUARDED(o->malloc(o->ctx, n), p);                                                      \
         SAMPLE(p, n, dom);                                                                     \
         return p;                                                                              \
     }                                                                                          \
@@ -75,11 +83,8 @@ static py_allocator orig_py[3];
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        if (tls_guard)                                                                         \
-            return o->calloc(o->ctx, k, n);                                                    \
-        tls_guard = 1;                                                                         \
-        void *p = o->calloc(o->ctx, k, n);                                                     \
-        tls_guard = 0;                                                                         \
+        void *p;                                                                               \
+        GUARDED(o->calloc(o->ctx, k, n), p);                                                   \
         SAMPLE(p, k *n, dom);                                                                  \
         return p;                                                                              \
     }                                                                                          \
@@ -87,12 +92,10 @@ static py_allocator orig_py[3];
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        if (tls_guard)                                                                         \
-            return o->realloc(o->ctx, old, n);                                                 \
-        allocsample_before_free(old);                                                          \
-        tls_guard = 1;                                                                         \
-        void *p = o->realloc(o->ctx, old, n);                                                  \
-        tls_guard = 0;                                                                         \
+        if (!tls_guard)                                                                        \
+            allocsample_before_free(old);                                                      \
+        void *p;                                                                               \
+        GUARDED(o->realloc(o->ctx, old, n), p);                                                \
         SAMPLE(p, n, dom);                                                                     \
         return p;                                                                              \
     }                                                                                          \
@@ -167,16 +170,6 @@ enum {
 static void *orig_c[H_COUNT];
 
 #define ORIG(i, type) ((type)orig_c[i])
-
-/* One allocation through orig_c[i]: guarded, then sampled. */
-#define GUARDED(call, p)                                                                       \
-    do {                                                                                       \
-        if (tls_guard)                                                                         \
-            return call;                                                                       \
-        tls_guard = 1;                                                                         \
-        p = call;                                                                              \
-        tls_guard = 0;                                                                         \
-    } while (0)
 
 static void recheck_from_hook(void);
 

@@ -173,6 +173,17 @@ typedef struct alloc_info {
     uint8_t domain, flags;
 } alloc_info;
 
+/* Commits sample r as allocation `al`'s record. */
+static uint32_t commit_alloc(rrec_sample *r, const alloc_info *al)
+{
+    r->alloc_domain = al->domain;
+    r->alloc_flags = al->flags;
+    r->alloc_size = al->size;
+    r->alloc_addr = al->addr;
+    sampleout_commit_kind(r, sighandler_tid(), RREC_ALLOC);
+    return 1;
+}
+
 /* An allocation sample of a thread without a readable Python stack: the record alone. */
 static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
 {
@@ -181,12 +192,7 @@ static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
         return 0;
     memset(r, 0, sizeof *r);
     r->unreadable_tail = (uint8_t)unreadable;
-    r->alloc_domain = al->domain;
-    r->alloc_flags = al->flags;
-    r->alloc_size = al->size;
-    r->alloc_addr = al->addr;
-    sampleout_commit_kind(r, sighandler_tid(), RREC_ALLOC);
-    return 1;
+    return commit_alloc(r, al);
 }
 
 /* One sample of the calling thread's own Python stack (the signal handler, or an
@@ -284,12 +290,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
                 nat[0] = al->ret - 1;
             r->native_flags = flags;
         }
-        r->alloc_domain = al->domain;
-        r->alloc_flags = al->flags;
-        r->alloc_size = al->size;
-        r->alloc_addr = al->addr;
-        sampleout_commit_kind((rrec_sample *)r, sighandler_tid(), RREC_ALLOC);
-        return 1;
+        return commit_alloc((rrec_sample *)r, al);
     }
     if (r->nframes == 0 && !r->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python, no Python frame yet. */
