@@ -11,7 +11,10 @@
  * that also covers DT_JMPREL) is written once: the second time its slot already holds
  * the replacement, and a slot that holds the replacement is never written.  So a scan
  * can be repeated over a module without harm; the set of patched modules only spares
- * the work.
+ * the work.  It names a module by load address and name, which a module unloaded and
+ * loaded again at the same address between two scans would share with the first: so a
+ * scan that finds the loader's unload counter (dlpi_subs) moved since the last scan
+ * looks at every module again.
  *
  * RELRO as the loader leaves it: glibc's _dl_protect_relro makes [start, end) read-only
  * with both ends rounded DOWN to pages, the partial last page staying writable with the
@@ -45,6 +48,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,7 +509,12 @@ enum { MOD_DONE, MOD_RETRY, MOD_FAILED };
 typedef struct scan_ctx {
     maps_buf maps;
     unsigned written, modules;
+    int counted; /* the loader's unload counter read (its first module) */
+    int again;   /* modules were unloaded since the last scan: no module is known */
 } scan_ctx;
+
+/* The loader's unload counter (dlpi_subs) at the last scan. */
+static unsigned long long last_subs;
 
 static int patch_module(scan_ctx *c, const struct dl_phdr_info *info)
 {
@@ -562,20 +571,33 @@ static gp_module *find_module(uintptr_t addr, const char *name)
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     scan_ctx *c = arg;
-    (void)size;
     if (is_vdso(info) || is_loader(info) || is_own(info))
         return 0;
+    if (!c->counted) {
+        c->counted = 1;
+        unsigned long long subs = size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+                                              sizeof info->dlpi_subs
+                                      ? info->dlpi_subs
+                                      : last_subs + 1; /* no counter: never trust the list */
+        c->again = subs != last_subs;
+        last_subs = subs;
+    }
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     gp_module *known = find_module(info->dlpi_addr, name);
-    if (known) {
+    if (known && !c->again) {
         known->seen = 1;
         return 0;
     }
     int outcome = patch_module(c, info);
-    if (outcome == MOD_RETRY)
-        return 0;
     if (outcome == MOD_FAILED)
         stat_failed++;
+    if (known) {
+        /* Looked at again; one still being loaded is forgotten, to be taken as new. */
+        known->seen = outcome != MOD_RETRY;
+        return 0;
+    }
+    if (outcome == MOD_RETRY)
+        return 0;
     /* Short of memory, the module is not remembered: the next scan looks at it again and
      * finds its slots written already. */
     char *copy = strdup(name);
