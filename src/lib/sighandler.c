@@ -1,10 +1,14 @@
 /*
  * sighandler: THE SIGNAL PATH.  Everything in this file runs inside the sampling signal
- * handler, on whatever thread the signal interrupted, at any instruction of the program.
+ * handler, on whatever thread the signal interrupted, at any instruction of the program
+ * (or, for sighandler_sample_alloc, inside the program's allocation calls, possibly in
+ * its own signal handlers: the same path under the same rules).
  * It is async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno saved and
  * restored.  Every function it calls, and why that is safe:
  *
  *   clock_gettime(CLOCK_MONOTONIC)   on signal-safety(7); served by the vDSO
+ *   memset                           on signal-safety(7) (POSIX.1-2008 TC2); an
+ *                                    allocation sample's bare record
  *   syscall(SYS_gettid)              a raw system call, once per thread (then cached)
  *   pthread_self                     in glibc a load of the thread pointer (%fs)
  *   pthread_getspecific              not on the POSIX list; in glibc a lock-free read of
