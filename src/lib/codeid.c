@@ -168,7 +168,11 @@ uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest
     case CODETABLE_FOUND:
         return id; /* by the identity read with the frame: nothing read again */
     case CODETABLE_BUSY:
-        return PYPROF_CODE_UNREADABLE; /* another thread is filling it right now */
+        /* Another thread is filling its slot right now (and may be preempted there for
+         * long): this frame's record is made here, under an id of its own, so the frame
+         * is named all the same. */
+        id = codetable_spare_id();
+        break;
     case CODETABLE_FULL:
         sampleout_drop(PYPROF_DROP_CODE_TABLE_FULL);
         return PYPROF_CODE_UNREADABLE;
@@ -199,11 +203,13 @@ uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest
     tls_pending_code = NULL;
     tls_pending_slot = NULL;
     if (!rec) {
-        codetable_retire(s);
+        if (s)
+            codetable_retire(s);
         return PYPROF_CODE_UNREADABLE;
     }
     ring_commit(&sighandler_g.codes, rec);
-    codetable_publish(s, id);
+    if (s)
+        codetable_publish(s, id);
     return id;
 }
 

@@ -115,6 +115,8 @@ int codetable_lookup(int t, uintptr_t code, uint64_t digest, uint32_t *id, code_
     return CODETABLE_FULL;
 }
 
+uint32_t codetable_spare_id(void) { return atomic_fetch_add(&CT.next_id, 1); }
+
 void codetable_publish(code_slot *s, uint32_t id)
 {
     atomic_store_explicit(&s->id, id, memory_order_release);

@@ -16,6 +16,7 @@
  *                                find the id, or claim a slot and a new id
  *   codetable_publish(slot, id)  the claimed slot's CODE record is committed: use it
  *   codetable_retire(slot)       the claimed slot will never have a record
+ *   codetable_spare_id()         a new id outside the table (a slot another thread fills)
  * Writer side [not sigsafe]:
  *   codetable_flip_wanted()      1 when the active table should be flipped
  *   codetable_flip(drain, rekey, ctx)
@@ -51,7 +52,8 @@ enum codetable_result {
     CODETABLE_FOUND = 0, /* *id is the code object's id */
     CODETABLE_NEW = 1,   /* *slot is claimed for it under the new *id: the caller writes
                           * its CODE record, then codetable_publish or codetable_retire */
-    CODETABLE_BUSY = 2,  /* another thread is filling its slot right now: no id yet */
+    CODETABLE_BUSY = 2,  /* another thread is filling its slot right now: no id yet
+                          * (codetable_spare_id) */
     CODETABLE_FULL = 3,  /* no slot within reach; a flip is wanted */
 };
 
@@ -83,6 +85,10 @@ void codetable_publish(code_slot *s, uint32_t id);
  * while its names were copied, or a read failed meanwhile).  Probes go past it; nothing
  * reuses it before the table's next generation. */
 void codetable_retire(code_slot *s);
+
+/* [sigsafe] A new code id that no slot holds: for a code object whose slot another
+ * thread is filling (CODETABLE_BUSY), named by a CODE record of the caller's own. */
+uint32_t codetable_spare_id(void);
 
 /* [sigsafe] 1 when the active table is half full (or a lookup found no slot): the
  * writer should flip it. */

@@ -13,13 +13,21 @@
  * set up their own, and remove_on_exec drops the events at exec, so an exec'd program
  * never sees our signal.
  *
- * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period:
- * our own sampler thread wakes on an absolute CLOCK_MONOTONIC deadline and reads each
- * thread's stack from its thread state (wall_sample_threads), the way an outside
- * profiler reads another process, but in-process and with guarded reads.  No signal
- * reaches the program's threads, so a sleeping or blocked thread is never woken or
- * interrupted: its sleep is exactly as long as without the library (Python 2.7's
- * time.sleep would end early on any signal).
+ * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period,
+ * in two halves that never overlap.  Our own sampler thread wakes on an absolute
+ * CLOCK_MONOTONIC deadline and reads each thread's stack from its thread state
+ * (wall_sample_threads), the way an outside profiler reads another process, but
+ * in-process and with guarded reads; it keeps a stack only when the thread's CPU clock
+ * shows it ran no instruction during the read, so the stack is whole and one the
+ * thread had.  A thread found running is left to a timer of its own: the same per-thread
+ * perf event as the cpu clock, at the same period, whose signal makes the thread sample
+ * itself while it runs.  Over a period a thread running a share s of the time is found
+ * running by a pass with chance s, and its timer fires s times on average: one sample
+ * per period either way.  No signal reaches a sleeping or blocked thread (a CPU timer
+ * counts only the CPU the thread uses), so it is never woken or interrupted: its sleep
+ * is exactly as long as without the library (Python 2.7's time.sleep would end early
+ * on any signal).  Where perf events are refused, the pass reads running threads too,
+ * with the walk's own checks only (wall.c says what those cannot rule out).
  *
  * Fallback.  When perf_event_open is refused (seccomp, perf_event_paranoid, an old
  * kernel), a timer_create(CLOCK_PROCESS_CPUTIME_ID) timer raises SIGPROF; the kernel
@@ -71,6 +79,7 @@ static pthread_t wall_thread;
 static int wall_running;
 static _Atomic int wall_stop;
 static uint64_t wall_period_ns;
+static int wall_timed; /* each thread has a CPU timer of its own too (see the top) */
 static _Atomic uint64_t wall_passes;
 static void *memory; /* rings + code tables, one mapping */
 static size_t memory_len;
@@ -183,7 +192,7 @@ static void *wall_main(void *arg)
         uint64_t t0 = clock_mono_ns();
         /* The achieved rate counts the passes that recorded a sample, never the ones
          * that found nothing to record. */
-        if (atomic_load(&sighandler_g.enabled) && wall_sample_threads() > 0)
+        if (atomic_load(&sighandler_g.enabled) && wall_sample_threads(wall_timed) > 0)
             atomic_fetch_add_explicit(&wall_passes, 1, memory_order_relaxed);
         uint64_t now = clock_mono_ns();
         atomic_fetch_add_explicit(&sighandler_g.handler_ns, now - t0, memory_order_relaxed);
@@ -205,7 +214,7 @@ static int start_wall_thread(uint64_t period_ns)
         return -1;
     }
     wall_running = 1;
-    timer_name = "wall-thread";
+    timer_name = wall_timed ? "wall-thread+perf-task-clock" : "wall-thread";
     return 0;
 }
 
@@ -305,8 +314,13 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
         atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
+        wall_timed = arm_perf(period_ns) == 0;
+        if (wall_timed)
+            g->sample_signal = SIGTRAP;
         if (start_wall_thread(period_ns) == 0)
             return started();
+        if (wall_timed)
+            threadtimer_disarm();
         atomic_store(&g->enabled, 0);
         snprintf(err, errlen,
                  "pyprof: cannot start the wall-clock sampler thread: %s; "

@@ -45,7 +45,8 @@ void sampler_stop(void);
  * sampler_start. */
 void sampler_forget_in_child(void);
 
-/* How samples are triggered ("perf-task-clock", "posix-cpu-timer", "wall-thread"). */
+/* How samples are triggered ("perf-task-clock", "posix-cpu-timer", "wall-thread", or
+ * "wall-thread+perf-task-clock": the wall pass with each thread's own timer). */
 const char *sampler_timer_name(void);
 
 /* Passes the wall-clock sampler made over the threads since start (0 in cpu mode). */

@@ -1,7 +1,8 @@
 /*
  * wall: the wall-clock pass (wall.h).  NOT A SIGNAL HANDLER: wall_sample_threads runs on
  * the sampler's own thread (sampler.c's wall thread, one only), which reads the other
- * threads' stacks while they keep running; no signal reaches the program's threads.  It
+ * threads' stacks while they keep running, and sends them no signal (a thread found
+ * running is sampled by its own CPU timer, which sampler.c arms).  It
  * still keeps the sample path's discipline, because it reads the interpreter without the
  * GIL and shares the rings, the code table and the code ids with the signal handler: no
  * malloc, no lock, no stdio, no Python C-API, errno saved around the one system call
@@ -11,6 +12,7 @@
  *   codetable_enter/leave                        atomics (codetable.c)
  *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
  *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
+ *   clock_gettime(a thread's CPU clock)          a system call (on signal-safety(7))
  *   pthread_tid_read                             a guarded read of a glibc descriptor
  *   syscall(SYS_tgkill, pid, tid, 0), getpid     existence tests of the threads listed
  *   memset                                       of our own static table
@@ -88,19 +90,66 @@ static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
     return 0;
 }
 
+/* The thread state holding the GIL now, 0 when none or unknown: 2.7 and 3.6 keep it in
+ * _PyThreadState_Current; later versions in the GIL's last_holder, which counts only
+ * while the GIL is locked.  Inside a guarded region. */
+static uintptr_t gil_read(const pyabi *a)
+{
+    if (a->gil_tstate)
+        return safe_ptr(a->gil_tstate);
+    if (a->gil_holder < 0 || !a->runtime)
+        return 0;
+    uintptr_t base = a->runtime;
+    if (a->gil_in_interp)
+        base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
+    if (!base || !safe_u32(base + (uintptr_t)a->gil_holder + 8))
+        return 0;
+    return safe_ptr(base + (uintptr_t)a->gil_holder);
+}
+
+/* The CPU time thread `tid` (of this process) has used, in nanoseconds, to the
+ * nanosecond: the kernel adds the running slice's share when the thread is on a CPU now.
+ * UINT64_MAX when it cannot be read (the thread has ended). */
+static uint64_t thread_cpu_ns(uint32_t tid)
+{
+    /* The kernel's clock id of a thread's scheduler CPU clock, as glibc's
+     * pthread_getcpuclockid makes it: the tid's complement, shifted past the clock type
+     * (CPUCLOCK_SCHED, 2) and the per-thread bit (4). */
+    clockid_t clock = (clockid_t)((~(uint32_t)tid << 3) | 6u);
+    struct timespec now;
+    int saved = errno;
+    int rc = clock_gettime(clock, &now);
+    errno = saved;
+    return rc == 0 ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec : UINT64_MAX;
+}
+
 /* What one try at a thread's stack came to. */
-enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE };
+enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE, TRY_RUNNING };
 
 /* One try at reading thread state `ts` (OS thread `tid`), whose thread keeps running:
  * the walk (hand over hand, see walk), then the code objects of the recorded frames,
- * each looked up while the frame that holds it is checked to still hold it. */
-static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kind,
+ * each looked up while the frame that holds it is checked to still hold it.
+ *
+ * With `still`, the thread's CPU clock is read before and after: a thread that used no
+ * CPU time at all in between ran no instruction, so the stack read is the one it had;
+ * one that did comes to TRY_RUNNING, whatever was read.  Without, the walk's own
+ * checks are all there is, and they do not make a read that races the thread whole:
+ * 3.11+ frames live in the thread's own stack of frames, where a frame's memory holds
+ * a frame of the same depth or none and its caller link leads to the frames below, and
+ * heap frames (2.7-3.10) are read hand over hand, but either read may cross returns and
+ * calls and join frames of two moments (a recursion's callers read from a later,
+ * shallower one).  A stack found changing keeps its innermost frame only, under the
+ * unreadable marker. */
+static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kind, int still,
                      uint32_t snap_id, uint8_t snap_flags, uint8_t os_state)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
     unsigned max_depth = g->max_depth < SIGHANDLER_MAX_DEPTH ? g->max_depth
                                                              : SIGHANDLER_MAX_DEPTH;
+    uint64_t cpu0 = 0;
+    if (still && (cpu0 = thread_cpu_ns(tid)) == UINT64_MAX)
+        return TRY_NONE; /* the thread has ended */
     rrec_sample *volatile r = NULL;
     safe_jmpbuf jb;
     if (!SAFE_GUARD_BEGIN(jb)) {
@@ -108,7 +157,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
         codeid_abandon();
         if (r)
             ring_cancel(&g->samples, (void *)r);
-        return TRY_UNREADABLE;
+        return still && thread_cpu_ns(tid) != cpu0 ? TRY_RUNNING : TRY_UNREADABLE;
     }
     uintptr_t frame = pyread_top_frame(a, ts);
     if (!frame) {
@@ -121,18 +170,14 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
         sampleout_drop(PYPROF_DROP_RING_FULL);
         return TRY_NONE;
     }
-    /* 3.11+ frames live in the thread's own stack of frames: a frame's memory holds a
-     * frame of the same depth or none, and its caller link always leads to the frames
-     * below it, so a read that races the thread still follows real caller links down to
-     * the thread's first frame.  Heap frames (2.7-3.10) are freed, listed and reused
-     * anywhere, so they are read hand over hand. */
     walk_out o = {.a = a,
                   .t = t,
                   .frames = wall_frames,
                   .raws = wall_raws,
                   .digests = wall_digests,
                   .ts = ts,
-                  .strict = a->frame_kind == PYABI_FRAME_OBJECT};
+                  /* A thread that holds still needs no hand-over-hand read. */
+                  .strict = !still && a->frame_kind == PYABI_FRAME_OBJECT};
     int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
     int changed = 0;
     for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
@@ -145,6 +190,11 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
         else if (id == PYPROF_CODE_UNREADABLE)
             rc = WALK_BAD; /* no name for it: the stack is not recorded half-named */
         r->frames[i].code_id = id;
+    }
+    if (still && thread_cpu_ns(tid) != cpu0) {
+        SAFE_GUARD_END();
+        ring_cancel(&g->samples, (void *)r);
+        return TRY_RUNNING;
     }
     for (int i = 0; rc == WALK_CHANGED && i < 3; i++)
         if (innermost_only(&o, ts, (rrec_sample *)r))
@@ -174,12 +224,14 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     return TRY_TAKEN;
 }
 
-/* One sample of a thread that keeps running, read once.  Returns the stack's depth, 0
- * when no sample was taken. */
-static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid)
+/* One sample of a thread, read once.  With `timed` (each thread has a CPU timer of its
+ * own), only a thread found still is sampled here: one found running is left to its
+ * timer, and *running is set.  Returns the stack's depth, 0 when no sample was taken. */
+static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid, int timed, int *running)
 {
     uint32_t depth = 0;
-    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, 0, 0, 0);
+    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, timed, 0, 0, 0);
+    *running = rc == TRY_RUNNING;
     if (rc == TRY_CHANGED)
         sampleout_drop(PYPROF_DROP_CHANGING);
     else if (rc == TRY_UNREADABLE)
@@ -284,7 +336,7 @@ listed:
     return (int)n;
 }
 
-unsigned wall_sample_threads(void)
+unsigned wall_sample_threads(int timed)
 {
     sighandler_state *g = &sighandler_g;
     if (atomic_exchange(&busy, 1))
@@ -298,9 +350,14 @@ unsigned wall_sample_threads(void)
     unsigned n = (unsigned)listed, taken = 0;
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
-        atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         uint64_t t0 = clock_mono_ns();
-        uint32_t depth = sample_other(t, ts_of[i], tid_of[i]);
+        int running;
+        uint32_t depth = sample_other(t, ts_of[i], tid_of[i], timed, &running);
+        if (running) {
+            taken++; /* its own timer's signal samples it, and counts that */
+            continue;
+        }
+        atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         if (depth) {
             sampleout_cost(depth, clock_mono_ns() - t0);
             taken++;
@@ -347,26 +404,17 @@ static uint8_t os_state_of(uint32_t tid)
     return st;
 }
 
-/* The thread state holding the GIL now, 0 when none or unknown: 2.7 and 3.6 keep it in
- * _PyThreadState_Current; later versions in the GIL's last_holder, which counts only
- * while the GIL is locked.  (GCC takes the failing reads' noreturn jump for a way out
- * with the guard still set: its dangling-pointer warning is off for this function.) */
+/* gil_read in a guarded region of its own.  (GCC takes the failing reads' noreturn
+ * jump for a way out with the guard still set: its dangling-pointer warning is off for
+ * this function.) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
-static uintptr_t gil_holder(const pyabi *a)
+static uintptr_t gil_holder_now(const pyabi *a)
 {
     volatile uintptr_t holder = 0;
     safe_jmpbuf jb;
     if (SAFE_GUARD_BEGIN(jb)) {
-        if (a->gil_tstate) {
-            holder = safe_ptr(a->gil_tstate);
-        } else if (a->gil_holder >= 0 && a->runtime) {
-            uintptr_t base = a->runtime;
-            if (a->gil_in_interp)
-                base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
-            if (base && safe_u32(base + (uintptr_t)a->gil_holder + 8))
-                holder = safe_ptr(base + (uintptr_t)a->gil_holder);
-        }
+        holder = gil_read(a);
         SAFE_GUARD_END();
     }
     return holder;
@@ -392,15 +440,18 @@ int wall_snapshot(uint32_t snapshot_id)
         return -1;
     }
     unsigned n = (unsigned)listed;
-    uintptr_t gil = gil_holder(a);
+    uintptr_t gil = gil_holder_now(a);
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         uint8_t flags = gil && ts_of[i] == gil ? PYPROF_SNAP_F_GIL : 0;
         uint8_t state = os_state_of(tid_of[i]);
         uint32_t depth = 0;
         int rc = TRY_NONE;
+        /* A thread found still is read whole; one that keeps running, with the walk's
+         * own checks (its innermost frame only when they find it changing). */
+        rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, 1, snapshot_id, flags, state);
         for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
-            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, snapshot_id, flags,
+            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, 0, snapshot_id, flags,
                            state);
         if (rc == TRY_TAKEN)
             continue;

@@ -1,10 +1,11 @@
 /*
- * wall: the wall-clock pass.  In wall-clock mode no signal is sent: the sampler's own
- * thread reads every thread of the main interpreter from its thread state, while the
- * threads keep running, and records what it can be sure of (see wall.c).
+ * wall: the wall-clock pass.  The sampler's own thread reads every thread of the main
+ * interpreter from its thread state, while the threads keep running, and records what
+ * it can be sure of (see wall.c); a thread found running samples itself from its own
+ * CPU timer (sampler.c).
  *
  * Interface:
- *   wall_sample_threads()   one pass over the threads; returns the samples recorded
+ *   wall_sample_threads(timed) one pass over the threads; returns the samples recorded
  *   wall_snapshot(id)       every thread's stack, for `pyprof dump`
  *   wall_forget_in_child()
  */
@@ -15,10 +16,13 @@
 
 /* [not a signal handler; sigsafe all the same] Wall-clock mode, from the sampler's own
  * thread (only one may call it): one sample of every thread of the main interpreter that
- * is running Python code, read from its thread state (guarded reads; no signal reaches
- * the program's threads).  A stack that changed during the read is recorded as its
- * innermost frame under the unreadable marker.  Returns the samples recorded. */
-unsigned wall_sample_threads(void);
+ * has Python frames, read from its thread state (guarded reads; no signal).  With
+ * `timed` (every thread has a CPU timer of its own at the period), a thread whose CPU
+ * clock moved during the read is left to that timer, and only the stacks of threads
+ * that ran no instruction meanwhile are recorded, whole.  Without, every thread is read,
+ * and a stack found changing is recorded as its innermost frame under the unreadable
+ * marker.  Returns the threads sampled or left to their timer. */
+unsigned wall_sample_threads(int timed);
 
 /* [not sigsafe in spirit: the control thread's] `pyprof dump`: one read of every thread
  * of the main interpreter, idle or not, into the sample ring: an RREC_SNAP record per

@@ -61,7 +61,8 @@ def test_short_process_pays_nothing(tmp_path):
 
 
 def test_wall_clock_not_measured(tmp_path):
-    """Wall mode sends no signal to the program's threads: nothing to measure."""
+    """Wall mode's figure is not measured: its passes are the sampler thread's own CPU,
+    and what its threads' timers cost in signals is measured in cpu mode only."""
     interp = t.by_id("py3.11")[0]
     prof = t.run([interp.path, BURN, "1.5"], str(tmp_path / "logs"),
                  env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "1ms"})
