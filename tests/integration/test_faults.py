@@ -26,6 +26,7 @@ SIMPLE = t.workload("simple.py")
 SIGPROF_APP = t.workload("sigprof_app.py")
 SECURE_PROBE = t.workload("secure_probe.py")
 NO_PERF_SRC = t.workload("no_perf.c")
+RECURSIVE = t.workload("recursive.py")
 PYMAIN_SRC = t.workload("pymain_host.c")
 ROOT = os.geteuid() == 0
 INTERPS = t.params(t.by_id("py2.7", "py3.11-debian", "py3.13", *t.SID_IDS))
@@ -288,6 +289,32 @@ def test_own_sigprof_handler_posix_timer(interp, no_perf, tmp_path):
         + p.dump())
     assert not p.functions("app_burn"), ("samples after the program took SIGPROF\n"
                                          + p.dump())
+
+
+@pytest.mark.parametrize("interp", INTERPS)
+def test_wall_without_perf(interp, no_perf, tmp_path):
+    """perf_event_open refused: in wall mode no thread has a CPU timer of its own, so the
+    sampler thread reads running threads too.  A busy recursion is still sampled in
+    every pass, each stack either rooted at the module or cut to its innermost frame."""
+    interp.require()
+    prof = t.run([no_perf, interp.path, RECURSIVE], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "2ms"})
+    assert prof.rc == 0, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    assert p.proc["timer"] == "wall-thread", p.dump()
+    seen, bad = 0, []
+    for frames, n in t.folded(prof.logs[0]):
+        names = [name for name, _ in frames]
+        if "recurse" not in names:
+            continue
+        if names[0] != "<module>" and names != ["[unreadable]", "recurse"]:
+            bad.append((n, names))
+        seen += n
+    assert not bad, "stacks neither whole nor cut to the innermost frame: %r" % bad[:5]
+    # The recursion is nearly all of the run's 1.5 s of CPU: at least half of what the
+    # achieved rate gives over 1.5 s, every pass reading the busy thread.
+    hz = p.proc["achieved_hz"]
+    assert seen >= 0.5 * hz * 1.5 * 0.5, p.dump()
 
 
 # ---- secure execution ---------------------------------------------------------------------
