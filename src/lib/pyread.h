@@ -23,6 +23,7 @@
  *   pyread_is_code(a, code)           a live code object (span checked)
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
+ *   pyread_gil(a, &last, &switches)   the GIL's last holder and hand-over count (3.7+)
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
  *   pyread_frame_popped(a, &raw)             a frame being popped (3.14+)
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
@@ -102,6 +103,23 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
     if (f && a->cframe_current >= 0)
         f = safe_ptr(f + (uintptr_t)a->cframe_current);
     return f;
+}
+
+/* The GIL's state (3.7+; 0 on 2.7 and 3.6, which keep no count): its last holder's
+ * thread state, and how many times it has passed from one thread to another
+ * (switch_number, 16 bytes after last_holder; take_gil counts before the thread that
+ * took the GIL runs any Python code).  The holder is last_holder while the GIL is
+ * locked; a thread released it may take it again without a count. */
+static inline int pyread_gil(const pyabi *a, uintptr_t *last, uint64_t *switches)
+{
+    if (a->gil_holder < 0 || !a->runtime)
+        return 0;
+    uintptr_t base = a->runtime;
+    if (a->gil_in_interp && !(base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)))
+        return 0;
+    *switches = safe_u64(base + (uintptr_t)a->gil_holder + 16);
+    *last = safe_ptr(base + (uintptr_t)a->gil_holder);
+    return 1;
 }
 
 /* Reads one frame.  Returns 0, or -1 when a heap frame (<= 3.10) is not a live frame

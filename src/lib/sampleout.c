@@ -1,7 +1,7 @@
 /*
  * sampleout: committing a sample and counting what samples cost and lose (sampleout.h).
  *
- * SIGNAL-HANDLER CODE: all three functions run inside the sampling signal handler (and
+ * SIGNAL-HANDLER CODE: every function here runs inside the sampling signal handler (and
  * on the wall-clock sampler thread).  What they call, and why that is safe:
  *   atomic_fetch_add on sighandler_g's counters   lock-free on x86_64
  *   clock_gettime(CLOCK_MONOTONIC) (clock.h)      on signal-safety(7); served by the vDSO
@@ -14,9 +14,11 @@
 
 #include "common/clock.h"
 
-void sampleout_drop(int reason)
+void sampleout_drop(int reason) { sampleout_drop_n(reason, 1); }
+
+void sampleout_drop_n(int reason, uint64_t n)
 {
-    atomic_fetch_add_explicit(&sighandler_g.drops[reason], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sighandler_g.drops[reason], n, memory_order_relaxed);
 }
 
 void sampleout_cost(uint32_t depth, uint64_t ns)
@@ -38,7 +40,13 @@ uint32_t sampleout_commit(rrec_sample *r, uint32_t tid)
 
 uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind)
 {
+    return sampleout_commit_repeat(r, tid, kind, 0);
+}
+
+uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat)
+{
     sighandler_state *g = &sighandler_g;
+    r->repeat = repeat;
     r->kind = (uint8_t)kind;
     r->tid = tid;
     r->t_ns = clock_mono_ns() - g->t0_ns;

@@ -6,8 +6,10 @@
  * Interface ([sigsafe]: atomics on sighandler_g, clock_gettime(CLOCK_MONOTONIC) through
  * the vDSO, ring_commit):
  *   sampleout_drop(reason)         counts one sample lost for PYPROF_DROP_<reason>
+ *   sampleout_drop_n(reason, n)    counts n
  *   sampleout_cost(depth, ns)      counts one sample of `depth` frames that cost `ns`
  *   sampleout_commit(r, tid)       commits sample r of thread `tid`; returns its depth
+ *   sampleout_commit_repeat(r, tid, kind, repeat)  the same, standing for repeat more
  *   sampleout_commit_kind(r, tid, kind)  the same for a record of another kind (RREC_SNAP,
  *                                  RREC_SNAP_END)
  */
@@ -18,8 +20,9 @@
 
 #include "sighandler.h"
 
-/* [sigsafe] Counts one sample lost for `reason` (PYPROF_DROP_*). */
+/* [sigsafe] Counts one sample lost for `reason` (PYPROF_DROP_*); _n: `n` samples. */
 void sampleout_drop(int reason);
+void sampleout_drop_n(int reason, uint64_t n);
 
 /* [sigsafe] Counts one sample of `depth` frames that cost `ns` in the cost histogram. */
 void sampleout_cost(uint32_t depth, uint64_t ns);
@@ -28,5 +31,7 @@ void sampleout_cost(uint32_t depth, uint64_t ns);
  * now; returns its depth (frames, cut ones included). */
 uint32_t sampleout_commit(rrec_sample *r, uint32_t tid);
 uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind);
+/* [sigsafe] sampleout_commit_kind of a record that stands for `repeat` samples more. */
+uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat);
 
 #endif

@@ -13,21 +13,22 @@
  * set up their own, and remove_on_exec drops the events at exec, so an exec'd program
  * never sees our signal.
  *
- * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period,
- * in two halves that never overlap.  Our own sampler thread wakes on an absolute
- * CLOCK_MONOTONIC deadline and reads each thread's stack from its thread state
- * (wall_sample_threads), the way an outside profiler reads another process, but
- * in-process and with guarded reads; it keeps a stack only when the thread's CPU clock
- * shows it ran no instruction during the read, so the stack is whole and one the
- * thread had.  A thread found running is left to a timer of its own: the same per-thread
- * perf event as the cpu clock, at the same period, whose signal makes the thread sample
- * itself while it runs.  Over a period a thread running a share s of the time is found
- * running by a pass with chance s, and its timer fires s times on average: one sample
- * per period either way.  No signal reaches a sleeping or blocked thread (a CPU timer
- * counts only the CPU the thread uses), so it is never woken or interrupted: its sleep
- * is exactly as long as without the library (Python 2.7's time.sleep would end early
- * on any signal).  Where perf events are refused, the pass reads running threads too,
- * with the walk's own checks only (wall.c says what those cannot rule out).
+ * Wall clock (PYPROF_CLOCK=wall).  Every Python thread, running or not, once per period.
+ * Our own sampler thread wakes on an absolute CLOCK_MONOTONIC deadline and reads each
+ * thread's stack from its thread state (wall_sample_threads), the way an outside
+ * profiler reads another process, but in-process and with guarded reads; it keeps a
+ * stack only when it can show the thread changed nothing meanwhile (it did not hold
+ * the GIL nor take it, or its CPU clock did not move), so the stack is whole and one the
+ * thread had.  A thread found running is sampled by itself instead: each thread has cpu
+ * mode's perf event at the same period, and a pass that finds it running asks that
+ * timer for one sample (threadtimer_ask); the thread's next signal takes every sample
+ * asked of it, its own stack where it runs then, and a pass that finds it still later
+ * takes over what is left.  So every thread has one sample per pass, as before.  No
+ * signal reaches a sleeping or blocked thread (a CPU timer counts only the CPU the
+ * thread uses), so it is never woken or interrupted: its sleep is exactly as long as
+ * without the library (Python 2.7's time.sleep would end early on any signal).  Where
+ * perf events are refused, the pass reads running threads too, with the walk's own
+ * checks only (wall.c says what those cannot rule out).
  *
  * Fallback.  When perf_event_open is refused (seccomp, perf_event_paranoid, an old
  * kernel), a timer_create(CLOCK_PROCESS_CPUTIME_ID) timer raises SIGPROF; the kernel
@@ -79,7 +80,7 @@ static pthread_t wall_thread;
 static int wall_running;
 static _Atomic int wall_stop;
 static uint64_t wall_period_ns;
-static int wall_timed; /* each thread has a CPU timer of its own too (see the top) */
+static int wall_timed; /* each thread has its CPU timer too (see the top) */
 static _Atomic uint64_t wall_passes;
 static void *memory; /* rings + code tables, one mapping */
 static size_t memory_len;
@@ -311,10 +312,13 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
         handlers_installed = 1;
     }
     setup_native(native, clock);
+    g->wall_timed = 0;
     atomic_store(&g->enabled, 1);
     if (clock == PYPROF_CLOCK_WALL) {
         atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
+        g->wall_timed = 1; /* before the first timer's signal */
         wall_timed = arm_perf(period_ns) == 0;
+        g->wall_timed = wall_timed;
         if (wall_timed)
             g->sample_signal = SIGTRAP;
         if (start_wall_thread(period_ns) == 0)

@@ -26,6 +26,8 @@
  *   sigdisp_run_program              the program's own SIGTRAP handler, for traps that
  *                                    are not ours: called as the kernel would have
  *   calib_on_signal (calib.c)        a thread-local flag and counter
+ *   threadtimer_take_asked           wall mode: a CAS on the thread's slot (the samples
+ *                                    the wall pass asked of this thread's timer)
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
  *                                    (perf_event_open, ioctl, mmap, close, munmap,
  *                                    timer_create, timer_settime, timer_delete) and
@@ -204,7 +206,7 @@ static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
  * under the read).  Table generation `t` is held by the caller.  With `al`, an allocation
  * sample, kept even without Python frames; without, a CPU sample.  Returns the stack's
  * depth (an allocation sample: at least 1), 0 when no sample was taken. */
-static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
+static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t repeat)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -219,14 +221,14 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
             ring_cancel(&g->samples, (void *)r);
         if (al)
             return commit_alloc_bare(al, 1);
-        sampleout_drop(PYPROF_DROP_UNREADABLE);
+        sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
         return 0;
     }
     if (!pyread_interpreter_ready(a)) {
         SAFE_GUARD_END();
         if (al)
             return commit_alloc_bare(al, 0);
-        sampleout_drop(PYPROF_DROP_NOT_READY);
+        sampleout_drop_n(PYPROF_DROP_NOT_READY, 1 + (uint64_t)repeat);
         return 0;
     }
     uintptr_t ts = this_tstate(a);
@@ -235,7 +237,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
         SAFE_GUARD_END();
         if (al)
             return commit_alloc_bare(al, 0);
-        sampleout_drop(PYPROF_DROP_NO_PYTHON);
+        sampleout_drop_n(PYPROF_DROP_NO_PYTHON, 1 + (uint64_t)repeat);
         return 0;
     }
     /* Native mode: room for the native chain after the frames, with the handler's own
@@ -259,7 +261,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
         if (!r) {
             SAFE_GUARD_END();
             if (!al)
-                sampleout_drop(PYPROF_DROP_RING_FULL);
+                sampleout_drop_n(PYPROF_DROP_RING_FULL, 1 + (uint64_t)repeat);
             return 0;
         }
         o.room = room;
@@ -275,7 +277,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
         ring_cancel(&g->samples, (void *)r);
         if (al)
             return commit_alloc_bare(al, 1);
-        sampleout_drop(PYPROF_DROP_UNREADABLE);
+        sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
         return 0;
     }
     SAFE_GUARD_END();
@@ -299,7 +301,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
     if (r->nframes == 0 && !r->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python, no Python frame yet. */
         ring_cancel(&g->samples, (void *)r);
-        sampleout_drop(PYPROF_DROP_NO_PYTHON);
+        sampleout_drop_n(PYPROF_DROP_NO_PYTHON, 1 + (uint64_t)repeat);
         return 0;
     }
     r->nnative = 0;
@@ -312,15 +314,16 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al)
                                            g->native_max + NATIVE_SLACK, pc, &flags);
         r->native_flags = flags;
     }
-    return sampleout_commit((rrec_sample *)r, sighandler_tid());
+    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat);
 }
 
-/* The signal handler's sample of its own thread; returns its depth (0: none taken). */
-static uint32_t take_sample(void *uc)
+/* The signal handler's sample of its own thread, standing for `repeat` samples more;
+ * returns its depth (0: none taken). */
+static uint32_t take_sample(void *uc, uint32_t repeat)
 {
     int t = codetable_enter();
     uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    uint32_t depth = sample_self(t, pc, NULL);
+    uint32_t depth = sample_self(t, pc, NULL, repeat);
     codetable_leave(t);
     return depth;
 }
@@ -337,7 +340,7 @@ int sighandler_sample_alloc(uint64_t size, uintptr_t addr, int domain, int flags
         tls_busy = 1;
         alloc_info al = {size, addr, ret, (uint8_t)domain, (uint8_t)flags};
         int t = codetable_enter();
-        rc = sample_self(t, 0, &al) ? 1 : -1;
+        rc = sample_self(t, 0, &al, 0) ? 1 : -1;
         codetable_leave(t);
         tls_busy = 0;
     }
@@ -381,15 +384,22 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         if (info->si_code == SI_TIMER && info->si_overrun > 0)
             atomic_fetch_add_explicit(&g->drops[PYPROF_DROP_MERGED], (uint64_t)info->si_overrun,
                                       memory_order_relaxed);
-        if (tls_busy) {
-            sampleout_drop(PYPROF_DROP_REENTERED);
+        /* Wall mode: the timer samples its thread for the passes that found it running
+         * (threadtimer_ask), and only for them. */
+        uint32_t asked = 1;
+        if (g->wall_timed && sig == SIGTRAP)
+            asked = threadtimer_take_asked(perf_data, sighandler_tid());
+        if (!asked) {
+            /* nothing asked: the passes sampled this thread themselves */
+        } else if (tls_busy) {
+            sampleout_drop_n(PYPROF_DROP_REENTERED, asked);
         } else if (tls_skip) {
             tls_skip--;
-            sampleout_drop(PYPROF_DROP_THROTTLED);
+            sampleout_drop_n(PYPROF_DROP_THROTTLED, asked);
         } else {
             tls_busy = 1;
             uint64_t t0 = clock_mono_ns();
-            uint32_t depth = take_sample(uc);
+            uint32_t depth = take_sample(uc, asked - 1);
             uint64_t cost = clock_mono_ns() - t0;
             if (depth)
                 sampleout_cost(depth, cost);

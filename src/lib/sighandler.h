@@ -55,6 +55,8 @@ typedef struct rrec_sample {
     uint8_t os_state;     /* RREC_SNAP: the kernel's state letter, 0 unknown */
     uint8_t pad;
     uint32_t snap_id;     /* RREC_SNAP, RREC_SNAP_END: the snapshot */
+    uint32_t repeat;      /* RREC_SAMPLE: stands for this many samples more (wall mode:
+                           * the passes that found the thread running since its last) */
     uint8_t alloc_domain; /* RREC_ALLOC: enum pyprof_alloc_domain */
     uint8_t alloc_flags;  /* RREC_ALLOC: PYPROF_ALLOC_F_* */
     uint64_t alloc_size;  /* RREC_ALLOC: bytes asked for */
@@ -100,6 +102,9 @@ typedef struct sighandler_state {
     uint64_t t0_ns;       /* CLOCK_MONOTONIC at start */
     uint64_t perf_cookie; /* si_perf_data tag of our perf events (threadtimer.h) */
     int sample_signal;    /* SIGTRAP (perf) or SIGPROF */
+    /* Wall mode with a CPU timer per thread: a timer's signal samples its thread only
+     * for the passes that found it running (threadtimer_ask; wall.c). */
+    int wall_timed;
     _Atomic uint64_t drops[PYPROF_DROP_COUNT];
     _Atomic uint64_t signals;
     _Atomic uint64_t handler_ns; /* time spent inside the handler */

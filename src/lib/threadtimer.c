@@ -81,6 +81,7 @@ typedef struct tt_slot {
     _Atomic uint32_t tid;     /* owner; 0 free */
     _Atomic uintptr_t first;  /* the first event's mapping, until released */
     _Atomic uintptr_t steady; /* the steady event's mapping */
+    _Atomic uint64_t asked;   /* wall mode: (tid << 32) | samples asked of that thread */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
@@ -370,6 +371,56 @@ void threadtimer_thread_start(void)
         return;
     }
     pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
+}
+
+/* The slot thread `tid` owns, or -1. */
+static int slot_of(uint32_t tid)
+{
+    uint32_t used = atomic_load(&slots_used);
+    for (uint32_t i = 0; i < used && i < TT_SLOTS; i++)
+        if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == tid)
+            return (int)i;
+    return -1;
+}
+
+int threadtimer_ask(uint32_t tid)
+{
+    int s = slot_of(tid);
+    if (s < 0 || (!atomic_load_explicit(&slots[s].steady, memory_order_relaxed) &&
+                  !atomic_load_explicit(&slots[s].first, memory_order_relaxed)))
+        return -1; /* no event (yet): nothing would take the sample */
+    uint64_t v = atomic_load(&slots[s].asked), want;
+    do {
+        /* A count left by the slot's last owner is not this thread's. */
+        uint64_t n = v >> 32 == tid ? (uint32_t)v : 0;
+        if (n == UINT32_MAX)
+            return 0;
+        want = (uint64_t)tid << 32 | (n + 1);
+    } while (!atomic_compare_exchange_weak(&slots[s].asked, &v, want));
+    return 0;
+}
+
+/* Takes the count asked of thread `tid` in slot `s`. */
+static uint32_t take_asked(uint32_t s, uint32_t tid)
+{
+    uint64_t v = atomic_load(&slots[s].asked);
+    while (v >> 32 == tid && (uint32_t)v) {
+        if (atomic_compare_exchange_weak(&slots[s].asked, &v, (uint64_t)tid << 32))
+            return (uint32_t)v;
+    }
+    return 0;
+}
+
+uint32_t threadtimer_take_asked(uint64_t sig_data, uint32_t tid)
+{
+    uint64_t s = sig_data & TT_SLOT_MASK;
+    return s < TT_SLOTS ? take_asked((uint32_t)s, tid) : 0;
+}
+
+uint32_t threadtimer_take_asked_tid(uint32_t tid)
+{
+    int s = slot_of(tid);
+    return s < 0 ? 0 : take_asked((uint32_t)s, tid);
 }
 
 int threadtimer_is_ours(uint64_t sig_data)

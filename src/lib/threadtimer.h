@@ -48,6 +48,19 @@ int threadtimer_is_ours(uint64_t sig_data);
  * munmap). */
 void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
 
+/* Wall mode (wall.c): the sampler thread, finding a thread running, asks its timer for
+ * the sample instead of reading a stack that keeps changing; the thread's next signal
+ * takes every sample asked of it so far, and a pass that later finds the thread still
+ * takes what is left.
+ *   [sigsafe] threadtimer_ask(tid)      one more sample asked of thread tid; 0, or -1
+ *                                       when it has no event
+ *   [sigsafe] threadtimer_take_asked(sig_data, tid)   in the handler of our signal on
+ *                                       thread tid: the count asked, cleared
+ *   [sigsafe] threadtimer_take_asked_tid(tid)         the same from another thread */
+int threadtimer_ask(uint32_t tid);
+uint32_t threadtimer_take_asked(uint64_t sig_data, uint32_t tid);
+uint32_t threadtimer_take_asked_tid(uint32_t tid);
+
 /* CPU time the library spent making and releasing events since threadtimer_arm (in
  * the threads themselves and in the handler). */
 uint64_t threadtimer_cpu_ns(void);

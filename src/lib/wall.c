@@ -2,13 +2,14 @@
  * wall: the wall-clock pass (wall.h).  NOT A SIGNAL HANDLER: wall_sample_threads runs on
  * the sampler's own thread (sampler.c's wall thread, one only), which reads the other
  * threads' stacks while they keep running, and sends them no signal (a thread found
- * running is sampled by its own CPU timer, which sampler.c arms).  It
+ * running is asked of its own CPU timer, threadtimer_ask, which sampler.c arms).  It
  * still keeps the sample path's discipline, because it reads the interpreter without the
  * GIL and shares the rings, the code table and the code ids with the signal handler: no
  * malloc, no lock, no stdio, no Python C-API, errno saved around the one system call
  * that sets it, every pointer into the interpreter read through safe_read.h inside a
  * guarded region.  What it calls:
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
+ *   threadtimer_ask, threadtimer_take_asked_tid  atomics on threadtimer's slot table
  *   codetable_enter/leave                        atomics (codetable.c)
  *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
  *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
@@ -41,6 +42,7 @@
 #include "safe_read.h"
 #include "sampleout.h"
 #include "sighandler.h"
+#include "threadtimer.h"
 #include "walk.h"
 
 /* The scratch of the one pass that runs at a time. */
@@ -97,14 +99,13 @@ static uintptr_t gil_read(const pyabi *a)
 {
     if (a->gil_tstate)
         return safe_ptr(a->gil_tstate);
-    if (a->gil_holder < 0 || !a->runtime)
+    uintptr_t last;
+    uint64_t switches;
+    if (!pyread_gil(a, &last, &switches))
         return 0;
-    uintptr_t base = a->runtime;
-    if (a->gil_in_interp)
-        base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main);
-    if (!base || !safe_u32(base + (uintptr_t)a->gil_holder + 8))
-        return 0;
-    return safe_ptr(base + (uintptr_t)a->gil_holder);
+    uintptr_t base = a->gil_in_interp ? safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)
+                                      : a->runtime;
+    return safe_u32(base + (uintptr_t)a->gil_holder + 8) ? last : 0;
 }
 
 /* The CPU time thread `tid` (of this process) has used, in nanoseconds, to the
@@ -126,13 +127,26 @@ static uint64_t thread_cpu_ns(uint32_t tid)
 /* What one try at a thread's stack came to. */
 enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE, TRY_RUNNING };
 
+/* How a try shows that the thread kept its stack still while it was read. */
+enum {
+    STILL_UNSHOWN, /* it does not: the walk's own checks only */
+    STILL_CPU,     /* its CPU clock did not move (any version) */
+    STILL_GIL      /* it was not the GIL's last holder and the GIL passed to no other
+                    * thread meanwhile (3.7+): no Python code of its own ran, and no
+                    * system call is made */
+};
+
 /* One try at reading thread state `ts` (OS thread `tid`), whose thread keeps running:
  * the walk (hand over hand, see walk), then the code objects of the recorded frames,
  * each looked up while the frame that holds it is checked to still hold it.
  *
- * With `still`, the thread's CPU clock is read before and after: a thread that used no
- * CPU time at all in between ran no instruction, so the stack read is the one it had;
- * one that did comes to TRY_RUNNING, whatever was read.  Without, the walk's own
+ * With STILL_CPU, the thread's CPU clock is read before and after: a thread that used
+ * no CPU time at all in between ran no instruction, so the stack read is the one it
+ * had; one that did comes to TRY_RUNNING, whatever was read.  With STILL_GIL, the GIL
+ * is read before and after: only the thread holding it runs Python code, so a thread
+ * that was not its last holder, while it passed to no other thread, changed no frame of
+ * its own (it may run C code meanwhile); a try that cannot show that comes to
+ * TRY_RUNNING too (then STILL_CPU decides).  With STILL_UNSHOWN, the walk's own
  * checks are all there is, and they do not make a read that races the thread whole:
  * 3.11+ frames live in the thread's own stack of frames, where a frame's memory holds
  * a frame of the same depth or none and its caller link leads to the frames below, and
@@ -148,7 +162,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     unsigned max_depth = g->max_depth < SIGHANDLER_MAX_DEPTH ? g->max_depth
                                                              : SIGHANDLER_MAX_DEPTH;
     uint64_t cpu0 = 0;
-    if (still && (cpu0 = thread_cpu_ns(tid)) == UINT64_MAX)
+    if (still == STILL_CPU && (cpu0 = thread_cpu_ns(tid)) == UINT64_MAX)
         return TRY_NONE; /* the thread has ended */
     rrec_sample *volatile r = NULL;
     safe_jmpbuf jb;
@@ -157,8 +171,17 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
         codeid_abandon();
         if (r)
             ring_cancel(&g->samples, (void *)r);
-        return still && thread_cpu_ns(tid) != cpu0 ? TRY_RUNNING : TRY_UNREADABLE;
+        if (still == STILL_GIL)
+            return TRY_RUNNING;
+        return still == STILL_CPU && thread_cpu_ns(tid) != cpu0 ? TRY_RUNNING : TRY_UNREADABLE;
     }
+    uintptr_t last0 = 0;
+    uint64_t switches0 = 0;
+    if (still == STILL_GIL && (!pyread_gil(a, &last0, &switches0) || last0 == ts)) {
+        SAFE_GUARD_END();
+        return TRY_RUNNING;
+    }
+    atomic_thread_fence(memory_order_acquire); /* the GIL read before the frames */
     uintptr_t frame = pyread_top_frame(a, ts);
     if (!frame) {
         SAFE_GUARD_END();
@@ -177,7 +200,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
                   .digests = wall_digests,
                   .ts = ts,
                   /* A thread that holds still needs no hand-over-hand read. */
-                  .strict = !still && a->frame_kind == PYABI_FRAME_OBJECT};
+                  .strict = still == STILL_UNSHOWN && a->frame_kind == PYABI_FRAME_OBJECT};
     int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
     int changed = 0;
     for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
@@ -191,7 +214,18 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
             rc = WALK_BAD; /* no name for it: the stack is not recorded half-named */
         r->frames[i].code_id = id;
     }
-    if (still && thread_cpu_ns(tid) != cpu0) {
+    if (still == STILL_GIL) {
+        atomic_thread_fence(memory_order_acquire); /* the frames read before the GIL */
+        uintptr_t last;
+        uint64_t switches;
+        if (rc != WALK_OK || !pyread_gil(a, &last, &switches) || last != last0 ||
+            switches != switches0) {
+            SAFE_GUARD_END();
+            ring_cancel(&g->samples, (void *)r);
+            return TRY_RUNNING;
+        }
+    }
+    if (still == STILL_CPU && thread_cpu_ns(tid) != cpu0) {
         SAFE_GUARD_END();
         ring_cancel(&g->samples, (void *)r);
         return TRY_RUNNING;
@@ -220,18 +254,34 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
                                                                          : 0));
         r->os_state = os_state;
     }
-    *depth = sampleout_commit_kind((rrec_sample *)r, tid, kind);
+    /* A thread found still takes over the samples its timer was asked for and has not
+     * taken yet (it stopped running first). */
+    uint32_t repeat = kind == RREC_SAMPLE && still != STILL_UNSHOWN && g->wall_timed
+                          ? threadtimer_take_asked_tid(tid)
+                          : 0;
+    *depth = sampleout_commit_repeat((rrec_sample *)r, tid, kind, repeat);
     return TRY_TAKEN;
 }
 
-/* One sample of a thread, read once.  With `timed` (each thread has a CPU timer of its
- * own), only a thread found still is sampled here: one found running is left to its
- * timer, and *running is set.  Returns the stack's depth, 0 when no sample was taken. */
+/* One sample of a thread.  Read while it keeps still, shown by the GIL (3.7+: no system
+ * call) or else its CPU clock (with `timed`); a thread found running is asked of its
+ * timer (with `timed`: *running is set) or, with none, read as it runs.  Returns the
+ * stack's depth, 0 when no sample was taken here. */
 static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid, int timed, int *running)
 {
     uint32_t depth = 0;
-    int rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, timed, 0, 0, 0);
-    *running = rc == TRY_RUNNING;
+    int rc = TRY_RUNNING;
+    *running = 0;
+    if (sighandler_g.abi.gil_holder >= 0)
+        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_GIL, 0, 0, 0);
+    if (rc == TRY_RUNNING && timed)
+        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_CPU, 0, 0, 0);
+    if (rc == TRY_RUNNING && timed && threadtimer_ask(tid) == 0) {
+        *running = 1; /* its timer's next signal takes the sample */
+        return 0;
+    }
+    if (rc == TRY_RUNNING) /* no timer of its own: read as it runs */
+        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_UNSHOWN, 0, 0, 0);
     if (rc == TRY_CHANGED)
         sampleout_drop(PYPROF_DROP_CHANGING);
     else if (rc == TRY_UNREADABLE)
@@ -449,10 +499,11 @@ int wall_snapshot(uint32_t snapshot_id)
         int rc = TRY_NONE;
         /* A thread found still is read whole; one that keeps running, with the walk's
          * own checks (its innermost frame only when they find it changing). */
-        rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, 1, snapshot_id, flags, state);
+        rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, STILL_CPU, snapshot_id, flags,
+                       state);
         for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
-            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, 0, snapshot_id, flags,
-                           state);
+            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, STILL_UNSHOWN,
+                           snapshot_id, flags, state);
         if (rc == TRY_TAKEN)
             continue;
         /* No Python frame, or none readable: the thread is listed all the same. */

@@ -16,12 +16,12 @@
 
 /* [not a signal handler; sigsafe all the same] Wall-clock mode, from the sampler's own
  * thread (only one may call it): one sample of every thread of the main interpreter that
- * has Python frames, read from its thread state (guarded reads; no signal).  With
- * `timed` (every thread has a CPU timer of its own at the period), a thread whose CPU
- * clock moved during the read is left to that timer, and only the stacks of threads
- * that ran no instruction meanwhile are recorded, whole.  Without, every thread is read,
- * and a stack found changing is recorded as its innermost frame under the unreadable
- * marker.  Returns the threads sampled or left to their timer. */
+ * has Python frames, read from its thread state (guarded reads; no signal), kept only
+ * when the thread changed nothing meanwhile.  With `timed` (every thread has its CPU
+ * timer, threadtimer.h), a thread found running is asked of its timer instead
+ * (threadtimer_ask), whose next signal samples it.  Without, a running thread is read
+ * as it runs, and a stack found changing is recorded as its innermost frame under the
+ * unreadable marker.  Returns the threads sampled or asked of their timer. */
 unsigned wall_sample_threads(int timed);
 
 /* [not sigsafe in spirit: the control thread's] `pyprof dump`: one read of every thread

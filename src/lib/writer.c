@@ -773,18 +773,22 @@ static void take_sample(const rrec_sample *s, size_t len)
     uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
     int64_t t_us = file_us(s->t_ns);
     uint64_t cpu_us = W.cfg.period_ns / 1000;
-    if (batch_sample(t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
-        uint8_t buf[64];
-        rec_out o;
-        rec_out_init(&o, buf, sizeof buf);
-        logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, cpu_us);
-        if (W.native)
-            logenc_put_sample_native(&o, nsid, nflags);
-        emit(PYPROF_REC_SAMPLE, &o);
-        batch_start(t_us); /* the next batch counts from this record */
+    /* A record that stands for more samples (wall mode: passes that found its thread
+     * running before its timer fired) is that many samples of its stack, at its time. */
+    for (uint64_t k = 0; k <= s->repeat; k++) {
+        if (batch_sample(t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
+            uint8_t buf[64];
+            rec_out o;
+            rec_out_init(&o, buf, sizeof buf);
+            logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, cpu_us);
+            if (W.native)
+                logenc_put_sample_native(&o, nsid, nflags);
+            emit(PYPROF_REC_SAMPLE, &o);
+            batch_start(t_us); /* the next batch counts from this record */
+        }
+        W.last_t_us = t_us;
+        W.samples++;
     }
-    W.last_t_us = t_us;
-    W.samples++;
 }
 
 /* One thread of a snapshot: kept until its RREC_SNAP_END.  What is kept of another

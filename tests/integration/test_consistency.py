@@ -32,6 +32,7 @@ ALL = t.params(t.INTERPRETERS)
 RECURSIVE = t.workload("recursive.py")
 CHURN = t.workload("code_churn.py")
 REUSE = t.workload("code_reuse.py")
+WALL_MIX = t.workload("wall_mix.py")
 RAW_FORK = t.workload("raw_fork.py")
 INIT_LOOP = t.workload("init_loop.py")
 PID_ONE = t.workload("pid_one.py")
@@ -131,6 +132,34 @@ def test_wall_recursion_consistent(interp, period, tmp_path):
     # every recorded stack is whole, on every version.
     if "perf-task-clock" in p.proc["timer"]:
         assert partial == 0, "%d stacks cut to their innermost frame\n%s" % (partial, p.dump())
+    check_rate(p)
+
+
+@pytest.mark.parametrize("interp", ALL)
+def test_wall_every_thread_every_period(interp, tmp_path):
+    """Wall mode samples every thread once per period whatever it does: a thread running
+    Python code (sampled by its own CPU timer while it runs), one running C code without
+    the GIL (read by the sampler thread on 3.7+, whose Python frames keep still; by its
+    timer on 2.7/3.6) and a sleeping one (read by the sampler thread)."""
+    interp.require()
+    prof = t.run([interp.path, WALL_MIX], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "5ms"})
+    assert prof.rc == 0, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    if "perf-task-clock" not in p.proc["timer"]:
+        pytest.fail("no CPU timer per thread: " + p.proc["timer"])
+    hz = p.proc["achieved_hz"]
+    by_name = dict((th["name"], th["samples"]) for th in p.rep["threads"])
+    # Each thread lives for the program's 2 s sleep at least: one sample per pass over
+    # that time, fewer only by the passes the timers' spread takes from the running
+    # ones (about the square root of the count), and at most the passes of the whole run.
+    passes = hz * p.proc["duration_s"]
+    least = hz * 2.0
+    for name in ("python_spin", "c_hash", "sleeper"):
+        got = by_name.get(name, 0)
+        assert least - 4 * math.sqrt(least) - 5 <= got <= passes * 1.05 + 5, (
+            "%s: %d samples, expected %d to %d (%.1f Hz)\n%s"
+            % (name, got, least, passes, hz, p.dump()))
     check_rate(p)
 
 

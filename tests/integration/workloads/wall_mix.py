@@ -1,0 +1,40 @@
+# Three kinds of thread for wall mode (Python 2.7 and 3.x), each running from the start
+# of the program until it ends: `python_spin` runs Python code (it holds the GIL most of
+# the time), `c_hash` hashes 1 MB buffers (hashlib releases the GIL while it hashes, so
+# it mostly runs C code without it), `sleeper` sleeps.  The main thread sleeps $SECONDS
+# (default 2) in join-free waits, then stops the others and joins them.
+import hashlib
+import os
+import threading
+import time
+
+SECONDS = float(os.environ.get("SECONDS", "2"))
+stop = threading.Event()
+data = b"x" * (1 << 20)
+
+
+def python_spin():
+    i = 0
+    while not stop.is_set():
+        for _ in range(1000):
+            i += 1
+
+
+def c_hash():
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+
+def sleeper():
+    while not stop.is_set():
+        time.sleep(0.05)
+
+
+threads = [threading.Thread(target=f, name=f.__name__) for f in (python_spin, c_hash, sleeper)]
+for th in threads:
+    th.start()
+time.sleep(SECONDS)
+stop.set()
+for th in threads:
+    th.join()
+print("done")
