@@ -327,7 +327,8 @@ enum pyprof_alloc_domain {
     X(THROTTLED, "skipped: sampling cost more than a quarter of the period")                   \
     X(NO_TIMER, "threads not sampled: their CPU timer could not be created")                   \
     X(MERGED, "timer expirations merged into a signal still pending (POSIX timer)")            \
-    X(CHANGING, "stack kept changing while it was read (wall clock)")
+    X(CHANGING, "stack kept changing while it was read (wall clock)")                          \
+    X(ENDED_RUNNING, "thread found running ended before its timer took the sample (wall clock)")
 
 enum pyprof_drop {
 #define PYPROF_X_ENUM(name, text) PYPROF_DROP_##name,

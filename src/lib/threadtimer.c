@@ -93,6 +93,7 @@ static int exclude_kernel;
 static size_t page;
 static _Atomic uint64_t rng;
 static _Atomic uint64_t lost;
+static _Atomic uint64_t ended_asked;    /* samples asked of threads that ended first */
 static _Atomic uint64_t timer_cpu_ns;   /* CPU spent making and releasing events */
 static _Atomic uint64_t untimed_cpu_ns; /* threads' CPU outside any event of theirs */
 static pthread_key_t exit_key;
@@ -220,6 +221,9 @@ static void free_slot(uint32_t s, uint32_t tid)
         return;
     /* Marked dying first: a signal arriving now finds another owner and does nothing. */
     release_slot_maps(&slots[s]);
+    uint64_t asked = atomic_exchange(&slots[s].asked, 0);
+    if (asked >> 32 == tid)
+        atomic_fetch_add(&ended_asked, (uint32_t)asked);
     atomic_store(&slots[s].tid, 0);
 }
 
@@ -491,3 +495,5 @@ uint64_t threadtimer_untimed_ns(void) { return atomic_load(&untimed_cpu_ns); }
 void threadtimer_count_lost(void) { atomic_fetch_add(&lost, 1); }
 
 uint64_t threadtimer_take_lost(void) { return atomic_exchange(&lost, 0); }
+
+uint64_t threadtimer_take_ended_asked(void) { return atomic_exchange(&ended_asked, 0); }

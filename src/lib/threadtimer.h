@@ -58,6 +58,9 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
  *                                       thread tid: the count asked, cleared
  *   [sigsafe] threadtimer_take_asked_tid(tid)         the same from another thread */
 int threadtimer_ask(uint32_t tid);
+/* [sigsafe] The samples asked of threads that ended before their timer took them, since
+ * the last call. */
+uint64_t threadtimer_take_ended_asked(void);
 uint32_t threadtimer_take_asked(uint64_t sig_data, uint32_t tid);
 uint32_t threadtimer_take_asked_tid(uint32_t tid);
 

@@ -9,7 +9,8 @@
  * that sets it, every pointer into the interpreter read through safe_read.h inside a
  * guarded region.  What it calls:
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
- *   threadtimer_ask, threadtimer_take_asked_tid  atomics on threadtimer's slot table
+ *   threadtimer_ask, threadtimer_take_asked_tid, threadtimer_take_ended_asked
+ *                                                atomics on threadtimer's slot table
  *   codetable_enter/leave                        atomics (codetable.c)
  *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
  *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
@@ -398,6 +399,8 @@ unsigned wall_sample_threads(int timed)
         return 0;
     }
     unsigned n = (unsigned)listed, taken = 0;
+    if (timed) /* asked of a thread's timer, but the thread ended first */
+        sampleout_drop_n(PYPROF_DROP_ENDED_RUNNING, threadtimer_take_ended_asked());
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         uint64_t t0 = clock_mono_ns();
