@@ -140,8 +140,8 @@ HANDLER_CPU_S = 0.0015
 RUN_TIMEOUT = 120.0  # seconds; a run that takes longer is killed and counted as failed
 
 
-WORKLOAD_NAMES = ["cpu", "threads", "fork", "deep30", "deep200", "native", "native_deep10",
-                  "native_deep50", "thread_per_request",
+WORKLOAD_NAMES = ["cpu", "threads", "wall1", "wall8", "wall64", "fork", "deep30", "deep200",
+                  "native", "native_deep10", "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
 PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans", "versions",
               "alloc"]
@@ -479,6 +479,15 @@ def make_groups(py, rounds, debian, clib, want):
          "argv": lambda: ["threads.py", str(rounds["threads"])],
          "what": "four CPU-bound threads and two sleeping ones",
          "settings": std + [pyprof_setting(100, "wall"), pyprof_setting(1000, "wall")]},
+    ] + [
+        {"name": "wall%d" % n, "python": py,
+         "argv": (lambda n=n: ["wall_threads.py", str(n), str(rounds["wall"])]),
+         "what": "%d thread%s each working a fifth of the time (rounds of the CPU-bound mix, "
+                 "each followed by a sleep four times as long): wall mode's cost"
+                 % (n, "" if n == 1 else "s"),
+         "settings": [BARE, pyprof_setting(100, "wall"), pyprof_setting(1000, "wall")]}
+        for n in (1, 8, 64)
+    ] + [
         {"name": "fork", "python": py, "argv": lambda: ["fork.py", str(rounds["fork"])],
          "what": "a parent that forks three CPU-bound workers (os._exit) and waits",
          "settings": list(std)},
@@ -564,12 +573,13 @@ def calibrate(runner, py, secs, debian, want):
     round of each takes here."""
     rounds, per = {}, {}
     start = None
-    if want & {"cpu", "threads", "fork", "cpu-debian", "native", "throughput",
-        "steady_state"}:
+    if want & {"cpu", "threads", "wall1", "wall8", "wall64", "fork", "cpu-debian", "native",
+               "throughput", "steady_state"}:
         cpu_round, start = per_round(runner, py, lambda n: ["cpu.py", str(n)], 20, 120)
         per["cpu"] = cpu_round
         rounds["cpu"] = max(8, int(secs["cpu"] / cpu_round))
         rounds["threads"] = max(8, int(secs["threads"] / cpu_round) // 4 * 4)
+        rounds["wall"] = max(64, int(secs["threads"] / cpu_round) // 64 * 64)
         rounds["fork"] = max(6, int(secs["fork"] / cpu_round) // 3 * 3)
         if debian:
             rounds["cpu-debian"] = max(4, rounds["cpu"] // 4)
