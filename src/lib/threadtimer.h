@@ -1,5 +1,6 @@
 /*
- * threadtimer: each thread's CPU timer in cpu mode.  A perf task-clock event per thread
+ * threadtimer: each thread's CPU timer (cpu mode, and wall mode's running threads).  A
+ * perf task-clock event per thread
  * raises SIGTRAP on that thread after each period of its CPU time; the first period of
  * every thread is uniformly random in (0, period], every later one is the period.  So a
  * thread's expected number of samples is its CPU time over the period however short its
@@ -7,11 +8,11 @@
  * that starts at zero in each thread, as an inherited event does, never samples a thread
  * shorter than one period.)
  *
- * Owns the table of events (a slot per thread: its owner's tid and the events' pinning
- * mappings), the hook run in each new thread before its start routine and at its exit,
- * and the switch from the random first period to the steady one, which runs in the
- * signal handler.  The events are held by a one-page mmap each, not by a descriptor: the
- * program's descriptor table never holds ours, whatever the number of threads.
+ * Owns the table of events (a slot per thread: its owner's tid, the events' pinning
+ * mappings, in wall mode the samples asked of it), the hook run in each new thread before its
+ * start routine and at its exit, and the switch from the random first period to the steady one,
+ * which runs in the signal handler.  The events are held by a one-page mmap each, not by a
+ * descriptor: the program's descriptor table never holds ours, whatever the number of threads.
  */
 #ifndef PYPROF_THREADTIMER_H
 #define PYPROF_THREADTIMER_H
