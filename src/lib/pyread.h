@@ -23,7 +23,8 @@
  *   pyread_is_code(a, code)           a live code object (span checked)
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
- *   pyread_gil(a, &last, &switches)   the GIL's last holder and hand-over count (3.7+)
+ *   pyread_gil(a, &last, &switches, &locked)  the GIL's last holder, hand-over count
+ *                                     and lock (3.7+)
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
  *   pyread_frame_popped(a, &raw)             a frame being popped (3.14+)
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
@@ -106,11 +107,12 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
 }
 
 /* The GIL's state (3.7+; 0 on 2.7 and 3.6, which keep no count): its last holder's
- * thread state, and how many times it has passed from one thread to another
- * (switch_number, 16 bytes after last_holder; take_gil counts before the thread that
- * took the GIL runs any Python code).  The holder is last_holder while the GIL is
- * locked; a thread released it may take it again without a count. */
-static inline int pyread_gil(const pyabi *a, uintptr_t *last, uint64_t *switches)
+ * thread state, how many times it has passed from one thread to another (switch_number,
+ * 16 bytes after last_holder; take_gil counts before the thread that took the GIL runs
+ * any Python code), and whether it is locked (the int 8 bytes after last_holder).  The
+ * holder is last_holder while the GIL is locked; a thread that released it may take it
+ * again without a count. */
+static inline int pyread_gil(const pyabi *a, uintptr_t *last, uint64_t *switches, int *locked)
 {
     if (a->gil_holder < 0 || !a->runtime)
         return 0;
@@ -119,6 +121,7 @@ static inline int pyread_gil(const pyabi *a, uintptr_t *last, uint64_t *switches
         return 0;
     *switches = safe_u64(base + (uintptr_t)a->gil_holder + 16);
     *last = safe_ptr(base + (uintptr_t)a->gil_holder);
+    *locked = safe_u32(base + (uintptr_t)a->gil_holder + 8) != 0;
     return 1;
 }
 

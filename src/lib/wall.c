@@ -102,27 +102,22 @@ static uintptr_t gil_read(const pyabi *a)
         return safe_ptr(a->gil_tstate);
     uintptr_t last;
     uint64_t switches;
-    if (!pyread_gil(a, &last, &switches))
-        return 0;
-    uintptr_t base = a->gil_in_interp ? safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)
-                                      : a->runtime;
-    return safe_u32(base + (uintptr_t)a->gil_holder + 8) ? last : 0;
+    int locked;
+    return pyread_gil(a, &last, &switches, &locked) && locked ? last : 0;
 }
 
 /* The CPU time thread `tid` (of this process) has used, in nanoseconds, to the
  * nanosecond: the kernel adds the running slice's share when the thread is on a CPU now.
- * UINT64_MAX when it cannot be read (the thread has ended). */
+ * 0 when it cannot be read (the thread has ended). */
 static uint64_t thread_cpu_ns(uint32_t tid)
 {
     /* The kernel's clock id of a thread's scheduler CPU clock, as glibc's
      * pthread_getcpuclockid makes it: the tid's complement, shifted past the clock type
      * (CPUCLOCK_SCHED, 2) and the per-thread bit (4). */
-    clockid_t clock = (clockid_t)((~(uint32_t)tid << 3) | 6u);
-    struct timespec now;
     int saved = errno;
-    int rc = clock_gettime(clock, &now);
+    uint64_t ns = clock_ns((clockid_t)((~(uint32_t)tid << 3) | 6u));
     errno = saved;
-    return rc == 0 ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec : UINT64_MAX;
+    return ns;
 }
 
 /* What one try at a thread's stack came to. */
@@ -163,7 +158,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     unsigned max_depth = g->max_depth < SIGHANDLER_MAX_DEPTH ? g->max_depth
                                                              : SIGHANDLER_MAX_DEPTH;
     uint64_t cpu0 = 0;
-    if (still == STILL_CPU && (cpu0 = thread_cpu_ns(tid)) == UINT64_MAX)
+    if (still == STILL_CPU && (cpu0 = thread_cpu_ns(tid)) == 0)
         return TRY_NONE; /* the thread has ended */
     rrec_sample *volatile r = NULL;
     safe_jmpbuf jb;
@@ -178,7 +173,8 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     }
     uintptr_t last0 = 0;
     uint64_t switches0 = 0;
-    if (still == STILL_GIL && (!pyread_gil(a, &last0, &switches0) || last0 == ts)) {
+    int locked0;
+    if (still == STILL_GIL && (!pyread_gil(a, &last0, &switches0, &locked0) || last0 == ts)) {
         SAFE_GUARD_END();
         return TRY_RUNNING;
     }
@@ -219,7 +215,8 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
         atomic_thread_fence(memory_order_acquire); /* the frames read before the GIL */
         uintptr_t last;
         uint64_t switches;
-        if (rc != WALK_OK || !pyread_gil(a, &last, &switches) || last != last0 ||
+        int locked;
+        if (rc != WALK_OK || !pyread_gil(a, &last, &switches, &locked) || last != last0 ||
             switches != switches0) {
             SAFE_GUARD_END();
             ring_cancel(&g->samples, (void *)r);
