@@ -124,6 +124,9 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
         cf->f.runs = cf->runs;
         cf->f.span_names = cf->spans;
         return 1;
+    case CLI_OPT_GIL_WAIT:
+        cf->f.gil_wait = 1;
+        return 1;
     case CLI_OPT_FROM:
     case CLI_OPT_TO: {
         double s;

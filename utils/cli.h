@@ -91,6 +91,7 @@ enum {
     CLI_OPT_NATIVE_GLUE,
     CLI_OPT_SPAN,
     CLI_OPT_ROOT,
+    CLI_OPT_GIL_WAIT,
 };
 /* clang-format off */
 #define CLI_FILTER_OPTIONS                                                                     \
@@ -99,7 +100,8 @@ enum {
     {"run", required_argument, NULL, CLI_OPT_RUN},                                             \
     {"from", required_argument, NULL, CLI_OPT_FROM},                                           \
     {"to", required_argument, NULL, CLI_OPT_TO},                                               \
-    {"span", required_argument, NULL, CLI_OPT_SPAN}
+    {"span", required_argument, NULL, CLI_OPT_SPAN},                                           \
+    {"gil-wait", no_argument, NULL, CLI_OPT_GIL_WAIT}
 /* clang-format on */
 
 /* The usage lines that describe them, for a command's help text. */
@@ -111,6 +113,8 @@ enum {
     "  --to SECONDS     only what happened up to SECONDS after each process started\n"         \
     "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"      \
     "                   that started it (repeatable: inside any of the names)\n"               \
+    "  --gil-wait       only the samples of threads waiting to take the GIL (logs written\n"   \
+    "                   in wall mode, on Python 3.7 and later)\n"                              \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"       \
     "                   frames between Python frames and the process and thread start\n"       \
     "  --root DIR       in logs with native frames, look for each module's file under DIR\n"   \

@@ -3,12 +3,15 @@
  * numbers as one JSON object (--json) for scripts and tests; with --memory, the summary of
  * their sampled allocations (what was allocated, what is still in use at the end, and
  * what was in use at the peak of the estimated heap, by function) instead of their
- * samples.
+ * samples; with --gil, where wall-clock time went with the GIL (per thread held, waited
+ * for, neither; per stack that waited, the stacks that held it meanwhile: gilwait.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "read/gilwait.h"
 
 #include "cli.h"
 #include "jsonw.h"
@@ -38,6 +41,13 @@ const char cmd_report_usage[] =
     "                   the end, with =peak by bytes in use at the peak.  --json: one\n"
     "                   object with the totals, the peak, by allocator, processes and\n"
     "                   functions\n"
+    "  --gil            report the GIL instead (logs written in wall mode, PYPROF_CLOCK=\n"
+    "                   wall): per thread the share of its samples it held the GIL,\n"
+    "                   waited to take it, or did neither (waited on I/O, a lock, a\n"
+    "                   sleep, or ran C code without it); per stack that waited for the\n"
+    "                   GIL, its waiting samples and the stacks that held the GIL\n"
+    "                   meanwhile (the holder's sample nearest in time, within a period).\n"
+    "                   --json: one object with the totals, threads and waits\n"
     CLI_FILTER_HELP
     "  -h, --help       show this text\n"
     "\n"
@@ -51,7 +61,8 @@ const char cmd_report_usage[] =
     "  pyprof report --pid 4242 --from 10 --to 20 logs/\n"
     "  pyprof report --span db logs/      # only the samples inside `db` spans\n"
     "  pyprof report --memory=inuse logs/ # what holds the memory at the end\n"
-    "  pyprof report --memory=peak logs/  # what held it when the heap was highest\n";
+    "  pyprof report --memory=peak logs/  # what held it when the heap was highest\n"
+    "  pyprof report --gil logs/          # who waits for the GIL, behind whom\n";
 /* clang-format on */
 
 typedef struct report_opts {
@@ -59,6 +70,7 @@ typedef struct report_opts {
     size_t top;
     int memory; /* --memory */
     int by;     /* its ALLOCS_BY_* */
+    int gil;    /* --gil */
 } report_opts;
 
 /* Room for the functions' order, and the threads in report order.  Returns 0, or -1
@@ -661,9 +673,183 @@ static int report_memory(const profile *p, const report_opts *o, int json)
     return rc;
 }
 
+/* ---- --gil ---------------------------------------------------------------------------- */
+
+static const char *const gil_key[PYPROF_GIL_STATES] = {"unknown", "held", "wait", "other",
+                                                       "not_held"};
+
+/* A stack on one line, innermost first: "f (file:line) < caller (file:line) < ...", at
+ * most `max` functions. */
+static void print_stack_line(const profile *p, uint32_t stack, unsigned max)
+{
+    const profile_stack *st = &p->stacks[stack];
+    if (!st->nframes) {
+        printf("(no Python frame)");
+        return;
+    }
+    unsigned shown = 0;
+    for (uint32_t k = st->nframes; k-- > 0 && shown < max; shown++) {
+        if (shown)
+            printf(" < ");
+        cli_print_func(stdout, &p->funcs[p->frames[st->first + k].func]);
+    }
+    if (st->nframes > max)
+        printf(" < ...");
+}
+
+static void json_stack(jsonw *w, const profile *p, uint32_t stack)
+{
+    const profile_stack *st = &p->stacks[stack];
+    jsonw_key(w, "stack");
+    jsonw_begin_array(w);
+    for (uint32_t k = st->nframes; k-- > 0;) {
+        const profile_frame *fr = &p->frames[st->first + k];
+        jsonw_begin_object(w);
+        cli_json_func(w, &p->funcs[fr->func]);
+        jsonw_key_i64(w, "at_line", fr->line);
+        jsonw_end_object(w);
+    }
+    jsonw_end_array(w);
+}
+
+static uint64_t gil_known(const uint64_t *samples)
+{
+    uint64_t n = 0;
+    for (int g = 1; g < PYPROF_GIL_STATES; g++)
+        n += samples[g];
+    return n;
+}
+
+static int print_gil_text(const profile *p, const gilwait_counts *c, const report_opts *o)
+{
+    uint64_t known = gil_known(c->samples);
+    printf("pyprof report --gil: %zu process%s, %zu samples, %" PRIu64 " with a GIL state\n",
+           p->nprocs, p->nprocs == 1 ? "" : "es", p->nsamples, known);
+    if (!known) {
+        printf("\n  no sample says where its thread stood with the GIL: the logs were not\n"
+               "  written in wall mode (PYPROF_CLOCK=wall)\n");
+        return CLI_EXIT_OK;
+    }
+    printf("\n  held %.1f%%, waiting for the GIL %.1f%%, neither %.1f%%",
+           cli_pct(c->samples[1], known), cli_pct(c->samples[2], known),
+           cli_pct(c->samples[3], known));
+    if (c->samples[PYPROF_GIL_NOT_HELD])
+        printf(", not held (waits not seen) %.1f%%", cli_pct(c->samples[4], known));
+    printf("\n  GIL waits with the holder's stack found: %.1f%%\n",
+           cli_pct(c->attributed, c->samples[PYPROF_GIL_WAIT]));
+    printf("\n  threads (share of each thread's samples)\n"
+           "      pid      tid     held     wait  neither  not held  name\n");
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const gilwait_thread *t = &c->threads[i];
+        uint64_t n = gil_known(t->samples);
+        if (!n)
+            continue;
+        const profile_thread *th = &p->threads[t->thread];
+        printf("  %7" PRIu64 " %8" PRIu64 "  %6.1f%%  %6.1f%%  %6.1f%%   %6.1f%%  ",
+               p->procs[th->process].pid, th->tid, cli_pct(t->samples[1], n),
+               cli_pct(t->samples[2], n), cli_pct(t->samples[3], n), cli_pct(t->samples[4], n));
+        cli_put_line(stdout, th->name);
+        printf("\n");
+    }
+    if (!c->nstacks)
+        return CLI_EXIT_OK;
+    printf("\n  waiting for the GIL, by stack (share of all GIL waits), and who held it\n");
+    size_t n = c->nstacks < o->top ? c->nstacks : o->top;
+    for (size_t i = 0; i < n; i++) {
+        const gilwait_stack *s = &c->stacks[i];
+        printf("  %6.1f%%  ", cli_pct(s->samples, c->samples[PYPROF_GIL_WAIT]));
+        print_stack_line(p, s->stack, 4);
+        printf("\n");
+        for (size_t h = 0; h < s->nholders && h < 3; h++) {
+            printf("           %5.1f%% behind  ", cli_pct(s->holders[h].samples, s->samples));
+            print_stack_line(p, s->holders[h].stack, 4);
+            printf("\n");
+        }
+        if (s->attributed < s->samples)
+            printf("           %5.1f%% behind  (no holder sample within a period)\n",
+                   cli_pct(s->samples - s->attributed, s->samples));
+    }
+    return CLI_EXIT_OK;
+}
+
+static void json_gil_states(jsonw *w, const uint64_t *samples)
+{
+    for (int g = 0; g < PYPROF_GIL_STATES; g++)
+        jsonw_key_u64(w, gil_key[g], samples[g]);
+}
+
+/* docs/JSON.md, "report gil". */
+static int print_gil_json(const profile *p, const gilwait_counts *c, const report_opts *o)
+{
+    jsonw w;
+    jsonw_init(&w, stdout, 0);
+    jsonw_begin_object(&w);
+    jsonw_key_u64(&w, "samples", p->nsamples);
+    jsonw_key(&w, "states");
+    jsonw_begin_object(&w);
+    json_gil_states(&w, c->samples);
+    jsonw_end_object(&w);
+    jsonw_key_u64(&w, "attributed", c->attributed);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "threads");
+    jsonw_begin_array(&w);
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const gilwait_thread *t = &c->threads[i];
+        const profile_thread *th = &p->threads[t->thread];
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_u64(&w, "pid", p->procs[th->process].pid);
+        jsonw_key_u64(&w, "tid", th->tid);
+        jsonw_key_string(&w, "name", th->name);
+        json_gil_states(&w, t->samples);
+        jsonw_end_object(&w);
+    }
+    jsonw_end_array(&w);
+    jsonw_break(&w, 1);
+    jsonw_key(&w, "waits");
+    jsonw_begin_array(&w);
+    size_t n = o->top_given && c->nstacks > o->top ? o->top : c->nstacks;
+    for (size_t i = 0; i < n; i++) {
+        const gilwait_stack *s = &c->stacks[i];
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_u64(&w, "samples", s->samples);
+        jsonw_key_u64(&w, "attributed", s->attributed);
+        json_stack(&w, p, s->stack);
+        jsonw_key(&w, "holders");
+        jsonw_begin_array(&w);
+        for (size_t h = 0; h < s->nholders; h++) {
+            jsonw_begin_object(&w);
+            jsonw_key_u64(&w, "samples", s->holders[h].samples);
+            json_stack(&w, p, s->holders[h].stack);
+            jsonw_end_object(&w);
+        }
+        jsonw_end_array(&w);
+        jsonw_end_object(&w);
+    }
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    jsonw_finish(&w);
+    return CLI_EXIT_OK;
+}
+
+static int report_gil(const profile *p, const report_opts *o, int json)
+{
+    gilwait_counts c;
+    if (gilwait_sum(p, &c) < 0)
+        return cli_oom();
+    int rc = json ? print_gil_json(p, &c, o) : print_gil_text(p, &c, o);
+    gilwait_counts_free(&c);
+    return rc;
+}
+
 static int report_option(void *ctx, int c, const char *arg)
 {
     report_opts *o = ctx;
+    if (c == 'g') {
+        o->gil = 1;
+        return 0;
+    }
     if (c == 'm')
         return cli_parse_memory("report", arg, 1, &o->memory, &o->by);
     uint32_t v; /* --top */
@@ -680,19 +866,24 @@ int cmd_report(int argc, char **argv)
     static const struct option options[] = {
         {"top", required_argument, NULL, 't'},
         {"memory", optional_argument, NULL, 'm'},
+        {"gil", no_argument, NULL, 'g'},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"report", cmd_report_usage, 1,    "",
                                     options,  report_option,    NULL, 0};
-    report_opts o = {0, 20, 0, ALLOCS_BY_ALLOC};
+    report_opts o = {0, 20, 0, ALLOCS_BY_ALLOC, 0};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
     cli_args a;
     int rc = cli_start(&cmd, argc, argv, &o, &a);
     if (rc >= 0)
         goto cleanup;
-    if (o.memory)
+    if (o.memory && o.gil)
+        rc = cli_usage_error("report", "--memory and --gil are two reports: choose one");
+    else if (o.memory)
         rc = report_memory(a.p, &o, a.json);
+    else if (o.gil)
+        rc = report_gil(a.p, &o, a.json);
     else if (aggregate_funcs(a.p, &agg) < 0)
         rc = cli_oom();
     else

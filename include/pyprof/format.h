@@ -76,7 +76,11 @@ enum pyprof_record_type {
      * the frames grouped, outermost first, by the activation of the interpreter's
      * eval-loop C function that runs them (one frame each up to 3.10; on 3.11+ a run
      * starts at an entry frame).  The lengths add up to nframes; markers (cut,
-     * unreadable) belong to the run they sit in. */
+     * unreadable) belong to the run they sit in.
+     * Then, in wall-clock logs: uvarint gil (enum pyprof_gil): where the thread stood with
+     * the GIL when its samples of this stack were taken.  Two samples with the same frames
+     * and different GIL states have two STACK records.  Absent (older writers, cpu mode)
+     * or a value this reader does not know: PYPROF_GIL_UNKNOWN. */
     PYPROF_REC_STACK = 4,
     /* svarint dt_us; uvarint thread_idx; uvarint stack_id; uvarint cpu_us (the CPU time
      * this sample stands for: the period in cpu mode);
@@ -297,11 +301,26 @@ enum pyprof_alloc_domain {
                                      * was full): it counts as allocated, never in use */
 /* clang-format on */
 
+/* STACK.gil: a wall-clock sample's thread and the GIL (the interpreter's global lock). */
+enum pyprof_gil {
+    PYPROF_GIL_UNKNOWN = 0,  /* not recorded (cpu mode, older writers) */
+    PYPROF_GIL_HELD = 1,     /* the thread held the GIL */
+    PYPROF_GIL_WAIT = 2,     /* it waited to take the GIL */
+    PYPROF_GIL_OTHER = 3,    /* it neither held nor waited for the GIL: it waited on
+                              * something else (I/O, a lock, a sleep) or ran C code that
+                              * released it */
+    PYPROF_GIL_NOT_HELD = 4, /* it did not hold the GIL; whether it waited for it is not
+                              * known (an interpreter whose GIL waits cannot be seen) */
+    PYPROF_GIL_STATES = 5,
+};
+
 /* SNAPSHOT thread flags */
 /* clang-format off */
 #define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */
 #define PYPROF_SNAP_F_CHANGED 2u /* the stack changed while it was read: only its innermost
                                   * frame is known (under the unreadable marker) */
+#define PYPROF_SNAP_F_GIL_WAIT 4u /* the thread waited to take the GIL (3.7+; a snapshot
+                                   * taken while a wall-clock window is open) */
 /* clang-format on */
 
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */

@@ -90,6 +90,7 @@ typedef struct pyprof_stack_rec {
      * lengths adding up to nframes).  nruns 0: not recorded. */
     uint64_t nruns;
     const uint32_t *runs;
+    uint64_t gil; /* enum pyprof_gil; PYPROF_GIL_UNKNOWN when not recorded */
 } pyprof_stack_rec;
 
 /* Timed records carry the absolute time, already summed from the dt fields. */

@@ -86,6 +86,12 @@ int logenc_put_stack_runs(rec_out *o, const uint32_t *runs, size_t nruns)
     return done(o);
 }
 
+int logenc_put_stack_gil(rec_out *o, uint64_t gil)
+{
+    rec_put_uvarint(o, gil);
+    return done(o);
+}
+
 int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
                       uint64_t cpu_us)
 {

@@ -11,6 +11,7 @@
  *   logenc_put_code     CODE from a logenc_code_fields; logenc_code_max sizes its buffer
  *   logenc_put_stack    STACK: stack_id and logenc_frames; LOGENC_STACK_MAX sizes it
  *   logenc_put_stack_runs  the STACK's native-log tail: nruns and the run lengths
+ *   logenc_put_stack_gil   the STACK's wall-clock tail: the GIL state (after the runs)
  *   logenc_put_sample   SAMPLE: dt_us, thread_idx, stack_id, cpu_us
  *   logenc_put_sample_native  the SAMPLE's native-log tail: nstack_id, native_flags
  *   logenc_put_rss      RSS: dt_us, rss_bytes
@@ -156,6 +157,7 @@ int logenc_put_code(rec_out *o, const logenc_code_fields *c);
 int logenc_put_stack(rec_out *o, uint64_t stack_id, const logenc_frame *f, size_t n);
 /* The runs: nruns lengths, outermost first, adding up to the stack's frames. */
 int logenc_put_stack_runs(rec_out *o, const uint32_t *runs, size_t nruns);
+int logenc_put_stack_gil(rec_out *o, uint64_t gil);
 int logenc_put_sample(rec_out *o, int64_t dt_us, uint64_t thread_idx, uint64_t stack_id,
                       uint64_t cpu_us);
 int logenc_put_sample_native(rec_out *o, uint64_t nstack_id, uint64_t native_flags);

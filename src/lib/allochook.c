@@ -332,11 +332,6 @@ int allochook_install(uint64_t interval, unsigned long python_hex, char *err, si
         return -1;
     }
     allocsample_configure(interval);
-    static int atfork_registered;
-    if (!atfork_registered) {
-        pthread_atfork(gotpatch_fork_prepare, gotpatch_fork_parent, NULL);
-        atfork_registered = 1;
-    }
     /* The originals first: a patched slot may be called the moment it is written. */
     char gerr[256] = "";
     if (gotpatch_install(c_syms, H_COUNT, orig_c, gerr, sizeof gerr) < 0) {
@@ -356,7 +351,6 @@ int allochook_install(uint64_t interval, unsigned long python_hex, char *err, si
 
 void allochook_after_fork_child(void)
 {
-    gotpatch_after_fork_child();
     allocsample_after_fork_child();
     if (atomic_load(&installed))
         atomic_store(&loader_suspect, 1);

@@ -113,6 +113,7 @@ typedef struct gp_module {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int installed;
+static int rescan_all; /* names were added: the next scan looks at every module again */
 static gp_sym *syms_g;
 static size_t nsyms_g;
 static gp_module *mods;
@@ -579,8 +580,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
                                               sizeof info->dlpi_subs
                                       ? info->dlpi_subs
                                       : last_subs + 1; /* no counter: never trust the list */
-        c->again = subs != last_subs;
+        c->again = subs != last_subs || rescan_all;
         last_subs = subs;
+        rescan_all = 0;
     }
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     gp_module *known = find_module(info->dlpi_addr, name);
@@ -694,19 +696,27 @@ int gotpatch_install(const gotpatch_sym *syms, size_t n, void **originals, char 
             return -1;
         }
     pthread_mutex_lock(&lock);
-    gp_sym *g = NULL;
-    if (installed) {
-        snprintf(err, errlen, "pyprof: GOT patching: installed already");
-        goto fail;
-    }
-    g = calloc(n, sizeof *g);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < nsyms_g; j++)
+            if (!strcmp(syms[i].name, syms_g[j].name)) {
+                snprintf(err, errlen, "pyprof: GOT patching: %.64s is patched already",
+                         syms[i].name);
+                pthread_mutex_unlock(&lock);
+                return -1;
+            }
+    /* The names patched so far, then these. */
+    gp_sym *g = calloc(nsyms_g + n, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "pyprof: GOT patching: out of memory");
         goto fail;
     }
+    if (nsyms_g)
+        memcpy(g, syms_g, nsyms_g * sizeof *g);
+    gp_sym *added = g + nsyms_g;
     for (size_t i = 0; i < n; i++) {
-        g[i].name = syms[i].name;
-        g[i].replacement = syms[i].replacement;
+        gp_sym *gi = &added[i];
+        gi->name = syms[i].name;
+        gi->replacement = syms[i].replacement;
         void *o = dlsym(RTLD_DEFAULT, syms[i].name);
         if (!o)
             dlerror(); /* the program's next dlerror() is not about our lookup */
@@ -727,12 +737,18 @@ int gotpatch_install(const gotpatch_sym *syms, size_t n, void **originals, char 
                      syms[i].name);
             goto fail;
         }
-        g[i].original = o;
+        gi->original = o;
     }
     for (size_t i = 0; i < n; i++)
-        originals[i] = g[i].original;
+        originals[i] = added[i].original;
+    if (!installed)
+        pthread_atfork(gotpatch_fork_prepare, gotpatch_fork_parent, gotpatch_after_fork_child);
+    free(syms_g);
     syms_g = g;
-    nsyms_g = n;
+    nsyms_g += n;
+    /* The modules patched before know nothing of the new names: every one is looked at
+     * again (a slot that holds its replacement already is left). */
+    rescan_all = installed;
     installed = 1;
     int written = scan();
     pthread_mutex_unlock(&lock);

@@ -52,8 +52,11 @@ typedef struct gotpatch_sym {
  * then on), and must stay valid as long as the replacements read it; a name without an
  * original is left unpatched.  Remembers the modules it has patched (by load address +
  * dlpi_name).  Returns the number of slots written, or -1 with one line in err (bad
- * arguments, a second call, no loader listing, gotpatch's own module not found, a name
- * that resolves to its replacement, memory).  Call once. */
+ * arguments, a name patched already, no loader listing, gotpatch's own module not found,
+ * a name that resolves to its replacement, memory).  Each user calls it once with its own
+ * names (allocation sampling, GIL waits): a later call adds its names and patches them
+ * in every module, those patched before included.  The first call registers the fork
+ * handlers below with pthread_atfork. */
 int gotpatch_install(const gotpatch_sym *syms, size_t n, void **originals, char *err,
                      size_t errlen);
 
@@ -66,14 +69,14 @@ int gotpatch_refresh(void);
  * module counts once it had at least one slot written.  Either pointer may be NULL. */
 void gotpatch_stats(unsigned *modules, unsigned *slots);
 
-/* [not sigsafe] fork's prepare and parent handlers: the fork waits for a scan in progress
- * (which holds the loader's lock inside dl_iterate_phdr, a lock glibc does not reset in
- * the child) and holds new ones off until it returns. */
+/* [not sigsafe] fork's prepare and parent handlers (registered by the first install): the fork
+ * waits for a scan in progress (which holds the loader's lock inside dl_iterate_phdr, a lock
+ * glibc does not reset in the child) and holds new ones off until it returns. */
 void gotpatch_fork_prepare(void);
 void gotpatch_fork_parent(void);
 
-/* [not sigsafe] In a fork child: nothing to redo (the child inherits the patched GOTs),
- * but the lock is reinitialised. */
+/* [not sigsafe] fork's child handler (registered by the first install): nothing to redo (the
+ * child inherits the patched GOTs), but the lock is reinitialised. */
 void gotpatch_after_fork_child(void);
 
 #endif

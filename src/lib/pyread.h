@@ -23,8 +23,10 @@
  *   pyread_is_code(a, code)           a live code object (span checked)
  *   pyread_interpreter_ready(a)       between initialization and finalization
  *   pyread_top_frame(a, ts)           the innermost frame of thread state ts, or 0
+ *   pyread_gil_holder_addr(a)         where the GIL's last_holder is (3.7+)
  *   pyread_gil(a, &last, &switches, &locked)  the GIL's last holder, hand-over count
  *                                     and lock (3.7+)
+ *   pyread_gil_holder(a)              the thread state holding the GIL now, or 0
  *   frame_raw, pyread_frame(a, f, &raw)      one frame's fields, read as they are
  *   pyread_frame_popped(a, &raw)             a frame being popped (3.14+)
  *   pyread_frame_unchanged(a, f, &raw)       still the same code and caller
@@ -106,6 +108,19 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
     return f;
 }
 
+/* The address of the GIL's last_holder (3.7+; 0 on 2.7 and 3.6, and on 3.12+ before the
+ * main interpreter exists): in _PyRuntime, or in the main interpreter on 3.12+.  The
+ * GIL's structure starts 8 bytes before it (its switch interval). */
+static inline uintptr_t pyread_gil_holder_addr(const pyabi *a)
+{
+    if (a->gil_holder < 0 || !a->runtime)
+        return 0;
+    uintptr_t base = a->runtime;
+    if (a->gil_in_interp && !(base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)))
+        return 0;
+    return base + (uintptr_t)a->gil_holder;
+}
+
 /* The GIL's state (3.7+; 0 on 2.7 and 3.6, which keep no count): its last holder's
  * thread state, how many times it has passed from one thread to another (switch_number,
  * 16 bytes after last_holder; take_gil counts before the thread that took the GIL runs
@@ -114,15 +129,26 @@ static inline uintptr_t pyread_top_frame(const pyabi *a, uintptr_t ts)
  * again without a count. */
 static inline int pyread_gil(const pyabi *a, uintptr_t *last, uint64_t *switches, int *locked)
 {
-    if (a->gil_holder < 0 || !a->runtime)
+    uintptr_t holder = pyread_gil_holder_addr(a);
+    if (!holder)
         return 0;
-    uintptr_t base = a->runtime;
-    if (a->gil_in_interp && !(base = safe_ptr(a->runtime + (uintptr_t)a->rt_interp_main)))
-        return 0;
-    *switches = safe_u64(base + (uintptr_t)a->gil_holder + 16);
-    *last = safe_ptr(base + (uintptr_t)a->gil_holder);
-    *locked = safe_u32(base + (uintptr_t)a->gil_holder + 8) != 0;
+    *switches = safe_u64(holder + 16);
+    *last = safe_ptr(holder);
+    *locked = safe_u32(holder + 8) != 0;
     return 1;
+}
+
+/* The thread state holding the GIL now, 0 when none or unknown: 2.7 and 3.6 keep it in
+ * _PyThreadState_Current; later versions in the GIL's last_holder, which counts only
+ * while the GIL is locked. */
+static inline uintptr_t pyread_gil_holder(const pyabi *a)
+{
+    if (a->gil_tstate)
+        return safe_ptr(a->gil_tstate);
+    uintptr_t last;
+    uint64_t switches;
+    int locked;
+    return pyread_gil(a, &last, &switches, &locked) && locked ? last : 0;
 }
 
 /* Reads one frame.  Returns 0, or -1 when a heap frame (<= 3.10) is not a live frame

@@ -40,13 +40,20 @@ uint32_t sampleout_commit(rrec_sample *r, uint32_t tid)
 
 uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind)
 {
-    return sampleout_commit_repeat(r, tid, kind, 0);
+    return sampleout_commit_repeat(r, tid, kind, 0, 0, PYPROF_GIL_UNKNOWN);
 }
 
-uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat)
+uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat,
+                                 uint32_t repeat_held, uint8_t gil)
 {
     sighandler_state *g = &sighandler_g;
     r->repeat = repeat;
+    r->repeat_held = repeat_held < repeat ? repeat_held : repeat;
+    r->gil = gil;
+    /* Asked while it ran: when it did not hold the GIL, it ran C code without it. */
+    r->repeat_gil = gil == PYPROF_GIL_UNKNOWN    ? PYPROF_GIL_UNKNOWN
+                    : gil == PYPROF_GIL_NOT_HELD ? PYPROF_GIL_NOT_HELD
+                                                 : PYPROF_GIL_OTHER;
     r->kind = (uint8_t)kind;
     r->tid = tid;
     r->t_ns = clock_mono_ns() - g->t0_ns;

@@ -68,6 +68,7 @@
 #include "calib.h"
 #include "codeid.h"
 #include "codetable.h"
+#include "gilstate.h"
 #include "native.h"
 #include "pyread.h"
 #include "safe_read.h"
@@ -206,7 +207,8 @@ static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
  * under the read).  Table generation `t` is held by the caller.  With `al`, an allocation
  * sample, kept even without Python frames; without, a CPU sample.  Returns the stack's
  * depth (an allocation sample: at least 1), 0 when no sample was taken. */
-static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t repeat)
+static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t repeat,
+                            uint32_t repeat_held)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -233,6 +235,12 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     }
     uintptr_t ts = this_tstate(a);
     uintptr_t frame = ts ? pyread_top_frame(a, ts) : 0;
+    /* Wall mode: this thread runs, so it holds the GIL or runs C code without it. */
+    uint8_t gil = PYPROF_GIL_UNKNOWN;
+    if (g->wall_timed && !al && frame)
+        gil = pyread_gil_holder(a) == ts ? PYPROF_GIL_HELD
+              : gilstate_installed()     ? PYPROF_GIL_OTHER
+                                         : PYPROF_GIL_NOT_HELD;
     if (!frame) {
         SAFE_GUARD_END();
         if (al)
@@ -314,16 +322,18 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
                                            g->native_max + NATIVE_SLACK, pc, &flags);
         r->native_flags = flags;
     }
-    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat);
+    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat,
+                                   repeat_held, gil);
 }
 
-/* The signal handler's sample of its own thread, standing for `repeat` samples more;
- * returns its depth (0: none taken). */
-static uint32_t take_sample(void *uc, uint32_t repeat)
+/* The signal handler's sample of its own thread, standing for `repeat` samples more
+ * (`repeat_held` of them asked while it held the GIL); returns its depth (0: none
+ * taken). */
+static uint32_t take_sample(void *uc, uint32_t repeat, uint32_t repeat_held)
 {
     int t = codetable_enter();
     uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    uint32_t depth = sample_self(t, pc, NULL, repeat);
+    uint32_t depth = sample_self(t, pc, NULL, repeat, repeat_held);
     codetable_leave(t);
     return depth;
 }
@@ -340,7 +350,7 @@ int sighandler_sample_alloc(uint64_t size, uintptr_t addr, int domain, int flags
         tls_busy = 1;
         alloc_info al = {size, addr, ret, (uint8_t)domain, (uint8_t)flags};
         int t = codetable_enter();
-        rc = sample_self(t, 0, &al, 0) ? 1 : -1;
+        rc = sample_self(t, 0, &al, 0, 0) ? 1 : -1;
         codetable_leave(t);
         tls_busy = 0;
     }
@@ -386,9 +396,12 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
                                       memory_order_relaxed);
         /* Wall mode: the timer samples its thread for the passes that found it running
          * (threadtimer_ask), and only for them. */
-        uint32_t asked = 1;
-        if (g->wall_timed && sig == SIGTRAP)
-            asked = threadtimer_take_asked(perf_data, sighandler_tid());
+        uint32_t asked = 1, held = 0;
+        if (g->wall_timed && sig == SIGTRAP) {
+            uint32_t v = threadtimer_take_asked(perf_data, sighandler_tid());
+            asked = THREADTIMER_ASKED(v);
+            held = THREADTIMER_ASKED_HELD(v);
+        }
         if (!asked) {
             /* nothing asked: the passes sampled this thread themselves */
         } else if (tls_busy) {
@@ -399,7 +412,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         } else {
             tls_busy = 1;
             uint64_t t0 = clock_mono_ns();
-            uint32_t depth = take_sample(uc, asked - 1);
+            uint32_t depth = take_sample(uc, asked - 1, held);
             uint64_t cost = clock_mono_ns() - t0;
             if (depth)
                 sampleout_cost(depth, cost);

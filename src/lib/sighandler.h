@@ -53,10 +53,14 @@ typedef struct rrec_sample {
     uint8_t native_flags; /* PYPROF_NATIVE_F_* */
     uint8_t snap_flags;   /* RREC_SNAP: PYPROF_SNAP_F_* */
     uint8_t os_state;     /* RREC_SNAP: the kernel's state letter, 0 unknown */
-    uint8_t pad;
+    uint8_t gil;          /* RREC_SAMPLE, wall mode: enum pyprof_gil, 0 unknown */
     uint32_t snap_id;     /* RREC_SNAP, RREC_SNAP_END: the snapshot */
     uint32_t repeat;      /* RREC_SAMPLE: stands for this many samples more (wall mode:
-                           * the passes that found the thread running since its last) */
+                           * the passes that found its thread running since its last) */
+    uint32_t repeat_held; /* of those, the ones whose pass found the thread holding the
+                           * GIL: their GIL state is HELD, the others' repeat_gil (a
+                           * repeat's state is its asking pass's) */
+    uint8_t repeat_gil;   /* enum pyprof_gil */
     uint8_t alloc_domain; /* RREC_ALLOC: enum pyprof_alloc_domain */
     uint8_t alloc_flags;  /* RREC_ALLOC: PYPROF_ALLOC_F_* */
     uint64_t alloc_size;  /* RREC_ALLOC: bytes asked for */

@@ -81,7 +81,8 @@ typedef struct tt_slot {
     _Atomic uint32_t tid;     /* owner; 0 free */
     _Atomic uintptr_t first;  /* the first event's mapping, until released */
     _Atomic uintptr_t steady; /* the steady event's mapping */
-    _Atomic uint64_t asked;   /* wall mode: (tid << 32) | samples asked of that thread */
+    _Atomic uint64_t asked;   /* wall mode: (tid << 32) | (held << 16) | samples asked of
+                               * that thread, `held` of them while it held the GIL */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
@@ -223,7 +224,7 @@ static void free_slot(uint32_t s, uint32_t tid)
     release_slot_maps(&slots[s]);
     uint64_t asked = atomic_exchange(&slots[s].asked, 0);
     if (asked >> 32 == tid)
-        atomic_fetch_add(&ended_asked, (uint32_t)asked);
+        atomic_fetch_add(&ended_asked, THREADTIMER_ASKED((uint32_t)asked));
     atomic_store(&slots[s].tid, 0);
 }
 
@@ -387,7 +388,7 @@ static int slot_of(uint32_t tid)
     return -1;
 }
 
-int threadtimer_ask(uint32_t tid)
+int threadtimer_ask(uint32_t tid, int held)
 {
     int s = slot_of(tid);
     if (s < 0 || (!atomic_load_explicit(&slots[s].steady, memory_order_relaxed) &&
@@ -396,10 +397,10 @@ int threadtimer_ask(uint32_t tid)
     uint64_t v = atomic_load(&slots[s].asked), want;
     do {
         /* A count left by the slot's last owner is not this thread's. */
-        uint64_t n = v >> 32 == tid ? (uint32_t)v : 0;
-        if (n == UINT32_MAX)
+        uint32_t n = v >> 32 == tid ? (uint32_t)v : 0;
+        if (THREADTIMER_ASKED(n) == 0xffffu)
             return 0;
-        want = (uint64_t)tid << 32 | (n + 1);
+        want = (uint64_t)tid << 32 | (n + 1 + (held ? 1u << 16 : 0));
     } while (!atomic_compare_exchange_weak(&slots[s].asked, &v, want));
     return 0;
 }

@@ -11,6 +11,7 @@
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
  *   threadtimer_ask, threadtimer_take_asked_tid, threadtimer_take_ended_asked
  *                                                atomics on threadtimer's slot table
+ *   gilstate_watch, gilstate_waiters             atomics on gilstate's table
  *   codetable_enter/leave                        atomics (codetable.c)
  *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
  *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
@@ -38,6 +39,7 @@
 #include "common/clock.h"
 #include "codeid.h"
 #include "codetable.h"
+#include "gilstate.h"
 #include "pthread_tid.h"
 #include "pyread.h"
 #include "safe_read.h"
@@ -93,17 +95,22 @@ static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
     return 0;
 }
 
-/* The thread state holding the GIL now, 0 when none or unknown: 2.7 and 3.6 keep it in
- * _PyThreadState_Current; later versions in the GIL's last_holder, which counts only
- * while the GIL is locked.  Inside a guarded region. */
-static uintptr_t gil_read(const pyabi *a)
+/* The threads waiting for the GIL (gilstate_waiters), copied at the start of a pass. */
+static uintptr_t waiting[GILSTATE_WAITERS];
+static unsigned nwaiting;
+
+/* Where thread state `ts` (of pthread_t `pth`) stands with the GIL: its holder, waiting
+ * for it (with gilstate's wrappers), or neither.  Inside a guarded region. */
+static uint8_t gil_of(const pyabi *a, uintptr_t ts, uintptr_t pth)
 {
-    if (a->gil_tstate)
-        return safe_ptr(a->gil_tstate);
-    uintptr_t last;
-    uint64_t switches;
-    int locked;
-    return pyread_gil(a, &last, &switches, &locked) && locked ? last : 0;
+    if (pyread_gil_holder(a) == ts)
+        return PYPROF_GIL_HELD;
+    if (!gilstate_installed())
+        return PYPROF_GIL_NOT_HELD;
+    for (unsigned i = 0; i < nwaiting; i++)
+        if (waiting[i] == pth)
+            return PYPROF_GIL_WAIT;
+    return PYPROF_GIL_OTHER;
 }
 
 /* The CPU time thread `tid` (of this process) has used, in nanoseconds, to the
@@ -150,8 +157,9 @@ enum {
  * calls and join frames of two moments (a recursion's callers read from a later,
  * shallower one).  A stack found changing keeps its innermost frame only, under the
  * unreadable marker. */
-static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kind, int still,
-                     uint32_t snap_id, uint8_t snap_flags, uint8_t os_state)
+static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t *depth,
+                     int kind, int still, uint32_t snap_id, uint8_t snap_flags,
+                     uint8_t os_state)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -231,6 +239,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     for (int i = 0; rc == WALK_CHANGED && i < 3; i++)
         if (innermost_only(&o, ts, (rrec_sample *)r))
             rc = WALK_OK;
+    uint8_t gil = kind == RREC_SAMPLE ? gil_of(a, ts, pth) : PYPROF_GIL_UNKNOWN;
     SAFE_GUARD_END();
     if (rc != WALK_OK) {
         ring_cancel(&g->samples, (void *)r);
@@ -254,32 +263,37 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uint32_t *depth, int kin
     }
     /* A thread found still takes over the samples its timer was asked for and has not
      * taken yet (it stopped running first). */
-    uint32_t repeat = kind == RREC_SAMPLE && still != STILL_UNSHOWN && g->wall_timed
-                          ? threadtimer_take_asked_tid(tid)
-                          : 0;
-    *depth = sampleout_commit_repeat((rrec_sample *)r, tid, kind, repeat);
+    uint32_t asked = kind == RREC_SAMPLE && still != STILL_UNSHOWN && g->wall_timed
+                         ? threadtimer_take_asked_tid(tid)
+                         : 0;
+    *depth = sampleout_commit_repeat((rrec_sample *)r, tid, kind, THREADTIMER_ASKED(asked),
+                                     THREADTIMER_ASKED_HELD(asked), gil);
     return TRY_TAKEN;
 }
+
+static uintptr_t gil_holder_now(const pyabi *a);
 
 /* One sample of a thread.  Read while it keeps still, shown by the GIL (3.7+: no system
  * call) or else its CPU clock (with `timed`); a thread found running is asked of its
  * timer (with `timed`: *running is set) or, with none, read as it runs.  Returns the
  * stack's depth, 0 when no sample was taken here. */
-static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid, int timed, int *running)
+static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, int timed,
+                             int *running)
 {
     uint32_t depth = 0;
     int rc = TRY_RUNNING;
     *running = 0;
     if (sighandler_g.abi.gil_holder >= 0)
-        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_GIL, 0, 0, 0);
+        rc = try_other(t, ts, tid, pth, &depth, RREC_SAMPLE, STILL_GIL, 0, 0, 0);
     if (rc == TRY_RUNNING && timed)
-        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_CPU, 0, 0, 0);
-    if (rc == TRY_RUNNING && timed && threadtimer_ask(tid) == 0) {
+        rc = try_other(t, ts, tid, pth, &depth, RREC_SAMPLE, STILL_CPU, 0, 0, 0);
+    if (rc == TRY_RUNNING && timed &&
+        threadtimer_ask(tid, gil_holder_now(&sighandler_g.abi) == ts) == 0) {
         *running = 1; /* its timer's next signal takes the sample */
         return 0;
     }
     if (rc == TRY_RUNNING) /* no timer of its own: read as it runs */
-        rc = try_other(t, ts, tid, &depth, RREC_SAMPLE, STILL_UNSHOWN, 0, 0, 0);
+        rc = try_other(t, ts, tid, pth, &depth, RREC_SAMPLE, STILL_UNSHOWN, 0, 0, 0);
     if (rc == TRY_CHANGED)
         sampleout_drop(PYPROF_DROP_CHANGING);
     else if (rc == TRY_UNREADABLE)
@@ -308,7 +322,8 @@ static uint32_t tstate_tid(const pyabi *a, uintptr_t ts)
  * after-fork hook, the main thread's state is still listed.  Each (thread state, tid)
  * pair is checked once, with tgkill's existence test, and remembered by its position
  * from the end of the list (new threads are added at the front). */
-static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, unsigned *n)
+static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, uintptr_t *pth_of,
+                              unsigned *n)
 {
     enum { KNOWN = 4096 };
     static uintptr_t known_ts[KNOWN];
@@ -340,6 +355,7 @@ static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, unsigned *n)
         }
         ts_of[kept] = ts_of[i];
         tid_of[kept] = tid_of[i];
+        pth_of[kept] = pth_of[i];
         kept++;
     }
     *n = kept;
@@ -348,6 +364,7 @@ static void keep_live_threads(uintptr_t *ts_of, uint32_t *tid_of, unsigned *n)
 enum { MAX_THREADS = 4096 };
 static uintptr_t ts_of[MAX_THREADS];
 static uint32_t tid_of[MAX_THREADS];
+static uintptr_t pth_of[MAX_THREADS]; /* the thread's pthread_t (thread_id) */
 
 /* The main interpreter's thread states and their threads, into ts_of/tid_of: how many,
  * or -1 when the interpreter is not running. */
@@ -374,15 +391,37 @@ static int list_threads(void)
         if (tid) {
             ts_of[n] = ts;
             tid_of[n] = tid;
+            pth_of[n] = safe_ptr(ts + (uintptr_t)a->ts_thread_id);
             n++;
         }
         ts = safe_ptr(ts + (uintptr_t)a->ts_next);
     }
     SAFE_GUARD_END();
 listed:
-    keep_live_threads(ts_of, tid_of, (unsigned *)&n);
+    keep_live_threads(ts_of, tid_of, pth_of, (unsigned *)&n);
     return (int)n;
 }
+
+/* Tells gilstate where the GIL is, and copies the threads waiting for it now.  (The
+ * guard's noreturn jump: see gil_holder_now.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+static void gil_waiters_now(const pyabi *a)
+{
+    nwaiting = 0;
+    if (!gilstate_installed())
+        return;
+    volatile uintptr_t holder = 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        holder = pyread_gil_holder_addr(a);
+        SAFE_GUARD_END();
+    }
+    if (holder)
+        gilstate_watch(holder - 8);
+    nwaiting = gilstate_waiters(waiting, GILSTATE_WAITERS);
+}
+#pragma GCC diagnostic pop
 
 unsigned wall_sample_threads(int timed)
 {
@@ -398,11 +437,12 @@ unsigned wall_sample_threads(int timed)
     unsigned n = (unsigned)listed, taken = 0;
     if (timed) /* asked of a thread's timer, but the thread ended first */
         sampleout_drop_n(PYPROF_DROP_ENDED_RUNNING, threadtimer_take_ended_asked());
+    gil_waiters_now(&g->abi);
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         uint64_t t0 = clock_mono_ns();
         int running;
-        uint32_t depth = sample_other(t, ts_of[i], tid_of[i], timed, &running);
+        uint32_t depth = sample_other(t, ts_of[i], tid_of[i], pth_of[i], timed, &running);
         if (running) {
             taken++; /* its own timer's signal samples it, and counts that */
             continue;
@@ -454,7 +494,7 @@ static uint8_t os_state_of(uint32_t tid)
     return st;
 }
 
-/* gil_read in a guarded region of its own.  (GCC takes the failing reads' noreturn
+/* pyread_gil_holder in a guarded region of its own.  (GCC takes the failing reads' noreturn
  * jump for a way out with the guard still set: its dangling-pointer warning is off for
  * this function.) */
 #pragma GCC diagnostic push
@@ -464,7 +504,7 @@ static uintptr_t gil_holder_now(const pyabi *a)
     volatile uintptr_t holder = 0;
     safe_jmpbuf jb;
     if (SAFE_GUARD_BEGIN(jb)) {
-        holder = gil_read(a);
+        holder = pyread_gil_holder(a);
         SAFE_GUARD_END();
     }
     return holder;
@@ -491,18 +531,22 @@ int wall_snapshot(uint32_t snapshot_id)
     }
     unsigned n = (unsigned)listed;
     uintptr_t gil = gil_holder_now(a);
+    gil_waiters_now(a);
     int t = codetable_enter();
     for (unsigned i = 0; i < n; i++) {
         uint8_t flags = gil && ts_of[i] == gil ? PYPROF_SNAP_F_GIL : 0;
+        for (unsigned k = 0; k < nwaiting && !flags; k++)
+            if (waiting[k] == pth_of[i])
+                flags = PYPROF_SNAP_F_GIL_WAIT;
         uint8_t state = os_state_of(tid_of[i]);
         uint32_t depth = 0;
         int rc = TRY_NONE;
         /* A thread found still is read whole; one that keeps running, with the walk's
          * own checks (its innermost frame only when they find it changing). */
-        rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, STILL_CPU, snapshot_id, flags,
-                       state);
+        rc = try_other(t, ts_of[i], tid_of[i], pth_of[i], &depth, RREC_SNAP, STILL_CPU,
+                       snapshot_id, flags, state);
         for (int k = 0; k < 3 && rc != TRY_TAKEN; k++)
-            rc = try_other(t, ts_of[i], tid_of[i], &depth, RREC_SNAP, STILL_UNSHOWN,
+            rc = try_other(t, ts_of[i], tid_of[i], pth_of[i], &depth, RREC_SNAP, STILL_UNSHOWN,
                            snapshot_id, flags, state);
         if (rc == TRY_TAKEN)
             continue;

@@ -20,6 +20,7 @@
 
 #include "allochook.h"
 #include "diag.h"
+#include "gilstate.h"
 #include "libc_next.h"
 #include "sampler.h"
 #include "writer.h"
@@ -71,6 +72,12 @@ int window_start(void)
         if (!allochook_python_hooked())
             diag_verbose("pyprof: allocation sampling sees the C library's allocator only "
                          "(this Python has no PyMem_SetAllocator)");
+    }
+    /* Wall mode: which threads wait for the GIL, seen from the first pass on. */
+    if (cfg.clock == PYPROF_CLOCK_WALL && !gilstate_installed()) {
+        err[0] = 0;
+        if (gilstate_install(&abi, err, sizeof err) < 0)
+            diag_verbose("pyprof: %s", err);
     }
     owner = getpid();
     atomic_store(&active, 1);

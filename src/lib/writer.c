@@ -539,6 +539,7 @@ typedef struct stackbuild {
     uint64_t *w;
     uint32_t *runs;
     size_t n, nruns;
+    uint8_t gil; /* enum pyprof_gil: part of the stack's identity when known */
 } stackbuild;
 
 /* Appends a frame.  The outermost frame starts the first run, a frame marked
@@ -575,12 +576,18 @@ static void code_announce(uint32_t id)
 static uint32_t stack_id(const stackbuild *b)
 {
     int is_new;
-    uint32_t id = stackmap_intern(&W.stacks, b->w, b->n, &is_new);
+    /* A known GIL state is one more word, which no frame's can equal (code ids stay
+     * below 2^31 - 1): the same frames in two states are two stacks. */
+    size_t nw = b->n;
+    if (b->gil)
+        b->w[nw++] = stackmap_frame_word(0x7fffffffu, b->gil, 0);
+    uint32_t id = stackmap_intern(&W.stacks, b->w, nw, &is_new);
     if (!id || !is_new)
         return id;
     for (size_t i = 0; i < b->n; i++)
         code_announce(b->f[i].code_id);
-    size_t cap = LOGENC_STACK_MAX(b->n) + (W.native ? LOGENC_RUNS_MAX(b->n) : 0);
+    size_t cap = LOGENC_STACK_MAX(b->n) + (W.native ? LOGENC_RUNS_MAX(b->n) : 0) +
+                 REC_VARINT_MAX;
     uint8_t small[4096];
     uint8_t *buf = cap <= sizeof small ? small : malloc(cap);
     if (!buf)
@@ -590,6 +597,8 @@ static uint32_t stack_id(const stackbuild *b)
     logenc_put_stack(&o, id, b->f, b->n);
     if (W.native)
         logenc_put_stack_runs(&o, b->runs, b->nruns);
+    if (b->gil)
+        logenc_put_stack_gil(&o, b->gil);
     emit(PYPROF_REC_STACK, &o);
     if (buf != small)
         free(buf);
@@ -731,15 +740,15 @@ static int64_t file_us(uint64_t t_ns)
     return t_ns > W.file_rel0_ns ? (int64_t)((t_ns - W.file_rel0_ns) / 1000) : 0;
 }
 
-/* A sample's thread index and Python stack id, with what they need announced first.
- * Returns 0, or -1 when the stack could not be interned. */
-static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
+/* A sample's thread index and Python stack id, with what they need announced first;
+ * its GIL state is `gil`.  Returns 0, or -1 when the stack could not be interned. */
+static int sample_stack_gil(const rrec_sample *s, uint8_t gil, uint32_t *tidx, uint32_t *sid)
 {
-    size_t n = (size_t)s->nframes + 2;
+    size_t n = (size_t)s->nframes + 3; /* the markers, the GIL state's word */
     logenc_frame fbuf[SB_SMALL];
     uint64_t wbuf[SB_SMALL];
     uint32_t rbuf[SB_SMALL];
-    stackbuild b = {fbuf, wbuf, rbuf, 0, 0};
+    stackbuild b = {fbuf, wbuf, rbuf, 0, 0, gil};
     void *heap = NULL;
     if (n > SB_SMALL) {
         heap = malloc(n * (sizeof *b.w + sizeof *b.f + sizeof *b.runs));
@@ -763,12 +772,27 @@ static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
     return *sid || !b.n ? 0 : -1;
 }
 
+/* The same with the record's own GIL state. */
+static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
+{
+    return sample_stack_gil(s, s->gil, tidx, sid);
+}
+
 /* One SAMPLE record (`len` bytes in the ring), with what it needs announced first. */
 static void take_sample(const rrec_sample *s, size_t len)
 {
     uint32_t tidx, sid;
     if (sample_stack(s, &tidx, &sid) < 0 || !sid)
         return;
+    /* Its repeats in their GIL states (the asking passes'): held ones, then the rest. */
+    uint32_t sid_held = sid, sid_rest = sid;
+    if (s->repeat && s->gil != PYPROF_GIL_UNKNOWN) {
+        if (s->repeat_held && sample_stack_gil(s, PYPROF_GIL_HELD, &tidx, &sid_held) < 0)
+            sid_held = sid;
+        if (s->repeat > s->repeat_held &&
+            sample_stack_gil(s, s->repeat_gil, &tidx, &sid_rest) < 0)
+            sid_rest = sid;
+    }
     uint8_t nflags = s->native_flags;
     uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
     int64_t t_us = file_us(s->t_ns);
@@ -776,11 +800,12 @@ static void take_sample(const rrec_sample *s, size_t len)
     /* A record that stands for more samples (wall mode: passes that found its thread
      * running before its timer fired) is that many samples of its stack, at its time. */
     for (uint64_t k = 0; k <= s->repeat; k++) {
-        if (batch_sample(t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
+        uint32_t id = k == 0 ? sid : k <= s->repeat_held ? sid_held : sid_rest;
+        if (batch_sample(t_us, tidx, id, cpu_us, nsid, nflags) < 0) {
             uint8_t buf[64];
             rec_out o;
             rec_out_init(&o, buf, sizeof buf);
-            logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, cpu_us);
+            logenc_put_sample(&o, t_us - W.last_t_us, tidx, id, cpu_us);
             if (W.native)
                 logenc_put_sample_native(&o, nsid, nflags);
             emit(PYPROF_REC_SAMPLE, &o);

@@ -180,7 +180,14 @@ static int dec_stack(logdec *d, rec_in *in, pyprof_stack_rec *s)
         d->frames[i].line = rec_get_svarint(in);
     }
     s->frames = d->frames;
-    return dec_runs(d, in, s);
+    int rc = dec_runs(d, in, s);
+    s->gil = PYPROF_GIL_UNKNOWN;
+    if (rc == 0 && in->p < in->end) {
+        uint64_t gil = rec_get_uvarint(in);
+        if (!in->bad && gil < PYPROF_GIL_STATES)
+            s->gil = gil;
+    }
+    return rc;
 }
 
 /* A span's string: at most `max` bytes, else the record is corrupt. */

@@ -316,6 +316,7 @@ typedef struct load_maps {
     int older;         /* a file of the series with a higher seq was loaded before it */
     idmap code;        /* code_id -> function */
     idmap stack;       /* stack_id -> stack */
+    idmap stack_gil;   /* stack_id -> its GIL state (enum pyprof_gil), when known */
     idmap thread;      /* thread_idx -> thread, or IDMAP_EXCLUDED */
     idmap tid;         /* OS thread id -> thread, so a renamed thread stays one */
     /* Native frames, only in logs that have them. */
@@ -351,6 +352,7 @@ static void load_maps_free(load_maps *m)
 {
     idmap_free(&m->code);
     idmap_free(&m->stack);
+    idmap_free(&m->stack_gil);
     idmap_free(&m->thread);
     idmap_free(&m->tid);
     symbols_free(m->sym);
@@ -479,6 +481,8 @@ static int on_stack(profile *p, load_maps *m, uint32_t proc, const pyprof_stack_
         return -1;
     if ((p->procs[proc].flags & PYPROF_HDR_NATIVE) && keep_stack_info(m, s, broken) < 0)
         return -1;
+    if (s->gil && idmap_set(&m->stack_gil, s->stack_id, (uint32_t)s->gil))
+        return -1;
     return idmap_set(&m->stack, s->stack_id, st);
 }
 
@@ -524,6 +528,11 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
         return -1;
     if (th == IDMAP_EXCLUDED)
         return 0;
+    uint32_t gil = idmap_get(&m->stack_gil, s->stack_id);
+    if (gil == IDMAP_EMPTY)
+        gil = PYPROF_GIL_UNKNOWN;
+    if (p->filter.gil_wait && gil != PYPROF_GIL_WAIT)
+        return 0;
     uint32_t st = idmap_get(&m->stack, s->stack_id);
     if (st == IDMAP_EMPTY) {
         st = unknown_stack(p);
@@ -538,6 +547,7 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     out->stack = st;
     out->cpu_us = s->cpu_us > UINT32_MAX ? UINT32_MAX : (uint32_t)s->cpu_us;
     out->process = proc;
+    out->gil = (uint8_t)gil;
     p->threads[th].samples++;
     p->procs[proc].samples++;
     if (s->nstack_id) {

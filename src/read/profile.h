@@ -80,6 +80,7 @@ typedef struct profile_filter {
     const char *const *span_names; /* --span: keep the samples inside spans of these
                                     * names only (compared exactly) */
     size_t nspan_names;
+    int gil_wait; /* --gil-wait: keep the samples of threads waiting for the GIL only */
 } profile_filter;
 
 /* A module (shared object or executable) of a process with native frames, for mapping
@@ -193,7 +194,9 @@ typedef struct profile_sample {
     uint32_t thread;
     uint32_t stack;
     uint32_t cpu_us;
-    uint32_t process;
+    uint32_t process : 28;
+    uint32_t gil : 4; /* enum pyprof_gil: wall-clock logs say where the thread stood with
+                       * the GIL (its STACK record's state); else PYPROF_GIL_UNKNOWN */
 } profile_sample;
 
 typedef struct profile_rss {
