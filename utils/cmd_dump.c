@@ -33,9 +33,10 @@ const char cmd_dump_usage[] =
     "\n"
     "options:\n"
     "  --json           print one JSON object: pid, argv, python, snapshot, log, threads\n"
-    "                   (each: tid, name, state, os_state, gil, changed, frames; a frame\n"
-    "                   is function, name, qualname, file, line, or a marker: \"cut\"\n"
-    "                   with the count of frames left out, or \"unreadable\")\n"
+    "                   (each: tid, name, state, os_state, gil, gil_wait, changed,\n"
+    "                   frames; a frame is function, name, qualname, file, line, or a\n"
+    "                   marker: \"cut\" with the count of frames left out, or\n"
+    "                   \"unreadable\")\n"
     "  -h, --help       show this text\n"
     "\n"
     "Exit status: 0 ok, 1 when PID has no control socket, refuses the request (paused) or\n"
@@ -150,7 +151,9 @@ static void print_text(const dump_ctx *d, const pyprof_snapshot_rec *s)
         else
             printf("Thread #%" PRIu64, t->thread_idx);
         printf(" (%s%s): \"", state_word(t->os_state, sb, sizeof sb),
-               t->flags & PYPROF_SNAP_F_GIL ? ", gil" : "");
+               t->flags & PYPROF_SNAP_F_GIL        ? ", gil"
+               : t->flags & PYPROF_SNAP_F_GIL_WAIT ? ", waiting for the gil"
+                                                   : "");
         put_clean(stdout, th ? th->name : "");
         puts("\"");
         if (t->flags & PYPROF_SNAP_F_CHANGED)
@@ -240,6 +243,7 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
         else
             jsonw_null(&w);
         jsonw_key_bool(&w, "gil", (t->flags & PYPROF_SNAP_F_GIL) != 0);
+        jsonw_key_bool(&w, "gil_wait", (t->flags & PYPROF_SNAP_F_GIL_WAIT) != 0);
         jsonw_key_bool(&w, "changed", (t->flags & PYPROF_SNAP_F_CHANGED) != 0);
         jsonw_key(&w, "frames");
         jsonw_begin_array(&w);

@@ -101,6 +101,12 @@ void gilstate_watch(uintptr_t lo)
         atomic_store_explicit(&gil_lo, lo, memory_order_relaxed);
 }
 
+void gilstate_after_fork_child(void)
+{
+    for (unsigned k = 0; k < GILSTATE_WAITERS; k++)
+        atomic_store_explicit(&waiters[k], 0, memory_order_relaxed);
+}
+
 unsigned gilstate_waiters(uintptr_t *out, unsigned max)
 {
     unsigned n = 0;

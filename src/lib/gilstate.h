@@ -24,6 +24,11 @@
  *                                     wall pass, each pass: 3.12+ find it once the main
  *                                     interpreter exists)
  *   gilstate_waiters(out, max)        [sigsafe] the pthread_t of the threads waiting now
+ *   gilstate_after_fork_child()       [sigsafe] in a fork child: the parent's other
+ *                                     threads' waits forgotten (a new thread may get the
+ *                                     pthread_t of one of them)
+ *
+ * A thread cancelled inside a GIL wait (CPython never cancels one) would stay marked.
  */
 #ifndef PYPROF_GILSTATE_H
 #define PYPROF_GILSTATE_H
@@ -42,5 +47,6 @@ int gilstate_install(const pyabi *a, char *err, size_t errlen);
 int gilstate_installed(void);
 void gilstate_watch(uintptr_t lo);
 unsigned gilstate_waiters(uintptr_t *out, unsigned max);
+void gilstate_after_fork_child(void);
 
 #endif

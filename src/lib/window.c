@@ -145,6 +145,7 @@ int window_forget_in_child(void)
     /* The parent's control thread may have held it at the fork. */
     pthread_mutex_init(&lock, NULL);
     allochook_after_fork_child(); /* the parent's sampled blocks are not the child's */
+    gilstate_after_fork_child();  /* nor its threads' GIL waits */
     if (!atomic_load(&active))
         return 0;
     sampler_forget_in_child();

@@ -88,6 +88,13 @@ static void count_free(void *p)
     ((free_fn)orig[S_FREE])(p);
 }
 
+/* A second user's wrapper: forwards. */
+static void *orig_memset[1];
+static void *count_memset(void *p, int c, size_t n)
+{
+    return ((void *(*)(void *, int, size_t))orig_memset[0])(p, c, n);
+}
+
 static const gotpatch_sym syms[S_N] = {
     {"malloc", (void *)count_malloc},
     {"calloc", (void *)count_calloc},
@@ -343,6 +350,18 @@ static void test_install(void **state)
     err[0] = '\0';
     void *o2[S_N];
     assert_int_equal(gotpatch_install(syms, S_N, o2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "already"));
+
+    /* Another user's names are added, and patched in the modules patched before: the
+     * C library's own memset slot (it calls memset through its PLT) and liblz4's. */
+    static const gotpatch_sym more[1] = {{"memset", (void *)count_memset}};
+    int more_rc = gotpatch_install(more, 1, orig_memset, err, sizeof err);
+    assert_true(more_rc >= 0);
+    unsigned m2, sl2;
+    gotpatch_stats(&m2, &sl2);
+    assert_int_equal(sl2, sl + (unsigned)more_rc);
+    assert_ptr_equal(orig_memset[0], dlsym(RTLD_DEFAULT, "memset"));
+    assert_int_equal(gotpatch_install(more, 1, orig_memset, err, sizeof err), -1);
     assert_non_null(strstr(err, "already"));
 }
 
