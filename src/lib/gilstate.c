@@ -24,6 +24,7 @@ static void *orig[W_COUNT];
 static _Atomic int installed;
 static _Atomic uintptr_t gil_lo; /* the GIL structure's first byte; 0 until known */
 static _Atomic uintptr_t waiters[GILSTATE_WAITERS]; /* pthread_t of a waiter, 0: free */
+static _Atomic unsigned nwaiters; /* slots taken: a pass stops looking once it found them */
 
 /* Marks this thread waiting when `cond` is one of the GIL's; the slot taken, or -1. */
 static int enter(const void *cond)
@@ -37,17 +38,21 @@ static int enter(const void *cond)
         unsigned k = (h + i) % GILSTATE_WAITERS;
         uintptr_t free_slot = 0;
         if (atomic_load_explicit(&waiters[k], memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&waiters[k], &free_slot, self,
-                                                    memory_order_release, memory_order_relaxed))
+            atomic_compare_exchange_strong_explicit(
+                &waiters[k], &free_slot, self, memory_order_release, memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&nwaiters, 1, memory_order_relaxed);
             return (int)k;
+        }
     }
     return -1;
 }
 
 static void leave(int k)
 {
-    if (k >= 0)
+    if (k >= 0) {
         atomic_store_explicit(&waiters[k], 0, memory_order_release);
+        atomic_fetch_sub_explicit(&nwaiters, 1, memory_order_relaxed);
+    }
 }
 
 static int h_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
@@ -105,12 +110,17 @@ void gilstate_after_fork_child(void)
 {
     for (unsigned k = 0; k < GILSTATE_WAITERS; k++)
         atomic_store_explicit(&waiters[k], 0, memory_order_relaxed);
+    atomic_store_explicit(&nwaiters, 0, memory_order_relaxed);
 }
 
 unsigned gilstate_waiters(uintptr_t *out, unsigned max)
 {
-    unsigned n = 0;
-    for (unsigned k = 0; k < GILSTATE_WAITERS && n < max; k++) {
+    /* No waiter (an idle process): no scan.  A wait that begins or ends meanwhile may
+     * be missed, as one a moment later would be. */
+    unsigned want = atomic_load_explicit(&nwaiters, memory_order_acquire), n = 0;
+    if (want > max)
+        want = max;
+    for (unsigned k = 0; k < GILSTATE_WAITERS && n < want; k++) {
         uintptr_t t = atomic_load_explicit(&waiters[k], memory_order_acquire);
         if (t)
             out[n++] = t;
