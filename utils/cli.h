@@ -114,7 +114,7 @@ enum {
     "  --span NAME      only the samples taken inside a span named NAME, on the thread\n"      \
     "                   that started it (repeatable: inside any of the names)\n"               \
     "  --gil-wait       only the samples of threads waiting to take the GIL (logs written\n"   \
-    "                   in wall mode, on Python 3.7 and later)\n"                              \
+    "                   in wall mode)\n"                                                       \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"       \
     "                   frames between Python frames and the process and thread start\n"       \
     "  --root DIR       in logs with native frames, look for each module's file under DIR\n"   \

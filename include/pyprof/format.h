@@ -310,7 +310,8 @@ enum pyprof_gil {
                               * something else (I/O, a lock, a sleep) or ran C code that
                               * released it */
     PYPROF_GIL_NOT_HELD = 4, /* it did not hold the GIL; whether it waited for it is not
-                              * known (an interpreter whose GIL waits cannot be seen) */
+                              * known (a 2.7 or 3.6 whose libpython has no symbol table
+                              * to find its GIL in) */
     PYPROF_GIL_STATES = 5,
 };
 
@@ -319,7 +320,7 @@ enum pyprof_gil {
 #define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */
 #define PYPROF_SNAP_F_CHANGED 2u /* the stack changed while it was read: only its innermost
                                   * frame is known (under the unreadable marker) */
-#define PYPROF_SNAP_F_GIL_WAIT 4u /* the thread waited to take the GIL (3.7+; a snapshot
+#define PYPROF_SNAP_F_GIL_WAIT 4u /* the thread waited to take the GIL (a snapshot
                                    * taken while a wall-clock window is open) */
 /* clang-format on */
 

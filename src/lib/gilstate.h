@@ -1,18 +1,20 @@
 /*
  * gilstate: which threads wait for the GIL, for wall-clock samples.  Whether a thread
  * holds the GIL is read from the interpreter (pyread.h); whether one that does not hold
- * it waits for it is seen here, where it happens.  On 3.7+ a thread waits for the GIL on
- * the GIL's own condition variables, inside the GIL's structure (take_gil on `cond`,
- * drop_gil's forced switch on `switch_cond`), through pthread_cond_timedwait and
- * pthread_cond_wait.  Their GOT slots in every module but the library's (gotpatch.h)
- * point at wrappers that, for a wait on a condition variable inside the GIL's structure
- * only, put the waiting thread's pthread_t in a table for as long as the wait lasts; any
- * other wait is forwarded untouched, with no store.  The wall pass copies the table once
- * a pass (gilstate_waiters) and tells the GIL's address (gilstate_watch).
+ * it waits for it is seen here, where it happens.  On 3.6+ a thread waits for the GIL on
+ * the GIL's own condition variables (take_gil on `cond`, drop_gil's forced switch on
+ * `switch_cond`), through pthread_cond_timedwait and pthread_cond_wait: on 3.7+ both lie
+ * inside the GIL's structure, whose address the wall pass tells (gilstate_watch); 3.6
+ * keeps them as statics of libpython, found in its full symbol table (elfsym.h).  2.7
+ * waits for its GIL, a semaphore the static `interpreter_lock` points at, in sem_wait.
+ * Their GOT slots in every module but the library's (gotpatch.h) point at wrappers that,
+ * for a wait on the GIL only, put the waiting thread's pthread_t in a table for as long
+ * as the wait lasts; any other wait is forwarded untouched, with no store.  The wall pass
+ * copies the table once a pass (gilstate_waiters).
  *
  * Not seen: a wait for the GIL's mutex (held only for a few instructions by a thread
  * taking or dropping the GIL); a wait of a subinterpreter with a GIL of its own; waits
- * on 2.7 and 3.6, whose GIL is not reachable from an exported symbol (samples there say
+ * on a 2.7 or 3.6 whose libpython is stripped of its symbol table (samples there say
  * PYPROF_GIL_NOT_HELD).  A table full of waiters (GILSTATE_WAITERS at once) leaves the
  * next ones unmarked.
  *

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "common/clock.h"
+#include "threadtimer.h"
 
 void sampleout_drop(int reason) { sampleout_drop_n(reason, 1); }
 
@@ -44,13 +45,16 @@ uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind)
 }
 
 uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat,
-                                 uint32_t repeat_held, uint8_t gil)
+                                 uint32_t how, uint8_t gil)
 {
     sighandler_state *g = &sighandler_g;
     r->repeat = repeat;
-    r->repeat_held = repeat_held < repeat ? repeat_held : repeat;
+    uint32_t held = THREADTIMER_ASKED_N(how, THREADTIMER_HELD);
+    uint32_t wait = THREADTIMER_ASKED_N(how, THREADTIMER_WAIT);
+    r->repeat_held = held < repeat ? held : repeat;
+    r->repeat_wait = wait < repeat - r->repeat_held ? wait : repeat - r->repeat_held;
     r->gil = gil;
-    /* Asked while it ran: when it did not hold the GIL, it ran C code without it. */
+    /* The others were asked while it ran C code without the GIL. */
     r->repeat_gil = gil == PYPROF_GIL_UNKNOWN    ? PYPROF_GIL_UNKNOWN
                     : gil == PYPROF_GIL_NOT_HELD ? PYPROF_GIL_NOT_HELD
                                                  : PYPROF_GIL_OTHER;

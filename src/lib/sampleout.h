@@ -9,8 +9,8 @@
  *   sampleout_drop_n(reason, n)    counts n
  *   sampleout_cost(depth, ns)      counts one sample of `depth` frames that cost `ns`
  *   sampleout_commit(r, tid)       commits sample r of thread `tid`; returns its depth
- *   sampleout_commit_repeat(r, tid, kind, repeat, repeat_held, gil)  the same, standing
- *                                  for repeat more, with GIL states (wall mode)
+ *   sampleout_commit_repeat(r, tid, kind, repeat, how, gil)  the same, standing for
+ *                                  repeat more, with GIL states (wall mode)
  *   sampleout_commit_kind(r, tid, kind)  the same for a record of another kind (RREC_SNAP,
  *                                  RREC_SNAP_END)
  */
@@ -33,10 +33,10 @@ void sampleout_cost(uint32_t depth, uint64_t ns);
 uint32_t sampleout_commit(rrec_sample *r, uint32_t tid);
 uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind);
 /* [sigsafe] sampleout_commit_kind of a record that stands for `repeat` samples more
- * (asked of its thread's timer by passes that found it running), `repeat_held` of them
- * asked while it held the GIL; its thread stands as `gil` (enum pyprof_gil) with the GIL
- * now.  The repeats not held were asked while it ran without the GIL. */
+ * (asked of its thread's timer by passes that found it running), in the GIL states they
+ * were asked in (`how`, as threadtimer_take_asked packs them: held, waiting, neither);
+ * its thread stands as `gil` (enum pyprof_gil) with the GIL now. */
 uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat,
-                                 uint32_t repeat_held, uint8_t gil);
+                                 uint32_t how, uint8_t gil);
 
 #endif

@@ -208,7 +208,7 @@ static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
  * sample, kept even without Python frames; without, a CPU sample.  Returns the stack's
  * depth (an allocation sample: at least 1), 0 when no sample was taken. */
 static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t repeat,
-                            uint32_t repeat_held)
+                            uint32_t how)
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
@@ -322,18 +322,18 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
                                            g->native_max + NATIVE_SLACK, pc, &flags);
         r->native_flags = flags;
     }
-    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat,
-                                   repeat_held, gil);
+    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat, how,
+                                   gil);
 }
 
 /* The signal handler's sample of its own thread, standing for `repeat` samples more
- * (`repeat_held` of them asked while it held the GIL); returns its depth (0: none
- * taken). */
-static uint32_t take_sample(void *uc, uint32_t repeat, uint32_t repeat_held)
+ * (asked in the GIL states `how` packs: threadtimer_take_asked); returns its depth (0:
+ * none taken). */
+static uint32_t take_sample(void *uc, uint32_t repeat, uint32_t how)
 {
     int t = codetable_enter();
     uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    uint32_t depth = sample_self(t, pc, NULL, repeat, repeat_held);
+    uint32_t depth = sample_self(t, pc, NULL, repeat, how);
     codetable_leave(t);
     return depth;
 }
@@ -396,11 +396,10 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
                                       memory_order_relaxed);
         /* Wall mode: the timer samples its thread for the passes that found it running
          * (threadtimer_ask), and only for them. */
-        uint32_t asked = 1, held = 0;
+        uint32_t asked = 1, how = 0;
         if (g->wall_timed && sig == SIGTRAP) {
-            uint32_t v = threadtimer_take_asked(perf_data, sighandler_tid());
-            asked = THREADTIMER_ASKED(v);
-            held = THREADTIMER_ASKED_HELD(v);
+            how = threadtimer_take_asked(perf_data, sighandler_tid());
+            asked = THREADTIMER_ASKED(how);
         }
         if (!asked) {
             /* nothing asked: the passes sampled this thread themselves */
@@ -412,7 +411,7 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
         } else {
             tls_busy = 1;
             uint64_t t0 = clock_mono_ns();
-            uint32_t depth = take_sample(uc, asked - 1, held);
+            uint32_t depth = take_sample(uc, asked - 1, how);
             uint64_t cost = clock_mono_ns() - t0;
             if (depth)
                 sampleout_cost(depth, cost);

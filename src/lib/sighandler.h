@@ -58,8 +58,10 @@ typedef struct rrec_sample {
     uint32_t repeat;      /* RREC_SAMPLE: stands for this many samples more (wall mode:
                            * the passes that found its thread running since its last) */
     uint32_t repeat_held; /* of those, the ones whose pass found the thread holding the
-                           * GIL: their GIL state is HELD, the others' repeat_gil (a
-                           * repeat's state is its asking pass's) */
+                           * GIL (their GIL state is HELD), */
+    uint32_t repeat_wait; /* then the ones whose pass found it waiting for the GIL (WAIT);
+                           * the others' state is repeat_gil (a repeat's state is its
+                           * asking pass's) */
     uint8_t repeat_gil;   /* enum pyprof_gil */
     uint8_t alloc_domain; /* RREC_ALLOC: enum pyprof_alloc_domain */
     uint8_t alloc_flags;  /* RREC_ALLOC: PYPROF_ALLOC_F_* */

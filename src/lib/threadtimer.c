@@ -81,8 +81,8 @@ typedef struct tt_slot {
     _Atomic uint32_t tid;     /* owner; 0 free */
     _Atomic uintptr_t first;  /* the first event's mapping, until released */
     _Atomic uintptr_t steady; /* the steady event's mapping */
-    _Atomic uint64_t asked;   /* wall mode: (tid << 32) | (held << 16) | samples asked of
-                               * that thread, `held` of them while it held the GIL */
+    _Atomic uint64_t asked;   /* wall mode: (tid << 32) | the samples asked of that thread,
+                               * three 10-bit counts by GIL state (THREADTIMER_ASKED_N) */
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
@@ -388,7 +388,7 @@ static int slot_of(uint32_t tid)
     return -1;
 }
 
-int threadtimer_ask(uint32_t tid, int held)
+int threadtimer_ask(uint32_t tid, int how)
 {
     int s = slot_of(tid);
     if (s < 0 || (!atomic_load_explicit(&slots[s].steady, memory_order_relaxed) &&
@@ -398,9 +398,9 @@ int threadtimer_ask(uint32_t tid, int held)
     do {
         /* A count left by the slot's last owner is not this thread's. */
         uint32_t n = v >> 32 == tid ? (uint32_t)v : 0;
-        if (THREADTIMER_ASKED(n) == 0xffffu)
-            return 0;
-        want = (uint64_t)tid << 32 | (n + 1 + (held ? 1u << 16 : 0));
+        if (THREADTIMER_ASKED_N(n, how) == 0x3ffu)
+            return -1;
+        want = (uint64_t)tid << 32 | (n + (1u << (10 * how)));
     } while (!atomic_compare_exchange_weak(&slots[s].asked, &v, want));
     return 0;
 }

@@ -53,18 +53,21 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
  * the sample instead of reading a stack that keeps changing; the thread's next signal
  * takes every sample asked of it so far, and a pass that later finds the thread still
  * takes what is left.
- *   [sigsafe] threadtimer_ask(tid, held)  one more sample asked of thread tid, which
- *                                       held the GIL when asked (held 1) or not; 0, or
- *                                       -1 when it has no event
+ *   [sigsafe] threadtimer_ask(tid, how)  one more sample asked of thread tid, which
+ *                                       when asked held the GIL (THREADTIMER_HELD),
+ *                                       waited for it (THREADTIMER_WAIT) or neither
+ *                                       (THREADTIMER_OTHER); 0, or -1 when it has no
+ *                                       event or 1023 such samples are asked already (a
+ *                                       thread that never runs its timer's period)
  *   [sigsafe] threadtimer_take_asked(sig_data, tid)   in the handler of our signal on
- *                                       thread tid: what was asked, cleared: the count
- *                                       (THREADTIMER_ASKED) and how many of them the
- *                                       thread held the GIL for (THREADTIMER_ASKED_HELD)
- *   [sigsafe] threadtimer_take_asked_tid(tid)         the same from another thread
- * Each count stops at 65535 asked (a thread that never runs its timer's period). */
-#define THREADTIMER_ASKED(v) ((v)&0xffffu)
-#define THREADTIMER_ASKED_HELD(v) ((v) >> 16)
-int threadtimer_ask(uint32_t tid, int held);
+ *                                       thread tid: what was asked, cleared: the three
+ *                                       counts packed (THREADTIMER_ASKED_*)
+ *   [sigsafe] threadtimer_take_asked_tid(tid)         the same from another thread */
+enum { THREADTIMER_HELD = 0, THREADTIMER_WAIT = 1, THREADTIMER_OTHER = 2 };
+#define THREADTIMER_ASKED_N(v, how) (((v) >> (10 * (how))) & 0x3ffu)
+#define THREADTIMER_ASKED(v)                                                                   \
+    (THREADTIMER_ASKED_N(v, 0) + THREADTIMER_ASKED_N(v, 1) + THREADTIMER_ASKED_N(v, 2))
+int threadtimer_ask(uint32_t tid, int how);
 /* [sigsafe] The samples asked of threads that ended before their timer took them, since
  * the last call. */
 uint64_t threadtimer_take_ended_asked(void);

@@ -267,11 +267,22 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
                          ? threadtimer_take_asked_tid(tid)
                          : 0;
     *depth = sampleout_commit_repeat((rrec_sample *)r, tid, kind, THREADTIMER_ASKED(asked),
-                                     THREADTIMER_ASKED_HELD(asked), gil);
+                                     asked, gil);
     return TRY_TAKEN;
 }
 
 static uintptr_t gil_holder_now(const pyabi *a);
+
+/* Where a thread found running stands with the GIL, for the sample asked of its timer. */
+static int ask_state(uintptr_t ts, uintptr_t pth)
+{
+    if (gil_holder_now(&sighandler_g.abi) == ts)
+        return THREADTIMER_HELD;
+    for (unsigned i = 0; i < nwaiting; i++)
+        if (waiting[i] == pth)
+            return THREADTIMER_WAIT; /* in the GIL's wait, between two sleeps */
+    return THREADTIMER_OTHER;
+}
 
 /* One sample of a thread.  Read while it keeps still, shown by the GIL (3.7+: no system
  * call) or else its CPU clock (with `timed`); a thread found running is asked of its
@@ -287,8 +298,7 @@ static uint32_t sample_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, i
         rc = try_other(t, ts, tid, pth, &depth, RREC_SAMPLE, STILL_GIL, 0, 0, 0);
     if (rc == TRY_RUNNING && timed)
         rc = try_other(t, ts, tid, pth, &depth, RREC_SAMPLE, STILL_CPU, 0, 0, 0);
-    if (rc == TRY_RUNNING && timed &&
-        threadtimer_ask(tid, gil_holder_now(&sighandler_g.abi) == ts) == 0) {
+    if (rc == TRY_RUNNING && timed && threadtimer_ask(tid, ask_state(ts, pth)) == 0) {
         *running = 1; /* its timer's next signal takes the sample */
         return 0;
     }

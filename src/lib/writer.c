@@ -784,12 +784,14 @@ static void take_sample(const rrec_sample *s, size_t len)
     uint32_t tidx, sid;
     if (sample_stack(s, &tidx, &sid) < 0 || !sid)
         return;
-    /* Its repeats in their GIL states (the asking passes'): held ones, then the rest. */
-    uint32_t sid_held = sid, sid_rest = sid;
+    /* Its repeats in their GIL states (the asking passes'): held, waiting, the rest. */
+    uint32_t sid_held = sid, sid_wait = sid, sid_rest = sid;
     if (s->repeat && s->gil != PYPROF_GIL_UNKNOWN) {
         if (s->repeat_held && sample_stack_gil(s, PYPROF_GIL_HELD, &tidx, &sid_held) < 0)
             sid_held = sid;
-        if (s->repeat > s->repeat_held &&
+        if (s->repeat_wait && sample_stack_gil(s, PYPROF_GIL_WAIT, &tidx, &sid_wait) < 0)
+            sid_wait = sid;
+        if (s->repeat > s->repeat_held + s->repeat_wait &&
             sample_stack_gil(s, s->repeat_gil, &tidx, &sid_rest) < 0)
             sid_rest = sid;
     }
@@ -800,7 +802,10 @@ static void take_sample(const rrec_sample *s, size_t len)
     /* A record that stands for more samples (wall mode: passes that found its thread
      * running before its timer fired) is that many samples of its stack, at its time. */
     for (uint64_t k = 0; k <= s->repeat; k++) {
-        uint32_t id = k == 0 ? sid : k <= s->repeat_held ? sid_held : sid_rest;
+        uint32_t id = k == 0                                 ? sid
+                      : k <= s->repeat_held                  ? sid_held
+                      : k <= s->repeat_held + s->repeat_wait ? sid_wait
+                                                             : sid_rest;
         if (batch_sample(t_us, tidx, id, cpu_us, nsid, nflags) < 0) {
             uint8_t buf[64];
             rec_out o;

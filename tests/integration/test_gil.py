@@ -3,20 +3,21 @@
 workloads/gil_contention.py runs three threads of pure Python (they want the GIL all the
 time), one sleeping 10 ms at a time (I/O-bound), and one holding the GIL in C calls of
 20 ms (ctypes.PyDLL keeps it held), for 3 s, in wall mode at 5 ms; each thread prints
-its wall and CPU time.  `pyprof report --gil --json` must then say, on every interpreter
-whose GIL waits can be seen (3.7+):
+its wall and CPU time, and the time it was ready to run but had no CPU (run_delay).
+`pyprof report --gil --json` must then say, on every interpreter:
 
 * each Python thread's GIL wait (its samples waiting for the GIL, a period each) within
-  10 % of what it measured (wall time less CPU time: it does nothing else), give or
-  take the samples' own spread;
-* each Python thread's time holding the GIL near its CPU time;
+  10 % of what it measured, give or take the samples' own spread: it does nothing else,
+  so it waited for the GIL its wall time less its CPU time, less at most the time it
+  waited for a CPU (while holding the GIL, on a busy machine);
+* each Python thread's time holding the GIL between its CPU time and that plus the time
+  it waited for a CPU, within 10 %;
+* the C calls' time holding the GIL (20 ms each) there, within 10 %;
 * at least 90 % of the GIL waits with the stack that held the GIL meanwhile, and the C
-  call's stack among the holders;
+  call's stack among the holders, behind at least half its holding time;
 * the sleeper's sleeps not counted as GIL waits.
 
-On 2.7 and 3.6, whose GIL waits the library cannot see, every sample is held or not held
-(never waiting, never neither), and the C call's holding time is there.  The output is
-checked against its documented schema (docs/JSON.md, "report gil").
+The output is checked against its documented schema (docs/JSON.md, "report gil").
 """
 
 import json
@@ -59,29 +60,30 @@ def test_gil_contention(interp, tmp_path):
     threads = dict((th["name"], th) for th in rep["threads"])
     states = rep["states"]
     assert states["unknown"] == 0, states
-    holder = threads["gil_holder"]
-    held_c = measured["gil_holder"]["held"]
-    got = holder["held"] * PERIOD_S
-    # Its C calls hold the GIL for 20 ms each; it also holds it briefly to run its loop.
-    assert held_c * 0.9 - spread(holder["held"]) <= got <= held_c * 1.15 + spread(
-        holder["held"]) + 0.05, ("gil_holder held %.2f s, measured %.2f s\n%s"
-                                 % (got, held_c, json.dumps(rep)[:3000]))
-    if interp.minor < (3, 7):
-        assert states["wait"] == 0 and states["other"] == 0, states
-        assert states["not_held"] > states["held"] > 0, states
-        return
     assert states["not_held"] == 0, states
+    holder, m = threads["gil_holder"], measured["gil_holder"]
+    held_c = m["held"]
+    got = holder["held"] * PERIOD_S
+    # Its C calls hold the GIL for 20 ms each; it also holds it to run its loop (its CPU
+    # time), and keeps it while it waits for a CPU.
+    assert held_c * 0.9 - spread(holder["held"]) <= got <= (
+        held_c + m["cpu"] + m["delay"]) * 1.1 + spread(holder["held"]), (
+            "gil_holder held %.2f s, measured %.2f s\n%s" % (got, held_c, m))
     report = []
     for name in ("py_0", "py_1", "py_2"):
         th, m = threads[name], measured[name]
-        want = m["wall"] - m["cpu"]
+        most = m["wall"] - m["cpu"]
+        least = max(0.0, most - m["delay"])
         waited = th["wait"] * PERIOD_S
         held = th["held"] * PERIOD_S
-        report.append("%s: waited %.2f s (measured %.2f), held %.2f s (cpu %.2f)"
-                      % (name, waited, want, held, m["cpu"]))
+        report.append("%s: waited %.2f s (measured %.2f to %.2f), held %.2f s (cpu %.2f, "
+                      "waited for a CPU %.2f)" % (name, waited, least, most, held, m["cpu"],
+                                                 m["delay"]))
         # The samples also cover the thread's start and end around its measured 3 s.
-        assert abs(waited - want) <= 0.10 * want + spread(th["wait"]), report
-        assert abs(held - m["cpu"]) <= 0.25 * m["cpu"] + spread(th["held"]), report
+        assert 0.9 * least - spread(th["wait"]) <= waited <= 1.1 * most + spread(
+            th["wait"]), report
+        assert 0.9 * m["cpu"] - spread(th["held"]) <= held <= 1.1 * (
+            m["cpu"] + m["delay"]) + spread(th["held"]), report
     # The sleeper: its sleeps are not GIL waits.  It slept `asked` seconds; what it waited
     # for the GIL fits in the rest of its time.
     io, m = threads["io_sleeper"], measured["io_sleeper"]

@@ -4,7 +4,10 @@ holding the GIL in long C calls (ctypes.PyDLL keeps the GIL across the call: usl
 20 ms with the GIL held).  Each thread prints, at the end, one line of JSON: its name,
 the wall time it ran, its CPU time (thread_time where the version has it), for the
 sleeper the time it asked to sleep, and for the holder the time it held the GIL in its C
-calls (20 ms each).  Runs on 2.7 and 3.x."""
+calls (20 ms each).  Each also gives the time it was ready to run but waited for a CPU
+(run_delay, from /proc/self/task/TID/schedstat): a thread holding the GIL while it waits
+for a CPU still holds it, and a busy machine makes wall time less CPU time more than
+the GIL waits.  Runs on 2.7 and 3.x."""
 from __future__ import print_function
 
 import ctypes
@@ -29,6 +32,16 @@ except AttributeError:  # 2.7-3.6: the thread's own CPU clock through clock_gett
         _libc.clock_gettime(3, ctypes.byref(ts))  # CLOCK_THREAD_CPUTIME_ID
         return ts.s + ts.ns * 1e-9
 
+_sys = ctypes.CDLL(None, use_errno=True)
+
+
+def run_delay():
+    """Seconds this thread was runnable but not running (its schedstat's second field)."""
+    tid = _sys.syscall(186)  # SYS_gettid, x86_64
+    with open("/proc/self/task/%d/schedstat" % tid) as f:
+        return int(f.read().split()[1]) * 1e-9
+
+
 now = getattr(time, "monotonic", time.time)
 results = []
 lock = threading.Lock()
@@ -50,9 +63,10 @@ def py_work(deadline):
 
 def py_worker():
     start_evt.wait()
-    w0, c0 = now(), thread_time()
+    w0, c0, d0 = now(), thread_time(), run_delay()
     py_work(w0 + SECONDS)
-    report(name=threading.current_thread().name, wall=now() - w0, cpu=thread_time() - c0)
+    report(name=threading.current_thread().name, wall=now() - w0, cpu=thread_time() - c0,
+           delay=run_delay() - d0)
 
 
 def io_wait(seconds):
@@ -61,12 +75,13 @@ def io_wait(seconds):
 
 def io_worker():
     start_evt.wait()
-    w0, c0 = now(), thread_time()
+    w0, c0, d0 = now(), thread_time(), run_delay()
     asked = 0.0
     while now() < w0 + SECONDS:
         io_wait(0.01)
         asked += 0.01
-    report(name="io_sleeper", wall=now() - w0, cpu=thread_time() - c0, asked=asked)
+    report(name="io_sleeper", wall=now() - w0, cpu=thread_time() - c0, asked=asked,
+           delay=run_delay() - d0)
 
 
 pydll = ctypes.PyDLL(None)  # calls keep the GIL held
@@ -78,14 +93,14 @@ def hold_gil_in_c():
 
 def gil_holder():
     start_evt.wait()
-    w0, c0 = now(), thread_time()
+    w0, c0, d0 = now(), thread_time(), run_delay()
     calls = 0
     while now() < w0 + SECONDS:
         hold_gil_in_c()
         calls += 1
         time.sleep(0.01)
     report(name="gil_holder", wall=now() - w0, cpu=thread_time() - c0, calls=calls,
-           held=calls * 0.020)
+           held=calls * 0.020, delay=run_delay() - d0)
 
 
 threads = [threading.Thread(target=py_worker, name="py_%d" % i) for i in range(N_PY)]
