@@ -149,6 +149,75 @@ static void test_stack_runs(void **state)
     logdec_free(&d2);
 }
 
+/* A STACK's GIL state: read after the frames, and in a native log after the runs; a
+ * STACK without it (older writers, cpu mode) or with a value this reader does not know
+ * reads PYPROF_GIL_UNKNOWN, and neither is corruption. */
+static void test_stack_gil(void **state)
+{
+    (void)state;
+    logenc_frame f[3] = {
+        {PYPROF_CODE_FIRST, 1}, {PYPROF_CODE_FIRST + 1, 2}, {PYPROF_CODE_FIRST + 2, -1}};
+    uint32_t runs[2] = {2, 1};
+    pyprof_record rec;
+    rec_out o;
+    for (int native = 0; native < 2; native++) {
+        logdec d = {.native = native};
+        /* Every state this reader knows, after the runs in a native log. */
+        for (uint64_t g = 0; g < PYPROF_GIL_STATES; g++) {
+            rec_out_init(&o, buf, sizeof buf);
+            assert_int_equal(logenc_put_stack(&o, 5, f, 3), 0);
+            if (native)
+                assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+            assert_int_equal(logenc_put_stack_gil(&o, g), 0);
+            assert_int_equal(decode(&d, PYPROF_REC_STACK, &o, &rec), 0);
+            assert_int_equal(rec.u.stack.stack_id, 5);
+            assert_int_equal(rec.u.stack.nframes, 3);
+            assert_int_equal(rec.u.stack.frames[2].line, -1);
+            assert_int_equal(rec.u.stack.nruns, native ? 2 : 0);
+            if (native)
+                assert_int_equal(rec.u.stack.runs[0], 2);
+            assert_int_equal(rec.u.stack.gil, g);
+        }
+        /* A field appended after the state by a newer writer is ignored. */
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_stack(&o, 6, f, 3), 0);
+        if (native)
+            assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+        assert_int_equal(logenc_put_stack_gil(&o, PYPROF_GIL_HELD), 0);
+        rec_put_uvarint(&o, 12345);
+        assert_int_equal(decode(&d, PYPROF_REC_STACK, &o, &rec), 0);
+        assert_int_equal(rec.u.stack.gil, PYPROF_GIL_HELD);
+
+        /* No state, in the same record as before: it reads 0, not the last one. */
+        rec.u.stack.gil = PYPROF_GIL_WAIT;
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_stack(&o, 7, f, 3), 0);
+        if (native)
+            assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_STACK, &o, &rec), 0);
+        assert_int_equal(rec.u.stack.stack_id, 7);
+        assert_int_equal(rec.u.stack.nruns, native ? 2 : 0);
+        assert_int_equal(rec.u.stack.gil, PYPROF_GIL_UNKNOWN);
+
+        /* Values past the last state, one byte and several: unknown, the stack kept. */
+        static const uint64_t unknown[] = {PYPROF_GIL_STATES, 127, 300, UINT64_MAX};
+        for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+            rec.u.stack.gil = PYPROF_GIL_WAIT;
+            rec_out_init(&o, buf, sizeof buf);
+            assert_int_equal(logenc_put_stack(&o, 8, f, 3), 0);
+            if (native)
+                assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+            assert_int_equal(logenc_put_stack_gil(&o, unknown[i]), 0);
+            assert_int_equal(decode(&d, PYPROF_REC_STACK, &o, &rec), 0);
+            assert_int_equal(rec.u.stack.stack_id, 8);
+            assert_int_equal(rec.u.stack.nframes, 3);
+            assert_int_equal(rec.u.stack.nruns, native ? 2 : 0);
+            assert_int_equal(rec.u.stack.gil, PYPROF_GIL_UNKNOWN);
+        }
+        logdec_free(&d);
+    }
+}
+
 static void test_counts_checked(void **state)
 {
     (void)state;
@@ -179,9 +248,8 @@ static void test_counts_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header),
-        cmocka_unit_test(test_timed_and_batch),
-        cmocka_unit_test(test_stack_runs),
+        cmocka_unit_test(test_header),         cmocka_unit_test(test_timed_and_batch),
+        cmocka_unit_test(test_stack_runs),     cmocka_unit_test(test_stack_gil),
         cmocka_unit_test(test_counts_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -524,6 +524,45 @@ static void test_stack_runs(void **state)
     assert_int_equal(logenc_put_stack_runs(&o, big, 64), 0);
 }
 
+/* A wall-clock log's STACK: the GIL state is the last field, after the frames, and in a
+ * native log after the runs; the writer's buffer (the stack's, the runs' and one varint
+ * more) holds it. */
+static void test_stack_gil(void **state)
+{
+    (void)state;
+    const logenc_frame f[] = {{16, 1}, {17, 2}, {18, -1}};
+    const uint32_t runs[] = {2, 1};
+    for (int native = 0; native < 2; native++) {
+        rec_out o;
+        rec_out_init(&o, buf, LOGENC_STACK_MAX(3) + LOGENC_RUNS_MAX(3) + REC_VARINT_MAX);
+        assert_int_equal(logenc_put_stack(&o, 8, f, 3), 0);
+        if (native)
+            assert_int_equal(logenc_put_stack_runs(&o, runs, 2), 0);
+        assert_int_equal(logenc_put_stack_gil(&o, PYPROF_GIL_WAIT), 0);
+        rec_in in;
+        rec_in_init(&in, buf, o.len);
+        assert_int_equal(rec_get_uvarint(&in), 8);
+        assert_int_equal(rec_get_uvarint(&in), 3);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(rec_get_uvarint(&in), f[i].code_id);
+            assert_int_equal(rec_get_svarint(&in), f[i].line);
+        }
+        if (native) {
+            assert_int_equal(rec_get_uvarint(&in), 2);
+            assert_int_equal(rec_get_uvarint(&in), 2);
+            assert_int_equal(rec_get_uvarint(&in), 1);
+        }
+        assert_int_equal(rec_get_uvarint(&in), PYPROF_GIL_WAIT);
+        expect_end(&in);
+    }
+    /* No room left for the state: the encoder says so. */
+    rec_out o;
+    rec_out_init(&o, buf, 2);
+    assert_int_equal(logenc_put_stack(&o, 8, NULL, 0), 0);
+    assert_int_equal(logenc_put_stack_gil(&o, PYPROF_GIL_HELD), -1);
+    assert_true(o.overflow);
+}
+
 static void test_sample_native(void **state)
 {
     (void)state;
@@ -820,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_rss),
         cmocka_unit_test(test_footer),
         cmocka_unit_test(test_stack_runs),
+        cmocka_unit_test(test_stack_gil),
         cmocka_unit_test(test_sample_native),
         cmocka_unit_test(test_module),
         cmocka_unit_test(test_nstack),
