@@ -46,7 +46,8 @@ const char cmd_report_usage[] =
     "                   waited to take it, or did neither (waited on I/O, a lock, a\n"
     "                   sleep, or ran C code without it); per stack that waited for the\n"
     "                   GIL, its waiting samples and the stacks that held the GIL\n"
-    "                   meanwhile (the holder's sample nearest in time, within a period).\n"
+    "                   meanwhile (the holder's sample nearest in time, within a period,\n"
+    "                   among the samples kept: --gil-wait keeps no holder).\n"
     "                   --json: one object with the totals, threads and waits\n"
     CLI_FILTER_HELP
     "  -h, --help       show this text\n"

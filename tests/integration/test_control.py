@@ -740,8 +740,11 @@ def test_top_in_a_terminal(interp, target, quit_key, tmp_path, daemons):
 
         def look():
             screen[0] = tm.capture()
-            return hottest_first(screen[0])
-        rows = wait_for("hottest() at the top of pyprof top's table", look,
+            # The interpreter's start (imports: a few samples) is left behind once a
+            # hundred samples are in: past that, the target's loop is at least 90 %.
+            m = re.search(r"samples (\d+)", screen[0])
+            return m and int(m.group(1)) >= 100 and hottest_first(screen[0])
+        rows = wait_for("hottest() at the top of pyprof top's table, 100 samples in", look,
                         timeout=60.0, step=0.1)
         lines = screen[0].splitlines()
         assert lines[0].startswith("pyprof top - pid %d: " % d.pid), screen[0]
