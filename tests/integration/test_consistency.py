@@ -18,6 +18,7 @@
 * The achieved rate counts samples recorded, never passes that recorded nothing.
 """
 
+import json
 import math
 import os
 import re
@@ -33,6 +34,7 @@ RECURSIVE = t.workload("recursive.py")
 CHURN = t.workload("code_churn.py")
 REUSE = t.workload("code_reuse.py")
 WALL_MIX = t.workload("wall_mix.py")
+WALL_IDLE = t.workload("wall_idle.py")
 RAW_FORK = t.workload("raw_fork.py")
 INIT_LOOP = t.workload("init_loop.py")
 PID_ONE = t.workload("pid_one.py")
@@ -345,3 +347,34 @@ def test_no_hidden_frames(interp, clock, tmp_path):
             inits += n
     assert not wrong, "frames Python does not show: %r\n%s" % (wrong[:5], p.dump())
     assert inits > 0, p.dump()
+
+
+# ---- an idle daemon is not woken ------------------------------------------------------
+
+
+@pytest.mark.parametrize("interp", ALL)
+def test_wall_wakes_no_idle_thread(interp, tmp_path):
+    """Wall mode at 1 ms samples eight threads blocked on an Event, a lock, a sleep and a
+    select for 2 s without waking one of them: their context switches over those 2 s
+    (the program's own count, /proc/self/task/TID/status) are none, and each has about
+    one sample per pass all the same."""
+    interp.require()
+    prof = t.run([interp.path, WALL_IDLE], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "1ms"})
+    assert prof.rc == 0, prof.describe()
+    p = t.one_log(prof, ended="exit")
+    woken = []
+    seen = 0
+    by_name = dict((th["name"], th["samples"]) for th in p.rep["threads"])
+    hz = p.proc["achieved_hz"]
+    for line in t._text(prof.stdout).splitlines():
+        r = json.loads(line)
+        seen += 1
+        if r["switches"]:
+            woken.append(r)
+        # In its wait for the 2.5 s measured: one sample per pass over that time at least.
+        least = hz * 2.5
+        got = by_name.get(r["name"], 0)
+        assert got >= least - 4 * math.sqrt(least) - 5, (r["name"], got, least)
+    assert seen == 8, t._text(prof.stdout)
+    assert not woken, "idle threads woken while profiled: %r" % woken
