@@ -13,9 +13,14 @@
  *     a sample and the base two samples share are all walks over that tree in the page;
  *   - each distinct stack is written once (its leaf node and the line of each frame);
  *   - each thread's samples, sorted by time, become runs: consecutive samples with the
- *     same stack, each less than RUN_GAP_PERIODS sampling periods after the previous one,
- *     are one run (start, length, stack, count).  An idle thread sampled in wall-clock
- *     mode is a handful of runs however long it sleeps;
+ *     same stack and GIL state, each less than RUN_GAP_PERIODS sampling periods after the
+ *     previous one, are one run (start, length, stack, count).  An idle thread sampled in
+ *     wall-clock mode is a handful of runs however long it sleeps;
+ *   - in wall-clock logs, where each sample's thread stood with the GIL (profile_sample.gil)
+ *     is one more column of the runs: a digit per run (every sample of a run has the same
+ *     state), with each thread's samples counted by state, and each span's samples that
+ *     waited for the GIL counted per stack like its others.  A page whose samples have no
+ *     GIL state (cpu mode, older logs) says so ("gil": 0) and has none of these keys;
  *   - each span (src/read/spans.h) carries its thread, times, nesting depth, ids and its
  *     samples counted per stack, so the page's flame graph of a span is exact (runs cut
  *     at its edges would only be counted in proportion);
@@ -80,8 +85,11 @@ const char cmd_html_usage[] =
     "above each thread's samples (click one for its flame graph), the resident memory\n"
     "(RSS) over time, and process and thread selectors.  With allocation samples (logs\n"
     "written with PYPROF_ALLOC) the flame graph can also be weighed by bytes allocated or\n"
-    "in use at the end, and the estimated live heap is drawn over the RSS.  A directory\n"
-    "stands for every log in it.\n"
+    "in use at the end, and the estimated live heap is drawn over the RSS.  With GIL\n"
+    "states (logs written with PYPROF_CLOCK=wall) the timeline can colour samples by\n"
+    "where their thread stood with the GIL, a table gives each thread's split (held,\n"
+    "waiting for it, neither), and the flame graph can show the GIL waits alone.  A\n"
+    "directory stands for every log in it.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE\n"
@@ -117,6 +125,8 @@ typedef struct page {
     spans_index spans;     /* the samples inside each span */
     uint32_t *span_stacks; /* room for one span's samples' stacks */
     uint32_t *alloc_order; /* allocation indexes by time on the common axis (nallocs) */
+    int has_gil;           /* some sample kept has a GIL state (wall-clock logs) */
+    char *run_gil;         /* room for one thread's runs' GIL states, a digit each */
 } page;
 
 static void page_free(page *g)
@@ -133,6 +143,7 @@ static void page_free(page *g)
     spans_index_free(&g->spans);
     free(g->span_stacks);
     free(g->alloc_order);
+    free(g->run_gil);
 }
 
 static int64_t period_us(const profile_process *pr)
@@ -211,8 +222,9 @@ static int page_build(page *g, const profile *p)
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
     g->span_stacks = malloc((p->nsamples ? p->nsamples : 1) * sizeof *g->span_stacks);
+    g->run_gil = malloc(p->nsamples + 1);
     if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->thread_out ||
-        !g->order || !g->thread_first || !g->proc_offset_us || !g->span_stacks ||
+        !g->order || !g->thread_first || !g->proc_offset_us || !g->span_stacks || !g->run_gil ||
         spans_index_build(p, &g->spans) < 0)
         return -1;
     memset(g->func_out, 0xff, nf * sizeof *g->func_out);
@@ -228,8 +240,11 @@ static int page_build(page *g, const profile *p)
 
     /* Samples by thread, then time (within a thread the process, so the offset, is
      * one), then position in the log; each thread's share of the order. */
-    for (size_t i = 0; i < p->nsamples; i++)
+    for (size_t i = 0; i < p->nsamples; i++) {
         g->thread_first[p->samples[i].thread + 1]++;
+        if (p->samples[i].gil != PYPROF_GIL_UNKNOWN)
+            g->has_gil = 1;
+    }
     for (size_t t = 0; t < nt; t++)
         g->thread_first[t + 1] += g->thread_first[t];
 
@@ -402,7 +417,9 @@ static void write_procs(jsonw *j, const page *g)
 }
 
 /* Each thread's runs: (start - end of the previous run, end - start, stack, samples), the
- * times in microseconds on the common axis, a run's end being its last sample's time. */
+ * times in microseconds on the common axis, a run's end being its last sample's time.  A
+ * change of GIL state ends a run too; with GIL states, "runs_gil" gives each run's state
+ * as one digit (enum pyprof_gil) and "gil" the thread's samples by state. */
 static void write_threads(jsonw *j, const page *g)
 {
     const profile *p = g->p;
@@ -427,14 +444,20 @@ static void write_threads(jsonw *j, const page *g)
         int64_t prev_end = 0, start = 0, last = 0;
         uint32_t stack = 0;
         uint64_t count = 0;
+        unsigned gil = 0;
+        size_t nruns = 0;
+        uint64_t by_state[PYPROF_GIL_STATES] = {0};
         for (size_t k = g->thread_first[t]; k <= g->thread_first[t + 1]; k++) {
             int64_t ts = 0;
             uint32_t st = 0;
+            unsigned gs = 0;
             if (k < g->thread_first[t + 1]) {
                 const profile_sample *s = &p->samples[g->order[k]];
                 ts = sample_time(g, s);
                 st = g->stack_out[s->stack];
-                if (count && st == stack && ts - last < gap) {
+                gs = s->gil < PYPROF_GIL_STATES ? s->gil : PYPROF_GIL_UNKNOWN;
+                by_state[gs]++;
+                if (count && st == stack && gs == gil && ts - last < gap) {
                     last = ts;
                     count++;
                     continue;
@@ -445,13 +468,24 @@ static void write_threads(jsonw *j, const page *g)
                 jsonw_i64(j, last - start);
                 jsonw_u64(j, stack);
                 jsonw_u64(j, count);
+                g->run_gil[nruns++] = (char)('0' + gil);
                 prev_end = last;
             }
             start = last = ts;
             stack = st;
+            gil = gs;
             count = 1;
         }
         jsonw_end_array(j);
+        if (g->has_gil) {
+            g->run_gil[nruns] = 0;
+            jsonw_key_string(j, "runs_gil", g->run_gil);
+            jsonw_key(j, "gil");
+            jsonw_begin_array(j);
+            for (int s = 0; s < PYPROF_GIL_STATES; s++)
+                jsonw_u64(j, by_state[s]);
+            jsonw_end_array(j);
+        }
         jsonw_end_object(j);
     }
     jsonw_end_array(j);
@@ -507,9 +541,35 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Samples order[a..b) whose GIL state is `gil` (all of them when gil < 0), as pairs
+ * (stack in "stacks", samples) by stack; `st` has room for b - a stacks. */
+static void write_stack_counts(jsonw *j, const page *g, const uint32_t *order, size_t a,
+                               size_t b, int gil, uint32_t *st)
+{
+    const profile *p = g->p;
+    size_t n = 0;
+    for (size_t k = a; k < b; k++) {
+        const profile_sample *s = &p->samples[order[k]];
+        if (gil < 0 || s->gil == (unsigned)gil)
+            st[n++] = g->stack_out[s->stack];
+    }
+    qsort(st, n, sizeof *st, cmp_u32);
+    jsonw_begin_array(j);
+    for (size_t k = 0; k < n;) {
+        size_t e = k;
+        while (e < n && st[e] == st[k])
+            e++;
+        jsonw_u64(j, st[k]);
+        jsonw_u64(j, e - k);
+        k = e;
+    }
+    jsonw_end_array(j);
+}
+
 /* Spans: thread (index in "threads"), name, start and stop on the common axis, nesting
  * depth, unfinished, span id, trace_id, base_id, and "st": their samples as pairs
- * (stack in "stacks", samples). */
+ * (stack in "stacks", samples); with GIL states, "st_wait": those of them that waited
+ * for the GIL, the same way. */
 static void write_spans(jsonw *j, const page *g)
 {
     const profile *p = g->p;
@@ -531,22 +591,14 @@ static void write_spans(jsonw *j, const page *g)
         jsonw_key_u64(j, "id", sp->id);
         jsonw_key_string(j, "trace", sp->trace_id);
         jsonw_key_string(j, "base", sp->base_id);
-        size_t a, b, n = 0;
+        size_t a, b;
         spans_samples(p, &g->spans, (uint32_t)i, &a, &b);
-        for (size_t k = a; k < b; k++)
-            st[n++] = g->stack_out[p->samples[g->spans.order[k]].stack];
-        qsort(st, n, sizeof *st, cmp_u32);
         jsonw_key(j, "st");
-        jsonw_begin_array(j);
-        for (size_t k = 0; k < n;) {
-            size_t e = k;
-            while (e < n && st[e] == st[k])
-                e++;
-            jsonw_u64(j, st[k]);
-            jsonw_u64(j, e - k);
-            k = e;
+        write_stack_counts(j, g, g->spans.order, a, b, -1, st);
+        if (g->has_gil) {
+            jsonw_key(j, "st_wait");
+            write_stack_counts(j, g, g->spans.order, a, b, PYPROF_GIL_WAIT, st);
         }
-        jsonw_end_array(j);
         jsonw_end_object(j);
     }
     jsonw_end_array(j);
@@ -642,6 +694,7 @@ static int write_json(FILE *f, const page *g, const char *title)
     jsonw_key_i64(&j, "t_min_us", g->t_min_us);
     jsonw_key_i64(&j, "t_max_us", g->t_max_us);
     jsonw_key_u64(&j, "samples", p->nsamples);
+    jsonw_key_u64(&j, "gil", (uint64_t)g->has_gil);
     jsonw_break(&j, 0);
     jsonw_key(&j, "warnings");
     jsonw_begin_array(&j);

@@ -590,3 +590,219 @@ def test_memory_flame_graph_and_heap(browser, leak_page):
     set_weight(b, "samples")
     assert b.evaluate("document.getElementById('fg-scope').textContent").endswith(" samples")
     check_clean(b)
+
+
+# ---- GIL states ---------------------------------------------------------------------------
+
+from test_json_schema import check as check_schema  # noqa: E402
+
+GIL_WORKLOAD = t.workload("gil_contention.py")
+GIL_KEYS = ("unknown", "held", "wait", "other", "not_held")  # enum pyprof_gil's order
+GIL_RGB = {"held": (0x2f, 0x9e, 0x44), "wait": (0xc9, 0x2a, 0x2a), "other": (0xa5, 0xb1, 0xc2)}
+SAMPLE_RGB = (0x4a, 0x78, 0xb5)  # a timeline sample without the GIL colours
+
+
+@pytest.fixture(scope="module")
+def gil_page(tmp_path_factory):
+    """gil_contention.py (three threads of pure Python, one sleeping, one holding the GIL
+    in C calls) profiled in wall mode for 1 s, and its page."""
+    tmp = tmp_path_factory.mktemp("html-gil")
+    interp = t.by_id("py3.11")[0].require()
+    prof = t.run([interp.path, GIL_WORKLOAD], str(tmp / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "5ms", "GIL_SECONDS": "1"})
+    assert prof.rc == 0, prof.describe()
+    page = str(tmp / "gil.html")
+    res = t.tool("html", str(tmp / "logs"), "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    return {"dir": str(tmp / "logs"), "page": page}
+
+
+def gil_by_thread(rep):
+    """report --gil --json's threads by (pid, tid): their samples per state, in
+    enum pyprof_gil's order."""
+    return dict(((th["pid"], th["tid"]), [th[k] for k in GIL_KEYS]) for th in rep["threads"])
+
+
+def test_gil_states_in_page_data(gil_page):
+    """A wall-mode page carries each sample's GIL state: a digit per run (runs_gil), each
+    thread's samples by state (equal to `pyprof report --gil --json`'s for every thread),
+    and the flag; the data matches its documented schema."""
+    with open(gil_page["page"], encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    check_schema("html", data, "pyprof html's data (wall mode, GIL states)")
+    assert data["gil"] == 1
+    rep = t.tool_json("report", "--gil", "--json", gil_page["dir"])
+    assert rep["states"]["wait"] > 0 and rep["states"]["held"] > 0, rep["states"]
+    want = gil_by_thread(rep)
+    got = {}
+    for th in data["threads"]:
+        runs, states = th["runs"], th["runs_gil"]
+        assert len(states) == len(runs) // 4 and set(states) <= set("01234"), th["name"]
+        # The runs' states add up to the thread's counts, and those to its samples.
+        per_run = [0] * len(GIL_KEYS)
+        for k, s in enumerate(states):
+            per_run[int(s)] += runs[4 * k + 3]
+        assert per_run == th["gil"] and sum(th["gil"]) == th["samples"], (th["name"], per_run)
+        got[(data["procs"][th["p"]]["pid"], th["tid"])] = th["gil"]
+    assert got == want, (got, want)
+    assert [sum(c[i] for c in got.values()) for i in range(len(GIL_KEYS))] == [
+        rep["states"][k] for k in GIL_KEYS]
+
+
+def test_no_gil_states_in_cpu_page(names_page):
+    """A cpu-mode page says it has no GIL states, and carries none."""
+    with open(names_page["page"], encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    assert {p["clock"] for p in data["procs"]} == {"cpu"}
+    assert data["gil"] == 0
+    assert not any("gil" in th or "runs_gil" in th for th in data["threads"])
+    assert not any("st_wait" in sp for sp in data["spans"])
+
+
+def canvas_digest(b, canvas_id):
+    """The drawn pixels of a canvas, as a data URL (equal strings: equal drawings)."""
+    return b.evaluate("document.getElementById(%s).toDataURL()" % json.dumps(canvas_id))
+
+
+def test_gil_view(browser, gil_page):
+    """The GIL toggle colours the timeline's samples by state (a legend says which is
+    which), the table lists each thread's split as the report counts it, and "GIL waits
+    only" makes the flame graph count exactly the samples that waited for the GIL."""
+    b = browser
+    del b.console_errors[:]
+    del b.dialogs[:]
+    del b.requests[:]
+    b.open(gil_page["page"])
+    rep = t.tool_json("report", "--gil", "--json", gil_page["dir"])
+    assert b.evaluate("pyprofViewer.gil()")
+    assert not b.evaluate("document.getElementById('gil-color-label').hidden")
+    assert not b.evaluate("document.getElementById('gil-section').hidden")
+    assert b.evaluate("document.getElementById('gil-legend').hidden")
+    assert drawn_pixels(b, "timeline", GIL_RGB["wait"]) == 0
+    plain = drawn_pixels(b, "timeline", SAMPLE_RGB)
+    assert plain > 1000, plain
+
+    b.click(*center(b, "#gil-color"))
+    b.wait_for("pyprofViewer.gilColors()")
+    assert drawn_pixels(b, "timeline", SAMPLE_RGB) == 0  # every sample has a state
+    for state, rgb in GIL_RGB.items():
+        assert drawn_pixels(b, "timeline", rgb) > 100, state
+    legend = b.evaluate("document.getElementById('gil-legend').textContent")
+    assert "held the GIL" in legend and "waiting for the GIL" in legend, legend
+    assert not b.evaluate("document.getElementById('gil-legend').hidden")
+
+    # The table: each thread's samples by state, as the report counts them.
+    want = gil_by_thread(rep)
+    pids = {x["index"]: x["pid"] for x in b.evaluate("pyprofViewer.threads()")}
+    rows = b.evaluate("pyprofViewer.gilTable()")
+    assert len(rows) == len(want), (rows, want)
+    for r in rows:
+        assert [r[k] for k in GIL_KEYS] == want[(pids[r["index"]], r["tid"])], r
+    assert len(texts(b, "#gil-table tbody tr")) == len(want)
+
+    # GIL waits only: the flame graph of the waiting samples, and back.
+    assert b.evaluate("pyprofViewer.flameSamples()") == rep["samples"]
+    b.click(*center(b, "#gil-wait"))
+    b.wait_for("pyprofViewer.gilWaitOnly()")
+    assert b.evaluate("pyprofViewer.flameSamples()") == rep["states"]["wait"]
+    assert "py_work" in b.evaluate("pyprofViewer.flameFunctions()")
+    scope = b.evaluate("document.getElementById('fg-scope').textContent")
+    assert scope.endswith(" samples waiting for the GIL"), scope
+    b.click(*center(b, "#gil-wait"))
+    b.wait_for("!pyprofViewer.gilWaitOnly()")
+    assert b.evaluate("pyprofViewer.flameSamples()") == rep["samples"]
+
+    b.click(*center(b, "#gil-color"))
+    b.wait_for("!pyprofViewer.gilColors()")
+    assert drawn_pixels(b, "timeline", GIL_RGB["wait"]) == 0
+    assert drawn_pixels(b, "timeline", SAMPLE_RGB) == plain
+    check_clean(b)
+
+
+def test_no_gil_view_without_states(opened):
+    """A page without GIL states shows neither toggle nor the table, and turning the
+    toggles on anyway changes neither the timeline nor the flame graph."""
+    b = opened
+    assert not b.evaluate("pyprofViewer.gil()")
+    for el in ("gil-color-label", "gil-wait-label", "gil-section"):
+        assert b.evaluate("document.getElementById(%s).hidden" % json.dumps(el)), el
+    before, samples = canvas_digest(b, "timeline"), b.evaluate("pyprofViewer.flameSamples()")
+    b.evaluate("""['gil-color', 'gil-wait'].forEach((id) => {
+        const c = document.getElementById(id);
+        c.checked = true;
+        c.dispatchEvent(new Event('change')); })""")
+    assert not b.evaluate("pyprofViewer.gilColors()")
+    assert not b.evaluate("pyprofViewer.gilWaitOnly()")
+    assert canvas_digest(b, "timeline") == before
+    assert b.evaluate("pyprofViewer.flameSamples()") == samples
+    check_clean(b)
+
+
+def test_gil_waits_in_a_span(browser, tmp_path):
+    """A wall-clock log built record by record (spanlogs.py's Log with a GIL state per
+    stack): with "GIL waits only", a clicked span's flame graph holds exactly its samples
+    that waited for the GIL (counted by the tool: `st_wait`)."""
+    from spanlogs import Log
+
+    class GilLog(Log):
+        """A wall-clock log whose samples each say where their thread stood with the GIL
+        (the STACK record's trailing uvarint)."""
+
+        def __init__(self, pid):
+            Log.__init__(self, pid)
+            self.recs[1] = mf.header(pid=pid, run_id="5ca1ab1e5ca1ab1e",
+                                     argv=("python3", "app.py"),
+                                     start_unix_ns=self.start_unix_ns, clock=mf.CLOCK_WALL)
+            self.gil = 0
+
+        def _stack(self, names):
+            key = (tuple(names), self.gil)
+            if key not in self.stacks:
+                frames = [(self._code(n), 1) for n in names]
+                sid = len(self.stacks) + 1
+                self.stacks[key] = sid
+                payload = mf.uvarint(sid) + mf.uvarint(len(frames)) + b"".join(
+                    mf.uvarint(c) + mf.svarint(line) for c, line in frames)
+                self.recs.append(mf.record(mf.REC_STACK, payload + mf.uvarint(self.gil)))
+            return self.stacks[key]
+
+    log = GilLog(6200)
+    log.thread(0, 6200, "MainThread")
+    log.thread(1, 6201, "worker")
+    log.start(1, 10_000, 0, "req")
+    waits = 0
+    for k, t_us in enumerate(range(500, 60_000, 1000)):
+        inside = 10_000 <= t_us < 40_000
+        log.gil = 2 if inside and k % 3 == 0 else 1
+        waits += log.gil == 2
+        log.sample(t_us, 0, ["main", "handle" if inside else "idle"])
+        log.gil = 1 if log.gil == 2 else 3
+        log.sample(t_us, 1, ["main", "other"])
+        if t_us == 40_500:
+            log.stop(1, 40_000, 0)
+    assert waits == 10
+    path = log.write(tmp_path / "gil-span.lz4")
+    page = str(tmp_path / "gil-span.html")
+    res = t.tool("html", path, "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    with open(page, encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    check_schema("html", data, "pyprof html's data (a span with GIL waits)")
+    assert data["gil"] == 1 and len(data["spans"]) == 1
+    st_wait = data["spans"][0]["st_wait"]
+    assert sum(st_wait[1::2]) == waits and sum(data["spans"][0]["st"][1::2]) == 30
+    del browser.console_errors[:]
+    browser.open(page)
+    span = browser.evaluate("pyprofViewer.spans()")[0]
+    browser.click(span["x"], span["y"])
+    assert browser.evaluate("pyprofViewer.flameSamples()") == 30
+    browser.click(*center(browser, "#gil-wait"))
+    browser.wait_for("pyprofViewer.gilWaitOnly()")
+    assert browser.evaluate("pyprofViewer.selectedSpan()") == "req"
+    assert browser.evaluate("pyprofViewer.flameSamples()") == waits
+    assert browser.evaluate("pyprofViewer.flameFunctions()") == ["handle", "main"]
+    # Out of the span: the whole range's waits, the main thread's only.
+    browser.click(*center(browser, "#tl-reset"))
+    browser.wait_for("pyprofViewer.selectedSpan() === null")
+    assert browser.evaluate("pyprofViewer.flameSamples()") == waits
+    check_clean(browser)
