@@ -3,9 +3,11 @@
  * proto/profile.proto), gzipped — what `go tool pprof`, Pyroscope and Grafana read.
  *
  *   sample_type   [samples/count, cpu/nanoseconds] (wall/nanoseconds for wall-clock logs)
- *   sample        one per (thread, stack): location ids from the innermost frame out,
- *                 values [samples, nanoseconds], labels pid and tid (numbers) and thread
- *                 (the thread's name, when it has one)
+ *   sample        one per (thread, stack, GIL state): location ids from the innermost
+ *                 frame out, values [samples, nanoseconds], labels pid and tid (numbers),
+ *                 thread (the thread's name, when it has one) and, in wall-clock logs,
+ *                 gil ("held", "wait", "other" or "not_held": `go tool pprof
+ *                 -tagfocus=gil=wait` keeps the GIL waits)
  *   location      one per (function, line) met on a stack, with one line entry; a native
  *                 function's locations name its module's mapping
  *   function      one per function: name (the qualified name, or a native symbol), file
@@ -240,8 +242,14 @@ static int cmp_thread_stack(const void *a, const void *b, void *arg)
     const profile_sample *y = &p->samples[*(const uint32_t *)b];
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
-    return (x->stack > y->stack) - (x->stack < y->stack);
+    if (x->stack != y->stack)
+        return x->stack < y->stack ? -1 : 1;
+    return (x->gil > y->gil) - (x->gil < y->gil);
 }
+
+/* The gil label's values by enum pyprof_gil (none for unknown). */
+static const char *const gil_label[PYPROF_GIL_STATES] = {NULL, "held", "wait", "other",
+                                                         "not_held"};
 
 static int64_t str_idx(pprof_out *w, const char *s)
 {
@@ -311,6 +319,8 @@ static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64
     label(w, "tid", NULL, (int64_t)t->tid);
     if (t->name[0])
         label(w, "thread", t->name, 0);
+    if (s->gil < PYPROF_GIL_STATES && gil_label[s->gil])
+        label(w, "gil", gil_label[s->gil], 0);
     pb_msg(&w->msg, 2, &w->sub);
 }
 

@@ -22,6 +22,9 @@ The output is checked against its documented schema (docs/JSON.md, "report gil")
 
 import json
 import math
+import os
+import re
+import subprocess
 
 import pytest
 
@@ -119,6 +122,16 @@ def test_gil_wait_filter(interp, tmp_path):
     assert waits["states"]["wait"] == waits["samples"], waits["states"]
     plain = t.tool_json("report", "--json", "--gil-wait", *prof.logs)
     assert plain["samples"] == full["states"]["wait"], plain["samples"]
+    # pprof's gil label: go tool pprof -tagfocus=gil=wait keeps the same samples.
+    pb = str(tmp_path / "prof.pb.gz")
+    t.tool("export", "-f", "pprof", "-o", pb, *prof.logs)
+    env = dict(os.environ, PPROF_TMPDIR=str(tmp_path), HOME=str(tmp_path))
+    text = subprocess.check_output(["go", "tool", "pprof", "-top", "-sample_index=samples",
+                                    "-tagfocus=gil=wait", pb], env=env,
+                                   stderr=subprocess.STDOUT).decode()
+    m = re.search(r"Showing nodes accounting for (\d+), [\d.]+% of (\d+) total", text)
+    assert m and int(m.group(1)) == full["states"]["wait"], text
+    assert int(m.group(2)) == full["samples"], text
     # A cpu-mode log has no GIL state: nothing waits.
     cpu = t.run([interp.path, WORKLOAD], str(tmp_path / "cpu"),
                 env={"PYPROF_PERIOD": "5ms", "GIL_SECONDS": "1"})
