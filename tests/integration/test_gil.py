@@ -11,7 +11,8 @@ its wall and CPU time, and the time it was ready to run but had no CPU (run_dela
   so it waited for the GIL its wall time less its CPU time, less at most the time it
   waited for a CPU (while holding the GIL, on a busy machine);
 * each Python thread's time holding the GIL between its CPU time and that plus the time
-  it waited for a CPU, within 10 %;
+  it waited for a CPU, within 10 % (on 2.7, whose GIL waits burn CPU, at least half its
+  CPU time);
 * the C calls' time holding the GIL (20 ms each) there, within 10 %;
 * at least 90 % of the GIL waits with the stack that held the GIL meanwhile, and the C
   call's stack among the holders, behind at least half its holding time;
@@ -85,7 +86,11 @@ def test_gil_contention(interp, tmp_path):
         # The samples also cover the thread's start and end around its measured 3 s.
         assert 0.9 * least - spread(th["wait"]) <= waited <= 1.1 * most + spread(
             th["wait"]), report
-        assert 0.9 * m["cpu"] - spread(th["held"]) <= held <= 1.1 * (
+        # 2.7's waiters are woken to contend for its semaphore and go back to sleep,
+        # with system calls: part of their CPU time is spent waiting (a quarter of it
+        # here), which the program cannot tell from its work.
+        least_held = (0.5 if interp.minor < (3, 0) else 0.9) * m["cpu"]
+        assert least_held - spread(th["held"]) <= held <= 1.1 * (
             m["cpu"] + m["delay"]) + spread(th["held"]), report
     # The sleeper: its sleeps are not GIL waits.  It slept `asked` seconds; what it waited
     # for the GIL fits in the rest of its time.
