@@ -131,7 +131,8 @@ def test_gil_wait_filter(interp, tmp_path):
     pb = str(tmp_path / "prof.pb.gz")
     t.tool("export", "-f", "pprof", "-o", pb, *prof.logs)
     env = dict(os.environ, PPROF_TMPDIR=str(tmp_path), HOME=str(tmp_path))
-    text = subprocess.check_output(["go", "tool", "pprof", "-top", "-sample_index=samples",
+    text = subprocess.check_output(["go", "tool", "pprof", "-top", "-nodefraction=0",
+                                    "-sample_index=samples",
                                     "-tagfocus=gil=wait", pb], env=env,
                                    stderr=subprocess.STDOUT).decode()
     m = re.search(r"Showing nodes accounting for (\d+), [\d.]+% of (\d+) total", text)
