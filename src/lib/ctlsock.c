@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "ownfd.h"
 #include "ownthreads.h"
 
 #define REQUEST_WAIT_NS 1000000000ull /* a client has this long to send its line */
@@ -237,7 +238,7 @@ out:
 
 static int bind_listen(char *err, size_t errlen)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = ownfd_move(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (fd < 0) {
         snprintf(err, errlen, "pyprof: control socket: %s; no live control", strerror(errno));
         return -1;

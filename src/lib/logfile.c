@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "diag.h"
+#include "ownfd.h"
 
 /* ---- naming and creating ------------------------------------------------------------ */
 
@@ -130,6 +131,7 @@ static int create_file(logfile *lf, const logfile_naming *nm)
         }
         int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
+            fd = ownfd_move(fd);
             snprintf(lf->path, sizeof lf->path, "%s", name);
             return fd;
         }

@@ -73,6 +73,7 @@
 #include "logfile.h"
 #include "modules.h"
 #include "native.h"
+#include "ownfd.h"
 #include "ownthreads.h"
 #include "procself.h"
 #include "pynames.h"
@@ -1245,7 +1246,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
         return -1;
     }
     if (cfg->memory)
-        W.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        W.statm_fd = ownfd_move(open("/proc/self/statm", O_RDONLY | O_CLOEXEC));
     /* The writer thread takes no signal of the program's, nor ours. */
     int rc = ownthreads_start(&W.thread, writer_main, NULL);
     if (rc != 0) {
