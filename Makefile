@@ -13,6 +13,8 @@
 CC       ?= gcc
 BUILD    ?= build
 PREFIX   ?= /usr/local
+# The library's directory: a Debian package passes /usr/lib/$(DEB_HOST_MULTIARCH).
+LIBDIR   ?= $(PREFIX)/lib
 SAN      ?=
 OPT      ?= -O2 -g
 PYTEST   ?= /usr/bin/python3 -m pytest
@@ -48,7 +50,7 @@ UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/tes
 .PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
-        sid-root check-interpreters format format-check
+        sid-root check-interpreters format format-check deb
 
 all: $(LIB) $(TOOL)
 
@@ -69,13 +71,14 @@ help:
 	@echo "make format-check list the C sources that differ from .clang-format (in check)"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
+	@echo "make deb          the Debian package (debian/), checked by lintian, in $(BUILD)/deb"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS) preload/exports.map
-	$(CC) -shared $(CFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
 	    -Wl,-z,nodelete -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 # The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
@@ -84,7 +87,7 @@ $(BUILD)/obj/utils/cmd_trace.o: utils/html/trace.html
 $(BUILD)/obj/utils/cmd_diff.o: utils/html/diff.html
 
 $(TOOL): $(TOOL_OBJS)
-	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)
 
 $(BUILD)/libcommon.a: $(call obj,$(COMMON_SRCS))
 $(BUILD)/libcore.a: $(call obj,$(CORE_SRCS))
@@ -117,6 +120,9 @@ DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
             libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14
+# `make deb` needs only the package's Build-Depends (debian/control) and the packaging
+# tools: it runs this rule with DEB_PKGS set to PACKAGE_PKGS.
+PACKAGE_PKGS := debhelper dh-python lintian python3 liblz4-dev libdw-dev zlib1g-dev libcmocka-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -289,8 +295,8 @@ DEB_PYTHON ?= /usr/bin/python3
 PY_SITE ?= $(PREFIX)/lib/python$(shell $(DEB_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
 
 install: all install-python
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpyprof.so
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libpyprof.so
 	install -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/pyprof
 	install -m 0644 docs/pyprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pyprof.1
 
@@ -303,3 +309,22 @@ install-python:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- the Debian package -------------------------------------------------------------
+# debian/ holds the packaging (debian/rules says where each file goes and which tests
+# run).  dpkg-buildpackage builds in debian/build, never in $(BUILD), cleans the tree
+# afterwards (-tc) and leaves its files beside the checkout; they are moved to
+# $(BUILD)/deb, and lintian fails make on any error or warning (each override in
+# debian/*.lintian-overrides says why).  The package's version is the project's:
+# debian/changelog must name PYPROF_VERSION_STRING.
+VERSION = $(shell sed -n 's/^\#define PYPROF_VERSION_STRING "\(.*\)"/\1/p' include/pyprof/pyprof.h)
+deb:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(PACKAGE_PKGS)"
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { \
+	    echo "debian/changelog is at $$v, include/pyprof/pyprof.h at $(VERSION): add a changelog entry"; \
+	    exit 1; }
+	dpkg-buildpackage -us -uc -b -Jauto -tc
+	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
+	mv ../pyprof*_$(VERSION)_* $(BUILD)/deb/
+	lintian --fail-on error,warning --display-info $(BUILD)/deb/pyprof_$(VERSION)_*.changes
+	@ls $(BUILD)/deb/*.deb

@@ -1,0 +1,160 @@
+#!/bin/bash
+# install_test.sh: the Debian package installed in a clean Debian root, used there through
+# its installed paths, and removed.
+#
+#   bash tests/package/install_test.sh [DEB [DIR]]     as root; after `make deb`
+#
+# DEB defaults to build/deb/pyprof_VERSION_ARCH.deb, DIR to build/package-test.  Not part
+# of `make test` yet.
+#
+#   DIR/base   a minimal Debian root of the host's own release (debootstrap, variant
+#              minbase, with python3; the package is built against the host's libraries),
+#              made once: about a minute and 260 MB (DIR/base.stamp says it is whole;
+#              remove both to make it again).
+#   DIR/root   a copy of base made anew by each run (cp -a), so every run installs into a
+#              root that has never seen the package or its dependencies; left for a look.
+#
+# Each step runs chrooted into DIR/root in a private mount namespace with its own /proc
+# and /dev/pts (nothing stays mounted).  The steps, each printed before it runs:
+#   1. dpkg -i DEB: fails on the dependencies a minimal root lacks (liblz4-1, libdw1...);
+#      apt-get -f install then fetches them from the mirror and configures the package.
+#   2. a busy Python program run by the root's python3 with LD_PRELOAD set to the library
+#      path dpkg lists for the package, inside a span of the installed Python package
+#      `pyprof` (so its OSProfiler .pth hook is loaded from dist-packages too); then
+#      `pyprof report` and `pyprof report --span busy` on its log, each of which must
+#      name the busy function.
+#   3. dpkg -r pyprof: afterwards no file or directory the package shipped is left, no
+#      path in the root has pyprof in its name except the profile logs, and dpkg knows
+#      the package as not installed.
+# Exit status 0 when every step passed; otherwise 1 and the step's message.
+#
+# Environment: PKGTEST_SUITE (default: the host's VERSION_CODENAME), PKGTEST_MIRROR
+# (default http://deb.debian.org/debian).
+set -eu
+
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "install_test: must run as root (debootstrap, chroot, unshare)" >&2; exit 1; }
+
+version=$(sed -n 's/^#define PYPROF_VERSION_STRING "\(.*\)"/\1/p' include/pyprof/pyprof.h)
+DEB=$(readlink -f "${1:-build/deb/pyprof_${version}_$(dpkg --print-architecture).deb}")
+DIR=$(readlink -f "${2:-build/package-test}")
+. /etc/os-release
+SUITE=${PKGTEST_SUITE:-$VERSION_CODENAME}
+MIRROR=${PKGTEST_MIRROR:-http://deb.debian.org/debian}
+BASE=$DIR/base
+ROOT=$DIR/root
+LOGS=/var/log/pyprof-test          # inside the root
+
+step() { printf '\n== %s\n' "$*"; }
+fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
+# in_root CMD...: CMD chrooted into ROOT, with /proc mounted in a mount namespace of its own.
+in_root() {
+    unshare --mount --propagation private --fork -- /bin/sh -c '
+        root=$1; shift
+        mount -t proc proc "$root/proc" || exit 125
+        mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" || exit 125
+        exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+            LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' sh "$ROOT" "$@"
+}
+
+[ -f "$DEB" ] || fail "no package $DEB (make deb first)"
+echo "package: $DEB"
+dpkg-deb -f "$DEB" Package Version Architecture Depends Recommends
+
+if [ ! -f "$BASE.stamp" ]; then
+    step "debootstrap --variant=minbase --include=python3 $SUITE $BASE (once)"
+    rm -rf --one-file-system "$BASE"
+    mkdir -p "$DIR"
+    debootstrap --variant=minbase --include=python3 "$SUITE" "$BASE" "$MIRROR" >"$DIR/debootstrap.log" 2>&1 ||
+        fail "debootstrap failed; see $DIR/debootstrap.log"
+    echo "$SUITE $MIRROR" >"$BASE.stamp"
+fi
+
+step "a fresh root: cp -a $BASE $ROOT"
+rm -rf --one-file-system "$ROOT"
+cp -a "$BASE" "$ROOT"
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+cp "$DEB" "$ROOT/tmp/"
+deb_in_root=/tmp/$(basename "$DEB")
+in_root sh -c '. /etc/os-release; echo "$PRETTY_NAME"; python3 --version'
+in_root dpkg -s pyprof >/dev/null 2>&1 && fail "the fresh root already has pyprof"
+
+step "1. dpkg -i $deb_in_root (the root lacks the dependencies), then apt-get -f install"
+if in_root dpkg -i "$deb_in_root"; then
+    echo "(dpkg -i found every dependency)"
+else
+    echo "(dpkg -i failed, as expected in a minimal root)"
+fi
+in_root apt-get update -qq
+in_root apt-get -f install -y -q --no-install-recommends 2>&1 | grep -E '^(Setting up|Unpacking|E:)' || true
+rm "$ROOT$deb_in_root"
+status=$(in_root dpkg-query -W -f='${Status} ${Version}' pyprof)
+echo "pyprof: $status"
+[ "$status" = "install ok installed $version" ] || fail "pyprof is not installed: $status"
+
+step "2. profile a Python program through the installed paths"
+lib=$(in_root dpkg -L pyprof | grep '/libpyprof\.so$')
+echo "library (dpkg -L): $lib"
+in_root sh -c 'command -v pyprof; ls /usr/share/man/man1/pyprof.1.gz'
+mkdir -p "$ROOT$LOGS"
+cat >"$ROOT/tmp/busy.py" <<'EOF'
+import time
+
+import pyprof
+
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+print("pyprof module:", pyprof.__file__)
+end = time.time() + 2
+with pyprof.span("busy"):
+    while time.time() < end:
+        spin(100000)
+EOF
+in_root env LD_PRELOAD="$lib" PYPROF_OUTPUT="$LOGS/" python3 /tmp/busy.py 2>"$DIR/busy.stderr" ||
+    fail "the profiled program failed: $(cat "$DIR/busy.stderr")"
+cat "$DIR/busy.stderr"
+grep -q 'Error processing' "$DIR/busy.stderr" && fail "python3 could not process the .pth hook"
+ls -l "$ROOT$LOGS"
+echo "\$ pyprof report $LOGS"
+in_root pyprof report "$LOGS" >"$DIR/report.txt"
+head -25 "$DIR/report.txt"
+grep -q 'spin' "$DIR/report.txt" || fail "pyprof report does not name spin"
+echo "\$ pyprof report --span busy $LOGS"
+in_root pyprof report --span busy "$LOGS" >"$DIR/report-span.txt"
+head -12 "$DIR/report-span.txt"
+grep -q 'spin' "$DIR/report-span.txt" || fail "pyprof report --span busy does not name spin"
+
+step "3. dpkg -r pyprof: only the logs remain"
+# Every path the package shipped ("./usr/bin/pyprof" -> "/usr/bin/pyprof").
+dpkg-deb --fsys-tarfile "$DEB" | tar -t | sed 's,^\.,,; s,/$,,' | grep -v '^$' >"$DIR/shipped.txt"
+in_root dpkg -r pyprof
+status=$(in_root dpkg-query -W -f='${Status}' pyprof 2>/dev/null || echo "unknown to dpkg")
+echo "pyprof: $status"
+case $status in *not-installed* | "unknown to dpkg") ;; *) fail "dpkg still knows pyprof: $status" ;; esac
+left=0
+while read -r p; do
+    [ -e "$ROOT$p" ] || [ -L "$ROOT$p" ] || continue
+    # Directories the package shares with the system stay (/usr, /usr/lib/python3/...).
+    if [ -d "$ROOT$p" ] && ! [ -L "$ROOT$p" ]; then
+        case $p in *pyprof*) ;; *) continue ;; esac
+    fi
+    echo "left behind: $p"
+    left=1
+done <"$DIR/shipped.txt"
+echo "shipped paths checked: $(wc -l <"$DIR/shipped.txt")"
+echo "paths in the root named *pyprof* (the logs alone should be left):"
+(cd "$ROOT" && find . -xdev -path ./proc -prune -o -iname '*pyprof*' -print | sed 's,^\.,,' | sort) |
+    tee "$DIR/pyprof-paths.txt"
+if grep -v "^$LOGS" "$DIR/pyprof-paths.txt"; then
+    left=1
+fi
+[ "$left" = 0 ] || fail "the package left files behind"
+[ -n "$(ls "$ROOT$LOGS")" ] || fail "the logs are gone too"
+echo
+echo "install_test: OK ($DEB installed, profiled with, removed in $ROOT)"
