@@ -28,6 +28,7 @@
  *   calib_on_signal (calib.c)        a thread-local flag and counter
  *   threadtimer_take_asked           wall mode: a CAS on the thread's slot (the samples
  *                                    the wall pass asked of this thread's timer)
+ *   gilstate_installed               wall mode: an atomic load (gilstate.c)
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
  *                                    (perf_event_open, ioctl, mmap, close, munmap,
  *                                    timer_create, timer_settime, timer_delete) and
