@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <lz4frame.h>
 
 #include "common/record.h"
+#include "logbuf.h"
 #include "read/allocs.h"
 #include "read/profile.h"
 
@@ -134,27 +134,9 @@ static void make_plan(void)
 
 /* ---- writing the logs -------------------------------------------------------------- */
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len, cap;
-} buf;
-
 static uint8_t scratch[1 << 16];
 
-static void put(buf *b, uint8_t type, const rec_out *o)
-{
-    assert_false(o->overflow);
-    if (b->len + o->len + 16 > b->cap) {
-        b->cap = (b->len + o->len + 16) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    size_t n = rec_envelope(b->p + b->len, b->cap - b->len, type, o->buf, o->len);
-    assert_true(n > 0);
-    b->len += n;
-}
-
-static void put_header_of(buf *b, uint64_t pid, uint64_t series_start, uint64_t seq,
+static void put_header_of(logbuf *b, uint64_t pid, uint64_t series_start, uint64_t seq,
                           uint64_t offset_us)
 {
     rec_out o;
@@ -180,25 +162,25 @@ static void put_header_of(buf *b, uint64_t pid, uint64_t series_start, uint64_t 
     rec_put_uvarint(&o, series_start);
     rec_put_uvarint(&o, offset_us);
     rec_put_uvarint(&o, INTERVAL);
-    put(b, PYPROF_REC_HEADER, &o);
+    logbuf_put(b, PYPROF_REC_HEADER, &o);
 }
 
-static void put_header(buf *b, uint64_t seq, uint64_t offset_us)
+static void put_header(logbuf *b, uint64_t seq, uint64_t offset_us)
 {
     put_header_of(b, 4242, SERIES_START, seq, offset_us);
 }
 
-static void put_thread(buf *b, uint64_t idx, uint64_t tid)
+static void put_thread(logbuf *b, uint64_t idx, uint64_t tid)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, idx);
     rec_put_uvarint(&o, tid);
     rec_put_cstr(&o, tid == 100 ? "Main" : "Worker");
-    put(b, PYPROF_REC_THREAD, &o);
+    logbuf_put(b, PYPROF_REC_THREAD, &o);
 }
 
-static void put_code(buf *b, uint64_t base, int f)
+static void put_code(logbuf *b, uint64_t base, int f)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -211,10 +193,10 @@ static void put_code(buf *b, uint64_t base, int f)
     rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
     rec_put_str(&o, "", 0);
     rec_put_uvarint(&o, 0);
-    put(b, PYPROF_REC_CODE, &o);
+    logbuf_put(b, PYPROF_REC_CODE, &o);
 }
 
-static void put_stack(buf *b, uint64_t base, int s)
+static void put_stack(logbuf *b, uint64_t base, int s)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -224,11 +206,11 @@ static void put_stack(buf *b, uint64_t base, int s)
         rec_put_uvarint(&o, 16 + base + (uint64_t)plan_stacks[s].func[k]);
         rec_put_svarint(&o, fline[plan_stacks[s].func[k]] + 1);
     }
-    put(b, PYPROF_REC_STACK, &o);
+    logbuf_put(b, PYPROF_REC_STACK, &o);
 }
 
 /* Event e of the plan in file `file`, whose thread indexes are swapped in file 1. */
-static void put_event(buf *b, int file, const pevent *e)
+static void put_event(logbuf *b, int file, const pevent *e)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -236,7 +218,7 @@ static void put_event(buf *b, int file, const pevent *e)
     rec_put_uvarint(&o, t);
     if (e->is_free) {
         rec_put_uvarint(&o, e->address);
-        put(b, PYPROF_REC_FREE, &o);
+        logbuf_put(b, PYPROF_REC_FREE, &o);
         return;
     }
     rec_put_uvarint(&o, (uint64_t)(e->thread ^ file));
@@ -245,10 +227,10 @@ static void put_event(buf *b, int file, const pevent *e)
     rec_put_uvarint(&o, e->address);
     rec_put_u8(&o, (uint8_t)e->domain);
     rec_put_uvarint(&o, e->untracked ? PYPROF_ALLOC_F_UNTRACKED | 8 : 8); /* 8: unknown */
-    put(b, PYPROF_REC_ALLOC, &o);
+    logbuf_put(b, PYPROF_REC_ALLOC, &o);
 }
 
-static void put_span(buf *b)
+static void put_span(logbuf *b)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -259,13 +241,13 @@ static void put_span(buf *b)
     rec_put_cstr(&o, "req");
     for (int i = 0; i < 4; i++)
         rec_put_cstr(&o, "");
-    put(b, PYPROF_REC_SPAN_START, &o);
+    logbuf_put(b, PYPROF_REC_SPAN_START, &o);
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, 7);
     rec_put_uvarint(&o, SPAN_STOP_US);
     rec_put_uvarint(&o, 0);
     rec_put_cstr(&o, "");
-    put(b, PYPROF_REC_SPAN_STOP, &o);
+    logbuf_put(b, PYPROF_REC_SPAN_STOP, &o);
 }
 
 /* The naive footer counts of file `file`. */
@@ -287,7 +269,7 @@ static pfooter plan_footer(int file)
     return f;
 }
 
-static void put_footer_counts(buf *b, int file, pfooter pf)
+static void put_footer_counts(logbuf *b, int file, pfooter pf)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -316,18 +298,16 @@ static void put_footer_counts(buf *b, int file, pfooter pf)
     rec_put_uvarint(&o, pf.lost);
     rec_put_uvarint(&o, pf.frees_lost);
     rec_put_uvarint(&o, pf.live);
-    put(b, PYPROF_REC_FOOTER, &o);
+    logbuf_put(b, PYPROF_REC_FOOTER, &o);
 }
 
-static void put_footer(buf *b, int file) { put_footer_counts(b, file, plan_footer(file)); }
+static void put_footer(logbuf *b, int file) { put_footer_counts(b, file, plan_footer(file)); }
 
 static char dir_path[64], file_path[2][96], peak_path[2][96];
 
-static void write_lz4(const char *path, buf *b);
-
 /* A log's magic; put_model: its threads, functions and stacks as file `file` of the
  * series names them. */
-static void begin_log(buf *b)
+static void begin_log(logbuf *b)
 {
     b->p = malloc(1024);
     b->len = PYPROF_MAGIC_LEN;
@@ -336,7 +316,7 @@ static void begin_log(buf *b)
     memcpy(b->p, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
 }
 
-static void put_model(buf *b, int file)
+static void put_model(logbuf *b, int file)
 {
     put_thread(b, (uint64_t)file, 100);
     put_thread(b, (uint64_t)(1 - file), 101);
@@ -348,7 +328,7 @@ static void put_model(buf *b, int file)
 
 static void write_file(int file)
 {
-    buf b;
+    logbuf b;
     begin_log(&b);
     put_header(&b, (uint64_t)file, file ? FILE1_US : 0);
     put_model(&b, file);
@@ -361,24 +341,7 @@ static void write_file(int file)
     }
     put_footer(&b, file);
     snprintf(file_path[file], sizeof file_path[file], "%s/log.%d.lz4", dir_path, file);
-    write_lz4(file_path[file], &b);
-}
-
-static void write_lz4(const char *path, buf *b0)
-{
-    buf b = *b0;
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    size_t cap = LZ4F_compressFrameBound(b.len, &prefs);
-    uint8_t *c = malloc(cap);
-    assert_non_null(c);
-    size_t clen = LZ4F_compressFrame(c, cap, b.p, b.len, &prefs);
-    assert_false(LZ4F_isError(clen));
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(c, 1, clen, f), clen);
-    fclose(f);
-    free(c);
+    logbuf_write(&b, file_path[file]);
     free(b.p);
 }
 
@@ -430,7 +393,7 @@ static pevent peak_b[] = {
 static void write_peak_log(const char *path, uint64_t pid, uint64_t shift_us, const pevent *ev,
                            int n)
 {
-    buf b;
+    logbuf b;
     begin_log(&b);
     put_header_of(&b, pid, SERIES_START + shift_us * 1000, 0, 0);
     put_model(&b, 0);
@@ -442,7 +405,8 @@ static void write_peak_log(const char *path, uint64_t pid, uint64_t shift_us, co
         pf.live += !ev[i].is_free && !ev[i].untracked && !ev[i].freed;
     }
     put_footer_counts(&b, 1, pf);
-    write_lz4(path, &b);
+    logbuf_write(&b, path);
+    free(b.p);
 }
 
 static int setup(void **state)

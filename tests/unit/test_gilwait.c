@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <lz4frame.h>
 
 #include "common/logenc.h"
 #include "common/record.h"
+#include "logbuf.h"
 #include "read/gilwait.h"
 #include "read/profile.h"
 
@@ -115,27 +115,9 @@ static const psample plan[] = {
 
 /* ---- writing the logs ------------------------------------------------------------- */
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len, cap;
-} buf;
-
 static uint8_t scratch[1 << 12];
 
-static void put(buf *b, uint8_t type, const rec_out *o)
-{
-    assert_false(o->overflow);
-    if (b->len + o->len + 16 > b->cap) {
-        b->cap = (b->len + o->len + 16) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    size_t n = rec_envelope(b->p + b->len, b->cap - b->len, type, o->buf, o->len);
-    assert_true(n > 0);
-    b->len += n;
-}
-
-static void put_header(buf *b, int proc)
+static void put_header(logbuf *b, int proc)
 {
     static const char cmdline[] = "python3\0app.py\0";
     logenc_header_fields h = {.pid = 4242 + (uint64_t)proc,
@@ -155,10 +137,10 @@ static void put_header(buf *b, int proc)
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     assert_int_equal(logenc_put_header(&o, &h), 0);
-    put(b, PYPROF_REC_HEADER, &o);
+    logbuf_put(b, PYPROF_REC_HEADER, &o);
 }
 
-static void put_code(buf *b, int f)
+static void put_code(logbuf *b, int f)
 {
     logenc_code_fields c = {.code_id = 16 + (uint64_t)f,
                             .first_line = 10 * f + 1,
@@ -172,11 +154,11 @@ static void put_code(buf *b, int f)
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     assert_int_equal(logenc_put_code(&o, &c), 0);
-    put(b, PYPROF_REC_CODE, &o);
+    logbuf_put(b, PYPROF_REC_CODE, &o);
 }
 
 /* Stack id f: main -> f, with f's GIL tail as the writer puts it. */
-static void put_stack(buf *b, int f)
+static void put_stack(logbuf *b, int f)
 {
     const logenc_frame fr[2] = {{16, 2}, {16 + (uint32_t)f, 10 * f + 2}};
     rec_out o;
@@ -184,14 +166,14 @@ static void put_stack(buf *b, int f)
     assert_int_equal(logenc_put_stack(&o, (uint64_t)f, fr, 2), 0);
     if (tail[f] != NO_TAIL)
         assert_int_equal(logenc_put_stack_gil(&o, tail[f]), 0);
-    put(b, PYPROF_REC_STACK, &o);
+    logbuf_put(b, PYPROF_REC_STACK, &o);
 }
 
 static char log_path[NPROCS][64];
 
 static void write_log(int proc)
 {
-    buf b = {malloc(1024), PYPROF_MAGIC_LEN, 1024};
+    logbuf b = {malloc(1024), PYPROF_MAGIC_LEN, 1024};
     assert_non_null(b.p);
     memcpy(b.p, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
     put_header(&b, proc);
@@ -201,7 +183,7 @@ static void write_log(int proc)
         snprintf(name, sizeof name, "T%zu", i);
         rec_out_init(&o, scratch, sizeof scratch);
         assert_int_equal(logenc_put_thread(&o, i, tids[proc][i], name), 0);
-        put(&b, PYPROF_REC_THREAD, &o);
+        logbuf_put(&b, PYPROF_REC_THREAD, &o);
     }
     for (int f = 0; f < NFUNCS; f++)
         put_code(&b, f);
@@ -215,23 +197,15 @@ static void write_log(int proc)
         assert_int_equal(logenc_put_sample(&o, plan[i].t_us - t, (uint64_t)plan[i].thread,
                                            (uint64_t)plan[i].func, PERIOD_NS / 1000),
                          0);
-        put(&b, PYPROF_REC_SAMPLE, &o);
+        logbuf_put(&b, PYPROF_REC_SAMPLE, &o);
         t = plan[i].t_us;
     }
     /* No footer: a truncated log, kept with a warning. */
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    size_t cap = LZ4F_compressFrameBound(b.len, &prefs);
-    uint8_t *c = malloc(cap);
-    assert_non_null(c);
-    size_t clen = LZ4F_compressFrame(c, cap, b.p, b.len, &prefs);
-    assert_false(LZ4F_isError(clen));
     snprintf(log_path[proc], sizeof log_path[proc], "/tmp/test_gilwait.XXXXXX");
     int fd = mkstemp(log_path[proc]);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, c, clen), (ssize_t)clen);
     close(fd);
-    free(c);
+    logbuf_write(&b, log_path[proc]);
     free(b.p);
 }
 

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <lz4frame.h>
 
 #include "common/record.h"
+#include "logbuf.h"
 #include "read/aggregate.h"
 #include "read/callgraph.h"
 #include "read/calltree.h"
@@ -87,45 +87,27 @@ static uint64_t plan_us(const psample *s) { return s->cpu_us ? s->cpu_us : PERIO
 
 /* ---- writing the log --------------------------------------------------------------- */
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len, cap;
-} buf;
-
 static uint8_t scratch[1 << 16];
-
-static void put(buf *b, uint8_t type, const rec_out *o)
-{
-    assert_false(o->overflow);
-    if (b->len + o->len + 16 > b->cap) {
-        b->cap = (b->len + o->len + 16) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    size_t n = rec_envelope(b->p + b->len, b->cap - b->len, type, o->buf, o->len);
-    assert_true(n > 0);
-    b->len += n;
-}
 
 /* A HEADER; with `series`, the rotated series' fields too (a file `seq` of a series
  * started at SERIES_START, `offset_us` into it), else as an older writer wrote it. */
-static void put_header_fields(buf *b, int series, uint64_t seq, uint64_t offset_us);
+static void put_header_fields(logbuf *b, int series, uint64_t seq, uint64_t offset_us);
 
-static void put_header(buf *b) { put_header_fields(b, 0, 0, 0); }
+static void put_header(logbuf *b) { put_header_fields(b, 0, 0, 0); }
 
-static void put_thread(buf *b, uint64_t idx, uint64_t tid, const char *name)
+static void put_thread(logbuf *b, uint64_t idx, uint64_t tid, const char *name)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_uvarint(&o, idx);
     rec_put_uvarint(&o, tid);
     rec_put_cstr(&o, name);
-    put(b, PYPROF_REC_THREAD, &o);
+    logbuf_put(b, PYPROF_REC_THREAD, &o);
 }
 
 /* Function f's CODE record, under code id 16 + base + f (a series' files use ids of
  * their own). */
-static void put_code_at(buf *b, uint64_t base, int f)
+static void put_code_at(logbuf *b, uint64_t base, int f)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -138,12 +120,12 @@ static void put_code_at(buf *b, uint64_t base, int f)
     rec_put_u8(&o, PYPROF_LT_LOCATIONS_311);
     rec_put_str(&o, "", 0);
     rec_put_uvarint(&o, 0);
-    put(b, PYPROF_REC_CODE, &o);
+    logbuf_put(b, PYPROF_REC_CODE, &o);
 }
 
-static void put_code(buf *b, int f) { put_code_at(b, 0, f); }
+static void put_code(logbuf *b, int f) { put_code_at(b, 0, f); }
 
-static void put_stack(buf *b, int s)
+static void put_stack(logbuf *b, int s)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -153,10 +135,10 @@ static void put_stack(buf *b, int s)
         rec_put_uvarint(&o, 16 + (uint64_t)plan_stacks[s].func[k]);
         rec_put_svarint(&o, plan_stacks[s].line[k]);
     }
-    put(b, PYPROF_REC_STACK, &o);
+    logbuf_put(b, PYPROF_REC_STACK, &o);
 }
 
-static void put_sample(buf *b, int64_t dt, const psample *s)
+static void put_sample(logbuf *b, int64_t dt, const psample *s)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -164,18 +146,18 @@ static void put_sample(buf *b, int64_t dt, const psample *s)
     rec_put_uvarint(&o, (uint64_t)s->thread);
     rec_put_uvarint(&o, (uint64_t)s->stack);
     rec_put_uvarint(&o, s->cpu_us);
-    put(b, PYPROF_REC_SAMPLE, &o);
+    logbuf_put(b, PYPROF_REC_SAMPLE, &o);
 }
 
 /* Type 7, once MARK, now reserved: its dt must not move the clock. */
-static void put_reserved_mark(buf *b)
+static void put_reserved_mark(logbuf *b)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
     rec_put_svarint(&o, 500000);
     rec_put_uvarint(&o, 0);
     rec_put_cstr(&o, "half way");
-    put(b, 7, &o);
+    logbuf_put(b, 7, &o);
 }
 
 static char log_path[64];
@@ -183,7 +165,7 @@ static char log_path[64];
 static void write_log(void)
 {
     make_plan();
-    buf b = {NULL, 0, 0};
+    logbuf b = {NULL, 0, 0};
     uint8_t magic[PYPROF_MAGIC_LEN];
     memcpy(magic, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
     b.p = malloc(1024);
@@ -205,18 +187,11 @@ static void write_log(void)
             put_reserved_mark(&b);
     }
     /* No footer: the log is truncated, which the model keeps with a warning. */
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    size_t cap = LZ4F_compressFrameBound(b.len, &prefs);
-    uint8_t *c = malloc(cap);
-    size_t clen = LZ4F_compressFrame(c, cap, b.p, b.len, &prefs);
-    assert_false(LZ4F_isError(clen));
     snprintf(log_path, sizeof log_path, "/tmp/test_model.XXXXXX");
     int fd = mkstemp(log_path);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, c, clen), (ssize_t)clen);
     close(fd);
-    free(c);
+    logbuf_write(&b, log_path);
     free(b.p);
 }
 
@@ -631,12 +606,12 @@ static int file_of(int i) { return i / PER_FILE; }
  * 2, thread 1 without a Python frame. */
 static int64_t snap_t(int k) { return plan[k * PER_FILE].t_us + 40; }
 
-static void put_header_series(buf *b, uint64_t seq, uint64_t offset_us)
+static void put_header_series(logbuf *b, uint64_t seq, uint64_t offset_us)
 {
     put_header_fields(b, 1, seq, offset_us);
 }
 
-static void put_header_fields(buf *b, int series, uint64_t seq, uint64_t offset_us)
+static void put_header_fields(logbuf *b, int series, uint64_t seq, uint64_t offset_us)
 {
     rec_out o;
     rec_out_init(&o, scratch, sizeof scratch);
@@ -663,10 +638,10 @@ static void put_header_fields(buf *b, int series, uint64_t seq, uint64_t offset_
         rec_put_uvarint(&o, SERIES_START);
         rec_put_uvarint(&o, offset_us);
     }
-    put(b, PYPROF_REC_HEADER, &o);
+    logbuf_put(b, PYPROF_REC_HEADER, &o);
 }
 
-static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
+static void put_series_file(logbuf *b, int k, int footer, int bad_snapshot)
 {
     uint64_t base = 100 * (uint64_t)k, swap = (uint64_t)k & 1;
     memcpy(b->p, PYPROF_MAGIC, PYPROF_MAGIC_LEN);
@@ -685,7 +660,7 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
             rec_put_uvarint(&o, 16 + base + (uint64_t)plan_stacks[st].func[j]);
             rec_put_svarint(&o, plan_stacks[st].line[j]);
         }
-        put(b, PYPROF_REC_STACK, &o);
+        logbuf_put(b, PYPROF_REC_STACK, &o);
     }
     int64_t t = 0;
     for (int i = k * PER_FILE; i < (k + 1) * PER_FILE; i++) {
@@ -695,7 +670,7 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
         rec_put_uvarint(&o, (uint64_t)plan[i].thread ^ swap);
         rec_put_uvarint(&o, base + (uint64_t)plan[i].stack + 1);
         rec_put_uvarint(&o, plan[i].cpu_us);
-        put(b, PYPROF_REC_SAMPLE, &o);
+        logbuf_put(b, PYPROF_REC_SAMPLE, &o);
         t = rel;
         if (i == k * PER_FILE) {
             rec_out_init(&o, scratch, sizeof scratch);
@@ -710,7 +685,7 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
             rec_put_uvarint(&o, 0);
             rec_put_uvarint(&o, 0);
             rec_put_u8(&o, 'S');
-            put(b, PYPROF_REC_SNAPSHOT, &o);
+            logbuf_put(b, PYPROF_REC_SNAPSHOT, &o);
         }
     }
     if (!footer)
@@ -737,22 +712,7 @@ static void put_series_file(buf *b, int k, int footer, int bad_snapshot)
     rec_put_uvarint(&o, 0);
     rec_put_uvarint(&o, (uint64_t)k);
     rec_put_uvarint(&o, 1);
-    put(b, PYPROF_REC_FOOTER, &o);
-}
-
-static void write_file(const char *path, const buf *b)
-{
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    size_t cap = LZ4F_compressFrameBound(b->len, &prefs);
-    uint8_t *c = malloc(cap);
-    size_t clen = LZ4F_compressFrame(c, cap, b->p, b->len, &prefs);
-    assert_false(LZ4F_isError(clen));
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(c, 1, clen, f), clen);
-    fclose(f);
-    free(c);
+    logbuf_put(b, PYPROF_REC_FOOTER, &o);
 }
 
 /* Writes the series into a fresh directory; `last_footer` 0 leaves the last file's off. */
@@ -765,12 +725,12 @@ static void write_series(int last_footer, int bad_snapshot_in)
         int64_t first = plan[k * PER_FILE].t_us;
         ser_off[k] = k == 0 ? 0 : (first > 1000 ? first - 1000 : 0);
     }
-    buf b = {malloc(1024), 0, 1024};
+    logbuf b = {malloc(1024), 0, 1024};
     for (int k = 0; k < NFILES; k++) {
         put_series_file(&b, k, k < NFILES - 1 || last_footer, k == bad_snapshot_in);
         /* Names that sort against seq order, as a directory may list them. */
         snprintf(ser_path[k], sizeof ser_path[k], "%s/pyprof.%c.%d.lz4", ser_dir, 'z' - k, k);
-        write_file(ser_path[k], &b);
+        logbuf_write(&b, ser_path[k]);
     }
     free(b.p);
 }
