@@ -225,7 +225,9 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
     CPU.  Each program burnt a known amount of its thread's CPU time inside a span, in a
     function of its own (server_burn in wsgi, burn in db-query, client_burn in
     client-call), and measured on its thread's CPU clock both that and all the CPU of
-    the code it runs inside the span.  Against those: the span's CPU in the JSON
+    the code it runs inside the span (for db-query, a traced function, its caller
+    measures the whole call: the span's own start and stop run inside the span).
+    Against those: the span's CPU in the JSON
     (info.pyprof.cpu_ms) within 5 % of the CPU the program measured inside it, and the
     burning function's share of the span's CPU (its self_ms over cpu_ms) within 5
     points of the share the program measured (burn over all).  The scale is the span's
@@ -283,7 +285,7 @@ def test_wsgi_trace_in_the_tool(wsgi, tmp_path):
                                        cf["call_cpu_ms"]),
                                       (srv, "server_burn", sf["server_burn_ms"],
                                        sf["app_cpu_ms"]),
-                                      (db, "burn", sf["burn_ms"], sf["burn_ms"])):
+                                      (db, "burn", sf["burn_ms"], sf["query_cpu_ms"])):
         q = node["info"]["pyprof"]
         top = q["top_functions"]
         lost = lost_ms[q["pid"]]

@@ -4,7 +4,9 @@ line of stdout), for one request.  OSProfiler is set up with pyprof:// and the H
 of the client.  The app burns a known amount of its thread's CPU time in server_burn,
 then calls a traced function (span db-query) that burns CPU in burn.  Then prints one
 JSON object: the ids OSProfiler had while serving, and the CPU times the app measured on
-its thread's CPU clock (ms): server_burn's, burn's, and the app's whole call.
+its thread's CPU clock (ms): server_burn's, burn's, the whole traced call's (measured by
+its caller, so it holds the span's own start and stop, which run inside the span), and
+the app's whole call.
 """
 
 import json
@@ -54,7 +56,9 @@ def app(environ, start_response):
     facts["wsgi_id"] = p.get_id()
     facts["wsgi_parent_id"] = p.get_parent_id()
     facts["server_burn_ms"] = server_burn(300)
+    t1 = time.thread_time()
     body = str(query()).encode()
+    facts["query_cpu_ms"] = (time.thread_time() - t1) * 1000.0
     start_response("200 OK", [("Content-Type", "text/plain")])
     facts["app_cpu_ms"] = (time.thread_time() - t0) * 1000.0
     return [body]
