@@ -82,6 +82,8 @@ $(LIB): $(LIB_OBJS) preload/exports.map
 	    -Wl,-z,nodelete -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 # The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
+# The tool looks for the library in the directory it was built for, too.
+$(BUILD)/obj/utils/cli.o: CPPFLAGS += -DPYPROF_LIBDIR='"$(LIBDIR)"'
 $(BUILD)/obj/utils/cmd_html.o: utils/html/viewer.html
 $(BUILD)/obj/utils/cmd_trace.o: utils/html/trace.html
 $(BUILD)/obj/utils/cmd_diff.o: utils/html/diff.html

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -608,4 +609,35 @@ void cli_print_func(FILE *out, const profile_func *f)
         fprintf(out, "%s (%s:%" PRId64 ")", f->name, f->file, f->line);
     else
         fputs(f->name, out);
+}
+
+#ifndef PYPROF_LIBDIR
+#define PYPROF_LIBDIR "/usr/local/lib"
+#endif
+
+int cli_find_library(char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    char *slash = NULL;
+    if (n > 0) {
+        dir[n] = 0;
+        slash = strrchr(dir, '/');
+    }
+    if (slash)
+        *slash = 0;
+    const char *const cands[][2] = {
+        {slash ? dir : NULL, "libpyprof.so"},
+        {slash ? dir : NULL, "../lib/libpyprof.so"},
+        {PYPROF_LIBDIR, "libpyprof.so"},
+    };
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        char cand[PATH_MAX + 32];
+        if (!cands[i][0])
+            continue;
+        snprintf(cand, sizeof cand, "%s/%s", cands[i][0], cands[i][1]);
+        if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < len)
+            return 0;
+    }
+    return -1;
 }

@@ -18,6 +18,7 @@
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
  *   footer          cli_cost_samples, cli_cost_quantile_ns
  *   output          cli_close_stdout, cli_write_page
+ *   installation    cli_find_library
  *   commands        cmd_* and cmd_*_usage
  */
 #ifndef PYPROF_CLI_H
@@ -52,6 +53,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_systemd(int argc, char **argv);
 extern const char cmd_run_usage[];
 extern const char cmd_info_usage[];
 extern const char cmd_report_usage[];
@@ -63,6 +65,12 @@ extern const char cmd_dump_usage[];
 extern const char cmd_top_usage[];
 extern const char cmd_trace_usage[];
 extern const char cmd_diff_usage[];
+extern const char cmd_systemd_usage[];
+
+/* Finds libpyprof.so: beside the pyprof executable (the build tree), in ../lib relative
+ * to it (an installed prefix), or in the LIBDIR the tool was built for (a distribution's
+ * multiarch directory).  Its real path into `out`; 0, or -1 when none is readable. */
+int cli_find_library(char *out, size_t len);
 
 /* "pyprof: <message>" and a newline on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

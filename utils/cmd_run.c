@@ -69,29 +69,6 @@ typedef struct run_env {
     int made_dir;            /* scan_dir is a directory we created */
 } run_env;
 
-/* Finds libpyprof.so: beside the pyprof executable (the build tree), or in ../lib
- * relative to it (an installed prefix). */
-static int find_library(char *out, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = 0;
-    static const char *const rel[] = {"libpyprof.so", "../lib/libpyprof.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char cand[PATH_MAX + 32];
-        snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
-        if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < len)
-            return 0;
-    }
-    return -1;
-}
-
 static int new_run_id(char out[17])
 {
     uint8_t r[8];
@@ -490,7 +467,7 @@ int cmd_run(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error("run", "no command given");
-    if (find_library(e.lib, sizeof e.lib) < 0) {
+    if (cli_find_library(e.lib, sizeof e.lib) < 0) {
         cli_error("cannot find libpyprof.so beside the pyprof executable or in "
                   "../lib relative to it");
         return CLI_EXIT_BAD_INPUT;

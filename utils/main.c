@@ -38,6 +38,8 @@ static const command commands[] = {
     {"dump", cmd_dump, "every thread's current Python stack of a running process",
      cmd_dump_usage},
     {"top", cmd_top, "a live view of a running process's hottest functions", cmd_top_usage},
+    {"systemd", cmd_systemd, "profile a systemd service: write or remove its drop-in",
+     cmd_systemd_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -199,7 +199,8 @@ enum pyprof_record_type {
      * that the library could not queue, its buffer being full: their SPAN_START /
      * SPAN_STOP records are missing from this file);
      * then, optional, in logs whose header has a nonzero alloc_interval: uvarint
-     * alloc_samples (ALLOC records written); uvarint alloc_frees (FREE records written);
+     * alloc_samples (allocations written: ALLOC records and ALLOCS events); uvarint
+     * alloc_frees (frees written, likewise);
      * uvarint alloc_lost (allocations sampled that have no ALLOC record: the buffer was
      * full, or the allocation was made inside a sample, by a signal handler of the
      * program's that interrupted one); uvarint frees_lost (frees of sampled blocks that
@@ -227,6 +228,30 @@ enum pyprof_record_type {
      * allocators' free).  uvarint t_us (as ALLOC's); uvarint address.  A FREE whose ALLOC
      * is in an earlier file of the series, or was never written, is legal. */
     PYPROF_REC_FREE = 17,
+    /* Allocation samples and frees, a few bytes each (the library writes these rather
+     * than ALLOC and FREE records).  uvarint count (events, at most PYPROF_BATCH_MAX);
+     * uvarint t0_us (an absolute time like ALLOC's, that the first event's gap counts from);
+     * uvarint ordinal0 (the first allocation event's ordinal: allocation events of
+     * ALLOCS records the process wrote before it, in every file of its series); then
+     * `count` events, each starting with uvarint h:
+     *   h & 3 == 0  an allocation: domain = h >> 2 & 7; stack_id = h >> 6; if h & 32,
+     *               uvarint more (PYPROF_ALLOCS_M_*; other bits are corruption) and,
+     *               in this order, uvarint thread_idx if M_THREAD (the current thread
+     *               from now on; it starts as 0 in every record), uvarint address if
+     *               M_ADDRESS (the block is named by its address, else by its ordinal:
+     *               ordinal0 + allocation events before it in this record), uvarint
+     *               flags if M_FLAGS (PYPROF_ALLOC_F_*, else 0); then uvarint size;
+     *               svarint gap_us; in logs with PYPROF_HDR_NATIVE, uvarint nstack_id.
+     *   h & 3 == 1  a free of the block named by ordinal (next - 1 - (h >> 2), where
+     *               next is the ordinal the record's next allocation event would have;
+     *               below 0 is corruption); svarint gap_us.
+     *   h & 3 == 2  a free of the block named by address (h >> 2); svarint gap_us.
+     *   h & 3 == 3  corruption.
+     * gap_us counts from the event before (the first event's from t0_us).  An event
+     * stands for the ALLOC (thread, stack, size, domain, flags, native stack) or FREE
+     * record of that time; a free by ordinal ends the allocation event of the same
+     * ordinal in the same process (this file or an earlier one of its series). */
+    PYPROF_REC_ALLOCS = 18,
 };
 
 /* The cost histogram's buckets (see PYPROF_REC_FOOTER), as the writer uses them.  The
@@ -300,6 +325,13 @@ enum pyprof_alloc_domain {
 #define PYPROF_ALLOC_F_UNTRACKED 1u /* the block's free is not followed (the address set
                                      * was full): it counts as allocated, never in use */
 /* clang-format on */
+
+/* ALLOCS: what follows an allocation event whose h has bit 32 set */
+#define PYPROF_ALLOCS_MORE 32u
+#define PYPROF_ALLOCS_M_THREAD 1u  /* thread_idx follows */
+#define PYPROF_ALLOCS_M_ADDRESS 2u /* address follows: the block is named by it */
+#define PYPROF_ALLOCS_M_FLAGS 4u   /* flags follows */
+#define PYPROF_ALLOCS_M_ALL 7u
 
 /* STACK.gil: a wall-clock sample's thread and the GIL (the interpreter's global lock). */
 enum pyprof_gil {

@@ -10,7 +10,8 @@
  * pyprof_str, pyprof_str_dup, pyprof_header, pyprof_thread_rec, pyprof_code_rec, pyprof_frame,
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
  * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, pyprof_span_start_rec,
- * pyprof_span_stop_rec, pyprof_alloc_rec, pyprof_free_rec, PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_span_stop_rec, PYPROF_ALLOC_ORDINAL, pyprof_alloc_rec, pyprof_free_rec,
+ * PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
  * pyprof_reader_header, pyprof_reader_next, pyprof_reader_follow, pyprof_reader_offset,
  * pyprof_reader_close.
@@ -140,16 +141,22 @@ typedef struct pyprof_span_stop_rec {
     pyprof_str info;
 } pyprof_span_stop_rec;
 
+/* The address of a block that an ALLOCS record names by its ordinal (no real address
+ * has this bit; a reader takes one that has it as corruption): PYPROF_ALLOC_ORDINAL | ordinal,
+ * in its ALLOC and in its FREE. */
+#define PYPROF_ALLOC_ORDINAL (1ull << 63)
+
 typedef struct pyprof_alloc_rec {
     int64_t t_us; /* since start of profiling of this file */
-    uint64_t thread_idx, stack_id, size, address, flags;
+    uint64_t thread_idx, stack_id, size, flags;
+    uint64_t address;   /* or PYPROF_ALLOC_ORDINAL | ordinal */
     uint64_t nstack_id; /* native logs: the NSTACK, 0 = none */
     uint8_t domain;     /* enum pyprof_alloc_domain */
 } pyprof_alloc_rec;
 
 typedef struct pyprof_free_rec {
-    int64_t t_us; /* since start of profiling of this file */
-    uint64_t address;
+    int64_t t_us;     /* since start of profiling of this file */
+    uint64_t address; /* or PYPROF_ALLOC_ORDINAL | ordinal */
 } pyprof_free_rec;
 
 typedef struct pyprof_rss_rec {

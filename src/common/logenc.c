@@ -384,3 +384,70 @@ int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address)
     rec_put_uvarint(o, address);
     return done(o);
 }
+
+void logenc_allocs_start(logenc_allocs *b, int64_t t0_us, uint64_t ordinal0, int native)
+{
+    memset(b, 0, sizeof *b);
+    b->t0_us = b->t_us = t0_us;
+    b->ordinal0 = ordinal0;
+    b->native = native != 0;
+}
+
+int logenc_allocs_alloc(rec_out *ev, logenc_allocs *b, const logenc_alloc_fields *a,
+                        int by_address)
+{
+    if (b->count >= PYPROF_BATCH_MAX || a->stack_id > UINT64_MAX >> 6 || a->domain > 7)
+        return -1;
+    size_t len0 = ev->len;
+    unsigned more = (a->thread_idx != b->thread ? PYPROF_ALLOCS_M_THREAD : 0) |
+                    (by_address ? PYPROF_ALLOCS_M_ADDRESS : 0) |
+                    (a->flags ? PYPROF_ALLOCS_M_FLAGS : 0);
+    rec_put_uvarint(ev, a->stack_id << 6 | (more ? PYPROF_ALLOCS_MORE : 0) |
+                            (uint64_t)a->domain << 2);
+    if (more)
+        rec_put_uvarint(ev, more);
+    if (more & PYPROF_ALLOCS_M_THREAD)
+        rec_put_uvarint(ev, a->thread_idx);
+    if (more & PYPROF_ALLOCS_M_ADDRESS)
+        rec_put_uvarint(ev, a->address);
+    if (more & PYPROF_ALLOCS_M_FLAGS)
+        rec_put_uvarint(ev, a->flags);
+    rec_put_uvarint(ev, a->size);
+    rec_put_svarint(ev, (int64_t)(a->t_us - (uint64_t)b->t_us));
+    if (b->native)
+        rec_put_uvarint(ev, a->nstack_id);
+    if (batch_done(ev, len0) < 0)
+        return -1;
+    b->thread = a->thread_idx;
+    b->t_us = (int64_t)a->t_us;
+    b->count++;
+    b->nallocs++;
+    return 0;
+}
+
+int logenc_allocs_free(rec_out *ev, logenc_allocs *b, int64_t t_us, int by_address,
+                       uint64_t ordinal, uint64_t address)
+{
+    uint64_t next = b->ordinal0 + b->nallocs;
+    if (b->count >= PYPROF_BATCH_MAX)
+        return -1;
+    if (by_address ? address > UINT64_MAX >> 2 : ordinal >= next)
+        return -1;
+    size_t len0 = ev->len;
+    rec_put_uvarint(ev, by_address ? address << 2 | 2 : (next - 1 - ordinal) << 2 | 1);
+    rec_put_svarint(ev, (int64_t)((uint64_t)t_us - (uint64_t)b->t_us));
+    if (batch_done(ev, len0) < 0)
+        return -1;
+    b->t_us = t_us;
+    b->count++;
+    return 0;
+}
+
+int logenc_put_allocs(rec_out *o, const logenc_allocs *b, const void *events, size_t len)
+{
+    rec_put_uvarint(o, b->count);
+    rec_put_uvarint(o, (uint64_t)b->t0_us);
+    rec_put_uvarint(o, b->ordinal0);
+    rec_put_bytes(o, events, len);
+    return done(o);
+}

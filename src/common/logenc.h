@@ -28,6 +28,10 @@
  *   logenc_put_alloc    ALLOC from a logenc_alloc_fields (its native tail included);
  *                       LOGENC_ALLOC_MAX
  *   logenc_put_free     FREE: t_us, address; LOGENC_FREE_MAX
+ *   logenc_allocs_start, logenc_allocs_alloc, logenc_allocs_free, logenc_put_allocs
+ *                       ALLOCS: allocation and free events appended one by one to the
+ *                       caller's buffer (a logenc_allocs keeps what the next is coded
+ *                       against), then the payload: its fields and the events
  *   logenc_put_footer   FOOTER from a logenc_footer_fields, cost bounds from format.h
  *
  * The native-log tails are appended by the caller right after the record they extend,
@@ -198,6 +202,37 @@ int logenc_batch_sample(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t thr
 int logenc_batch_rss(rec_out *ev, logenc_batch *b, int64_t t_us, uint64_t rss_bytes);
 /* The BATCH payload: b's fields, then the `len` bytes of events built with b. */
 int logenc_put_batch(rec_out *o, const logenc_batch *b, const void *events, size_t len);
+/* An ALLOCS record being built, as logenc_batch for BATCH. */
+typedef struct logenc_allocs {
+    int64_t t0_us;     /* the payload's fields */
+    uint64_t ordinal0; /* ... */
+    int native;        /* allocation events carry nstack_id */
+    uint64_t count;    /* events so far */
+    uint64_t nallocs;  /* allocation events so far: the next one's ordinal - ordinal0 */
+    uint64_t thread;   /* the current thread */
+    int64_t t_us;      /* the last event's time (t0_us before the first) */
+} logenc_allocs;
+
+/* The most bytes one event takes; the payload beside its events. */
+#define LOGENC_ALLOCS_EVENT_MAX (8 * REC_VARINT_MAX)
+#define LOGENC_ALLOCS_HEAD_MAX (3 * REC_VARINT_MAX)
+
+/* An empty record whose events count from t0_us and whose first allocation event has
+ * ordinal `ordinal0`. */
+void logenc_allocs_start(logenc_allocs *b, int64_t t0_us, uint64_t ordinal0, int native);
+/* Appends an allocation (a's t_us, thread, stack, size, domain, flags, native stack; its
+ * address only when by_address, else the block is named by its ordinal, b->ordinal0 +
+ * b->nallocs before the call).  Returns 0, or -1 with `ev` and `b` unchanged when `ev`
+ * has no room or the record holds PYPROF_BATCH_MAX events. */
+int logenc_allocs_alloc(rec_out *ev, logenc_allocs *b, const logenc_alloc_fields *a,
+                        int by_address);
+/* Appends a free at t_us of the block allocated with `ordinal` (below the next one's),
+ * or, when by_address, of the block at `address`.  Returns 0 or -1 as above. */
+int logenc_allocs_free(rec_out *ev, logenc_allocs *b, int64_t t_us, int by_address,
+                       uint64_t ordinal, uint64_t address);
+/* The ALLOCS payload: b's fields, then the `len` bytes of events built with b. */
+int logenc_put_allocs(rec_out *o, const logenc_allocs *b, const void *events, size_t len);
+
 /* addrs[0..n), outermost first. */
 int logenc_put_nstack(rec_out *o, uint64_t nstack_id, const uint64_t *addrs, size_t n);
 int logenc_put_module_gone(rec_out *o, uint64_t module_id);

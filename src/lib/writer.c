@@ -63,6 +63,7 @@
 
 #include "allochook.h"
 #include "allocsample.h"
+#include "blockmap.h"
 #include "calib.h"
 #include "common/clock.h"
 #include "common/linetable.h"
@@ -102,6 +103,7 @@
 #define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
 #define BATCH_BYTES (16u << 10)      /* events a BATCH gathers at most (bytes) ... */
 #define BATCH_EVENTS 256             /* ... and in number: what a cut inside one loses */
+#define ALLOCS_BYTES (8u << 10)      /* the same for an ALLOCS record */
 
 typedef struct code_info {
     uint32_t id;
@@ -136,7 +138,7 @@ static struct {
     uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
     uint64_t base_spans_lost;              /* spans_lost() when this file began */
     allocsample_counts base_alloc;         /* allocation counters when this file began */
-    uint64_t alloc_written, frees_written; /* ALLOC and FREE records in this file */
+    uint64_t alloc_written, frees_written; /* allocations and frees written in this file */
     uint64_t alloc_swept_ns;               /* the address set's last upkeep */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
@@ -149,6 +151,13 @@ static struct {
     logenc_batch batch;
     rec_out batch_ev;
     uint8_t *batch_buf, *batch_payload; /* BATCH_BYTES, + LOGENC_BATCH_HEAD_MAX */
+    /* the ALLOCS being gathered, the same way (buffers made at the first allocation
+     * sample), and the ordinals of the sampled blocks whose frees are still to come */
+    logenc_allocs allocs;
+    rec_out allocs_ev;
+    uint8_t *allocs_buf, *allocs_payload; /* ALLOCS_BYTES, + LOGENC_ALLOCS_HEAD_MAX */
+    int allocs_failed;                    /* they could not be had: ALLOC, FREE records */
+    blockmap blocks;
     int statm_fd;
     /* thread */
     pthread_t thread;
@@ -213,20 +222,37 @@ static void batch_emit(void)
     batch_start(W.batch.t_us); /* the next counts from this one's last event */
 }
 
-/* Appends one record (type + payload) to the log: after the batch gathered so far,
+/* Writes the allocation events gathered so far, if any, as one ALLOCS record; the next
+ * record's first allocation event gets the ordinal after them. */
+static void allocs_emit(void)
+{
+    if (!W.allocs.count)
+        return;
+    rec_out o;
+    rec_out_init(&o, W.allocs_payload, ALLOCS_BYTES + LOGENC_ALLOCS_HEAD_MAX);
+    if (logenc_put_allocs(&o, &W.allocs, W.allocs_ev.buf, W.allocs_ev.len) == 0)
+        logfile_emit(&W.log, PYPROF_REC_ALLOCS, &o);
+    logenc_allocs_start(&W.allocs, 0, W.allocs.ordinal0 + W.allocs.nallocs, W.native);
+    rec_out_init(&W.allocs_ev, W.allocs_buf, ALLOCS_BYTES);
+}
+
+/* Appends one record (type + payload) to the log: after the batches gathered so far,
  * unless the record only announces ids (see the top of the file). */
 static void emit(uint8_t type, const rec_out *payload)
 {
     if (type != PYPROF_REC_THREAD && type != PYPROF_REC_CODE && type != PYPROF_REC_STACK &&
-        type != PYPROF_REC_NSTACK)
+        type != PYPROF_REC_NSTACK) {
         batch_emit();
+        allocs_emit();
+    }
     logfile_emit(&W.log, type, payload);
 }
 
-/* Writes the batch and flushes the log to the file. */
+/* Writes the batches and flushes the log to the file. */
 static void flush_log(void)
 {
     batch_emit();
+    allocs_emit();
     logfile_flush(&W.log);
 }
 
@@ -892,8 +918,63 @@ static void take_span(const void *rec, size_t len)
     }
 }
 
-/* An allocation sample: its ALLOC record, after the THREAD, STACK and (native mode)
- * NSTACK it refers to.  A sample taken without a Python frame has stack 0. */
+/* Whether allocation events can be gathered (their buffers made at the first call). */
+static int allocs_ready(void)
+{
+    if (!W.allocs_buf && !W.allocs_failed) {
+        W.allocs_buf = malloc(ALLOCS_BYTES);
+        W.allocs_payload = malloc(ALLOCS_BYTES + LOGENC_ALLOCS_HEAD_MAX);
+        if (!W.allocs_buf || !W.allocs_payload) {
+            free(W.allocs_buf); /* ALLOC and FREE records then */
+            free(W.allocs_payload);
+            W.allocs_buf = W.allocs_payload = NULL;
+            W.allocs_failed = 1;
+            return 0;
+        }
+        logenc_allocs_start(&W.allocs, 0, W.allocs.ordinal0, W.native);
+        rec_out_init(&W.allocs_ev, W.allocs_buf, ALLOCS_BYTES);
+    }
+    return W.allocs_buf != NULL;
+}
+
+/* An allocation event into the ALLOCS being gathered (a full one is written first; the
+ * first event of a record is its t0).  Returns 0, or -1 when it has no room. */
+static int allocs_alloc(const logenc_alloc_fields *a, int by_address)
+{
+    if (!W.allocs.count)
+        logenc_allocs_start(&W.allocs, (int64_t)a->t_us, W.allocs.ordinal0, W.native);
+    if (logenc_allocs_alloc(&W.allocs_ev, &W.allocs, a, by_address) < 0) {
+        allocs_emit();
+        logenc_allocs_start(&W.allocs, (int64_t)a->t_us, W.allocs.ordinal0, W.native);
+        if (logenc_allocs_alloc(&W.allocs_ev, &W.allocs, a, by_address) < 0)
+            return -1;
+    }
+    if (W.allocs.count >= BATCH_EVENTS)
+        allocs_emit();
+    return 0;
+}
+
+/* A free event, as allocs_alloc. */
+static int allocs_free(int64_t t_us, int by_address, uint64_t ordinal, uint64_t address)
+{
+    if (!W.allocs.count)
+        logenc_allocs_start(&W.allocs, t_us, W.allocs.ordinal0, W.native);
+    if (logenc_allocs_free(&W.allocs_ev, &W.allocs, t_us, by_address, ordinal, address) < 0) {
+        allocs_emit();
+        logenc_allocs_start(&W.allocs, t_us, W.allocs.ordinal0, W.native);
+        if (logenc_allocs_free(&W.allocs_ev, &W.allocs, t_us, by_address, ordinal, address) < 0)
+            return -1;
+    }
+    if (W.allocs.count >= BATCH_EVENTS)
+        allocs_emit();
+    return 0;
+}
+
+/* An allocation sample: an event of the ALLOCS being gathered (or, without its buffers,
+ * an ALLOC record), after the THREAD, STACK and (native mode) NSTACK it refers to.  A
+ * sample taken without a Python frame has stack 0.  A block whose free is followed is
+ * named by its event's ordinal while the block map has room, by its address otherwise;
+ * an untracked one (no free to come) by its ordinal, never remembered. */
 static void take_alloc(const rrec_sample *s, size_t len)
 {
     uint32_t tidx, sid;
@@ -915,18 +996,41 @@ static void take_alloc(const rrec_sample *s, size_t len)
         .native = W.native,
         .nstack_id = nsid,
     };
+    if (allocs_ready()) {
+        uint64_t ordinal = W.allocs.ordinal0 + W.allocs.nallocs;
+        int tracked = !(a.flags & PYPROF_ALLOC_F_UNTRACKED);
+        int by_address = tracked && blockmap_put(&W.blocks, a.address, ordinal) < 0;
+        if (allocs_alloc(&a, by_address) == 0) {
+            W.alloc_written++;
+            return;
+        }
+        uint64_t dummy;
+        if (tracked && !by_address)
+            blockmap_take(&W.blocks, a.address, &dummy);
+    }
     if (logenc_put_alloc(&o, &a) == 0) {
         emit(PYPROF_REC_ALLOC, &o);
         W.alloc_written++;
     }
 }
 
+/* A sampled block's free: an event naming the block by the ordinal its allocation event
+ * got, or by its address (or, without the buffers, a FREE record). */
 static void take_free(const rrec_free *f)
 {
+    int64_t t_us = file_us(f->t_ns);
+    if (allocs_ready()) {
+        uint64_t ordinal = 0;
+        int by_address = !blockmap_take(&W.blocks, f->addr, &ordinal);
+        if (allocs_free(t_us, by_address, ordinal, f->addr) == 0) {
+            W.frees_written++;
+            return;
+        }
+    }
     uint8_t buf[LOGENC_FREE_MAX];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
-    if (logenc_put_free(&o, (uint64_t)file_us(f->t_ns), f->addr) == 0) {
+    if (logenc_put_free(&o, (uint64_t)t_us, f->addr) == 0) {
         emit(PYPROF_REC_FREE, &o);
         W.frees_written++;
     }
@@ -1440,6 +1544,9 @@ static void forget_all(void)
     free(W.snap);
     free(W.batch_buf);
     free(W.batch_payload);
+    free(W.allocs_buf);
+    free(W.allocs_payload);
+    blockmap_free(&W.blocks);
     free(W.codes);
     stackmap_free(&W.stacks);
     stackmap_free(&W.nstacks);

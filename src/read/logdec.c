@@ -360,7 +360,7 @@ static int dec_alloc(logdec *d, rec_in *in, pyprof_alloc_rec *a)
     a->nstack_id = 0;
     if (d->native && in->p < in->end)
         a->nstack_id = rec_get_uvarint(in);
-    if (in->bad || t > (uint64_t)INT64_MAX / 4)
+    if (in->bad || t > (uint64_t)INT64_MAX / 4 || (a->address & PYPROF_ALLOC_ORDINAL))
         return -PYPROF_R_CORRUPT;
     a->t_us = (int64_t)t;
     return 0;
@@ -370,7 +370,7 @@ static int dec_free(rec_in *in, pyprof_free_rec *f)
 {
     uint64_t t = rec_get_uvarint(in);
     f->address = rec_get_uvarint(in);
-    if (in->bad || t > (uint64_t)INT64_MAX / 4)
+    if (in->bad || t > (uint64_t)INT64_MAX / 4 || (f->address & PYPROF_ALLOC_ORDINAL))
         return -PYPROF_R_CORRUPT;
     f->t_us = (int64_t)t;
     return 0;
@@ -402,7 +402,8 @@ static int dec_batch(logdec *d, rec_in *in)
             rss += (v >> 1) ^ -(v & 1);
             t += (uint64_t)get_sv(in);
             ev->type = PYPROF_REC_RSS;
-            ev->a = rss * unit;
+            ev->u.rss.rss_bytes = rss * unit;
+            ev->u.rss.t_us = (int64_t)t;
         } else {
             uint64_t flags = 0, ev_cpu = cpu;
             if (kind == 1)
@@ -419,16 +420,17 @@ static int dec_batch(logdec *d, rec_in *in)
             if (!(flags & PYPROF_BATCH_F_DT))
                 gap += base;
             t = ts += gap;
+            pyprof_sample_rec *sm = &ev->u.sample;
             ev->type = PYPROF_REC_SAMPLE;
-            ev->a = thread;
-            ev->b = v;
-            ev->c = ev_cpu;
-            ev->d = native ? get_uv(in) : 0;
-            ev->e = native ? get_uv(in) : 0;
+            sm->t_us = (int64_t)t;
+            sm->thread_idx = thread;
+            sm->stack_id = v;
+            sm->cpu_us = ev_cpu;
+            sm->nstack_id = native ? get_uv(in) : 0;
+            sm->native_flags = native ? get_uv(in) : 0;
         }
         if (in->bad)
             return -PYPROF_R_CORRUPT;
-        ev->t_us = (int64_t)t;
     }
     d->t_acc = t;
     d->bev_n = (size_t)count;
@@ -436,23 +438,89 @@ static int dec_batch(logdec *d, rec_in *in)
     return 0;
 }
 
-/* The next event of the current BATCH as the record it stands for. */
+/* An ALLOCS: every event checked and decoded into d->bev, as dec_batch.  Its times are
+ * absolute (like ALLOC's), outside the dt chain.  A block named by its ordinal gets the
+ * address PYPROF_ALLOC_ORDINAL | ordinal (reader.h), which its free by ordinal names
+ * too. */
+static int dec_allocs(logdec *d, rec_in *in)
+{
+    uint64_t count = rec_get_uvarint(in);
+    uint64_t t = rec_get_uvarint(in);
+    uint64_t next = rec_get_uvarint(in); /* the next allocation event's ordinal */
+    /* An event takes two bytes at least (its head and its gap). */
+    if (in->bad || count > PYPROF_BATCH_MAX || count > rec_in_left(in) / 2 ||
+        t > (uint64_t)INT64_MAX / 4 || next >= PYPROF_ALLOC_ORDINAL)
+        return -PYPROF_R_CORRUPT;
+    if (grow_array((void **)&d->bev, &d->bev_cap, (size_t)count, sizeof *d->bev, 256))
+        return -PYPROF_R_NOMEM;
+    uint64_t thread = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        logdec_event *ev = &d->bev[i];
+        uint64_t h = get_uv(in);
+        if ((h & 3) == 0) {
+            pyprof_alloc_rec *a = &ev->u.alloc;
+            uint64_t more = h & PYPROF_ALLOCS_MORE ? get_uv(in) : 0;
+            if (more & ~(uint64_t)PYPROF_ALLOCS_M_ALL)
+                return -PYPROF_R_CORRUPT;
+            if (more & PYPROF_ALLOCS_M_THREAD)
+                thread = get_uv(in);
+            ev->type = PYPROF_REC_ALLOC;
+            a->domain = (uint8_t)(h >> 2 & 7);
+            a->stack_id = h >> 6;
+            a->thread_idx = thread;
+            a->address = more & PYPROF_ALLOCS_M_ADDRESS ? get_uv(in)
+                                                        : PYPROF_ALLOC_ORDINAL | next;
+            if ((more & PYPROF_ALLOCS_M_ADDRESS) && (a->address & PYPROF_ALLOC_ORDINAL))
+                return -PYPROF_R_CORRUPT; /* a real address never has the ordinal bit */
+            a->flags = more & PYPROF_ALLOCS_M_FLAGS ? get_uv(in) : 0;
+            a->size = get_uv(in);
+            t += (uint64_t)get_sv(in);
+            a->nstack_id = d->native ? get_uv(in) : 0;
+            a->t_us = (int64_t)t;
+            if (++next >= PYPROF_ALLOC_ORDINAL)
+                return -PYPROF_R_CORRUPT;
+        } else if ((h & 3) == 1) {
+            uint64_t back = h >> 2;
+            if (back >= next)
+                return -PYPROF_R_CORRUPT;
+            ev->type = PYPROF_REC_FREE;
+            ev->u.free.address = PYPROF_ALLOC_ORDINAL | (next - 1 - back);
+            t += (uint64_t)get_sv(in);
+            ev->u.free.t_us = (int64_t)t;
+        } else if ((h & 3) == 2) {
+            ev->type = PYPROF_REC_FREE;
+            ev->u.free.address = h >> 2;
+            t += (uint64_t)get_sv(in);
+            ev->u.free.t_us = (int64_t)t;
+        } else {
+            return -PYPROF_R_CORRUPT;
+        }
+        if (in->bad || t > (uint64_t)INT64_MAX / 4)
+            return -PYPROF_R_CORRUPT;
+    }
+    d->bev_n = (size_t)count;
+    d->bev_pos = 0;
+    return 0;
+}
+
+/* The next event of the current BATCH or ALLOCS as the record it stands for. */
 void logdec_next_event(logdec *d, pyprof_record *rec)
 {
     const logdec_event *ev = &d->bev[d->bev_pos++];
     rec->type = ev->type;
-    if (ev->type == PYPROF_REC_RSS) {
-        rec->u.rss.t_us = ev->t_us;
-        rec->u.rss.rss_bytes = ev->a;
-        return;
+    switch (ev->type) {
+    case PYPROF_REC_RSS:
+        rec->u.rss = ev->u.rss;
+        break;
+    case PYPROF_REC_ALLOC:
+        rec->u.alloc = ev->u.alloc;
+        break;
+    case PYPROF_REC_FREE:
+        rec->u.free = ev->u.free;
+        break;
+    default:
+        rec->u.sample = ev->u.sample;
     }
-    pyprof_sample_rec *s = &rec->u.sample;
-    s->t_us = ev->t_us;
-    s->thread_idx = ev->a;
-    s->stack_id = ev->b;
-    s->cpu_us = ev->c;
-    s->nstack_id = ev->d;
-    s->native_flags = ev->e;
 }
 
 /* Adds a dt field to the running time. */
@@ -511,6 +579,8 @@ int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pypr
     }
     case PYPROF_REC_BATCH:
         return dec_batch(d, &in);
+    case PYPROF_REC_ALLOCS:
+        return dec_allocs(d, &in);
     case PYPROF_REC_MODULE:
         rc = dec_module(d, &in, &rec->u.module);
         break;

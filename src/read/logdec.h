@@ -3,13 +3,14 @@
  * pyprof_record, the reading side of common/logenc.c.  It owns what a decoded record
  * points into besides the log's own bytes (a STACK's frames and runs, a SNAPSHOT's
  * threads, a MODULE's segments, an NSTACK's addresses, the header's argv), the running
- * time that the dt fields add up to, and a BATCH's events, decoded whole and handed out
- * one by one as the SAMPLE and RSS records they stand for.  No I/O: the reader
+ * time that the dt fields add up to, and the events of a BATCH or an ALLOCS, decoded
+ * whole and handed out one by one as the SAMPLE and RSS (ALLOC and FREE) records they
+ * stand for.  No I/O: the reader
  * (reader.c) finds the records and calls in here.  Tool-side only.
  *
  *   logdec_header   the HEADER payload; tells the decoders whether the log is native
  *   logdec_record   any other record's payload
- *   logdec_pending, logdec_next_event  a BATCH's events, one record each
+ *   logdec_pending, logdec_next_event  a BATCH's or an ALLOCS's events, one record each
  *   logdec_free     frees what the decoders kept
  *
  * A decoded record's strings point into the payload and its arrays into the logdec:
@@ -24,12 +25,16 @@
 
 #include <pyprof/reader.h>
 
-/* One event of a BATCH: a SAMPLE (a..e: thread_idx, stack_id, cpu_us, nstack_id,
- * native_flags) or an RSS point (a: rss_bytes). */
+/* One event of a BATCH (a SAMPLE or an RSS point) or of an ALLOCS (an ALLOC or a
+ * FREE), as the record it stands for. */
 typedef struct logdec_event {
-    int64_t t_us;
-    uint64_t a, b, c, d, e;
-    uint8_t type; /* PYPROF_REC_SAMPLE or PYPROF_REC_RSS */
+    uint8_t type; /* PYPROF_REC_SAMPLE, _RSS, _ALLOC or _FREE */
+    union {
+        pyprof_sample_rec sample;
+        pyprof_rss_rec rss;
+        pyprof_alloc_rec alloc;
+        pyprof_free_rec free;
+    } u;
 } logdec_event;
 
 /* Zeroed, ready for logdec_header. */
@@ -44,7 +49,7 @@ typedef struct logdec {
     size_t runs_cap;
     pyprof_snap_thread *snap; /* a SNAPSHOT's threads */
     size_t snap_cap;
-    logdec_event *bev; /* the current BATCH's events */
+    logdec_event *bev; /* the current BATCH's or ALLOCS's events */
     size_t bev_cap, bev_n, bev_pos;
     /* Native records, bounded by format.h, so a fixed room each. */
     pyprof_segment segs[PYPROF_MODULE_SEG_MAX];
@@ -58,13 +63,14 @@ int logdec_header(logdec *d, const uint8_t *payload, size_t len, pyprof_header *
 
 /* Decodes the payload of a record of `type` (not HEADER) into rec->u; rec->type is the
  * caller's.  A type this reader does not know leaves rec->u alone (format.h: readers skip
- * it).  A BATCH fills nothing: its events are then logdec_pending. */
+ * it).  A BATCH or an ALLOCS fills nothing: its events are then logdec_pending. */
 int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pyprof_record *rec);
 
-/* Whether a BATCH has events left. */
+/* Whether a BATCH or an ALLOCS has events left. */
 static inline int logdec_pending(const logdec *d) { return d->bev_pos < d->bev_n; }
 
-/* The next event of the current BATCH (logdec_pending) as the record it stands for. */
+/* The next event of the current BATCH or ALLOCS (logdec_pending) as the record it
+ * stands for. */
 void logdec_next_event(logdec *d, pyprof_record *rec);
 
 void logdec_free(logdec *d);

@@ -223,7 +223,7 @@ next_record:
     rc = logdec_record(&r->dec, type, payload, plen, rec);
     if (rc < 0)
         goto fail;
-    if (type == PYPROF_REC_BATCH)
+    if (type == PYPROF_REC_BATCH || type == PYPROF_REC_ALLOCS)
         goto next_record; /* its first event; an empty batch stands for no record */
     if (type == PYPROF_REC_FOOTER)
         r->done = 1;

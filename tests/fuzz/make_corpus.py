@@ -270,7 +270,7 @@ def alloc_seeds():
     alloc.lz4, itself a seed): the same cut inside an ALLOC; a native log whose ALLOC records carry native stacks (one the log
     never defined); and damaged ones: a domain no writer uses, an ALLOC cut short, a
     footer whose allocation section is cut, ALLOC records in a log whose header has no
-    interval (an older header)."""
+    interval (an older header); then ALLOCS records, whole and damaged."""
     import make_fixtures as mf
     plain = mf.alloc_log()
     seeds = {}
@@ -300,6 +300,26 @@ def alloc_seeds():
     nfoot = payload(nrecs[-1][1]) + uvarint(0) * 5 + b"".join(uvarint(v) for v in (4, 1, 0, 0, 3))
     seeds["alloc-native.lz4"] = lz4(MAGIC + hdr + b"".join(r for _, r in nrecs[1:-1]) + allocs
                                     + mf.record(15, nfoot))
+    # ALLOCS, as the library writes them: the native log's events in one record, and
+    # the fixture allocs.lz4 cut inside its last record, and instead of that record one
+    # with an event of kind 3, and one with a free naming an ordinal before the first.
+    events = [("A", 50, 0, 1, 1000, 0x100, mf.ALLOC_MALLOC, 0, 1),
+              ("A", 60, 0, 0, 24, 0x200, mf.ALLOC_PYOBJECT, 0, 1),
+              ("A", 70, 1, 1, 24, 0x300, mf.ALLOC_PYOBJECT, 0, 7),
+              ("F", 90, 0x200), ("F", 95, 0x777)]
+    rec, _ = mf.allocs(events, 3, {}, by_address={0x300}, native=True)
+    seeds["allocs-native.lz4"] = lz4(MAGIC + hdr + b"".join(r for _, r in nrecs[1:-1]) + rec
+                                     + mf.record(15, nfoot))
+    batched = mf.allocs_log()
+    one = dict(records(batched))[mf.REC_ALLOCS]
+    at = batched.index(one)
+    seeds["allocs-cut.lz4"] = lz4(batched[: at + len(one) // 2])
+    body = payload(one)
+    seeds["allocs-kind-3.lz4"] = lz4(batched[:at] + mf.record(mf.REC_ALLOCS, uvarint(1) + body[1:3]
+                                                              + uvarint(3) + svarint(0)))
+    seeds["allocs-ordinal-before.lz4"] = lz4(
+        batched[:at] + mf.record(mf.REC_ALLOCS, uvarint(1) + uvarint(5) + uvarint(2)
+                                 + uvarint(2 << 2 | 1) + svarint(0)))
     return seeds
 
 

@@ -245,12 +245,335 @@ static void test_counts_checked(void **state)
     logdec_free(&d);
 }
 
+/* ---- ALLOCS --------------------------------------------------------------------------- */
+
+static logenc_alloc_fields alloc_at(uint64_t t_us, uint64_t thread_idx, uint64_t stack_id,
+                                    uint64_t size, uint64_t address, uint8_t domain,
+                                    uint64_t flags, uint64_t nstack_id)
+{
+    return (logenc_alloc_fields){.t_us = t_us,
+                                 .thread_idx = thread_idx,
+                                 .stack_id = stack_id,
+                                 .size = size,
+                                 .address = address,
+                                 .domain = domain,
+                                 .flags = flags,
+                                 .nstack_id = nstack_id};
+}
+
+static void expect_alloc(logdec *d, const logenc_alloc_fields *a, uint64_t address)
+{
+    pyprof_record rec;
+    assert_true(logdec_pending(d));
+    logdec_next_event(d, &rec);
+    assert_int_equal(rec.type, PYPROF_REC_ALLOC);
+    const pyprof_alloc_rec *got = &rec.u.alloc;
+    assert_int_equal(got->t_us, a->t_us);
+    assert_int_equal(got->thread_idx, a->thread_idx);
+    assert_int_equal(got->stack_id, a->stack_id);
+    assert_int_equal(got->size, a->size);
+    assert_int_equal(got->address, address);
+    assert_int_equal(got->domain, a->domain);
+    assert_int_equal(got->flags, a->flags);
+    assert_int_equal(got->nstack_id, d->native ? a->nstack_id : 0);
+}
+
+static void expect_free(logdec *d, int64_t t_us, uint64_t address)
+{
+    pyprof_record rec;
+    assert_true(logdec_pending(d));
+    logdec_next_event(d, &rec);
+    assert_int_equal(rec.type, PYPROF_REC_FREE);
+    assert_int_equal(rec.u.free.t_us, t_us);
+    assert_int_equal(rec.u.free.address, address);
+}
+
+/* Two ALLOCS records of one process, in a plain and a native log: every event comes out
+ * as the ALLOC or FREE it stands for, at its absolute time, a block named by its ordinal
+ * with the same address in its ALLOC and its FREE (in the same record or a later one),
+ * and the dt chain of the timed records goes on as if the ALLOCS were not there. */
+static void test_allocs(void **state)
+{
+    (void)state;
+    for (int native = 0; native < 2; native++) {
+        logdec d = {.native = native};
+        pyprof_record rec;
+        rec_out o;
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_sample(&o, 100, 1, 2, 3), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_SAMPLE, &o, &rec), 0);
+
+        uint8_t evbuf[512];
+        rec_out ev;
+        rec_out_init(&ev, evbuf, sizeof evbuf);
+        logenc_allocs b;
+        logenc_allocs_start(&b, 5000, 10, native);
+        logenc_alloc_fields a[6];
+        /* 10: the current thread (0), by ordinal. */
+        a[0] = alloc_at(5010, 0, 77, 100, 0, PYPROF_ALLOC_PYMEM, 0, 31);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[0], 0), 0);
+        /* 11: thread 3, which becomes the current one. */
+        a[1] = alloc_at(5015, 3, 5, 4096, 0, PYPROF_ALLOC_MALLOC, 0, 0);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[1], 0), 0);
+        /* 12: thread 3 again, by address, untracked. */
+        a[2] = alloc_at(5015, 3, 0, 1 << 20, 0x7f0012340000ull, PYPROF_ALLOC_MMAP,
+                        PYPROF_ALLOC_F_UNTRACKED, 32);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[2], 1), 0);
+        /* 13: thread 0 again, by ordinal, with flags this reader does not know. */
+        a[3] = alloc_at(5020, 0, 9, 64, 0, PYPROF_ALLOC_PYOBJECT, 8, 33);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[3], 0), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 5030, 0, 11, 0), 0);
+        /* A block of an earlier record, 5 us before the last event. */
+        assert_int_equal(logenc_allocs_free(&ev, &b, 5025, 0, 3, 0), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 5025, 1, 0, 0x7f0012340000ull), 0);
+        /* 14: every `more` field, a domain this reader does not know. */
+        a[4] = alloc_at(5100, 7, 1 << 20, 24, 0x7f00aa000010ull, 7, PYPROF_ALLOC_F_UNTRACKED,
+                        34);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[4], 1), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 5101, 0, 13, 0), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 5102, 0, 0, 0), 0);
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+        expect_alloc(&d, &a[0], PYPROF_ALLOC_ORDINAL | 10);
+        expect_alloc(&d, &a[1], PYPROF_ALLOC_ORDINAL | 11);
+        expect_alloc(&d, &a[2], 0x7f0012340000ull);
+        expect_alloc(&d, &a[3], PYPROF_ALLOC_ORDINAL | 13);
+        expect_free(&d, 5030, PYPROF_ALLOC_ORDINAL | 11);
+        expect_free(&d, 5025, PYPROF_ALLOC_ORDINAL | 3);
+        expect_free(&d, 5025, 0x7f0012340000ull);
+        expect_alloc(&d, &a[4], 0x7f00aa000010ull);
+        expect_free(&d, 5101, PYPROF_ALLOC_ORDINAL | 13);
+        expect_free(&d, 5102, PYPROF_ALLOC_ORDINAL | 0);
+        assert_false(logdec_pending(&d));
+
+        /* The next record goes on from ordinal 15, its current thread 0 again. */
+        rec_out_init(&ev, evbuf, sizeof evbuf);
+        logenc_allocs_start(&b, 4000, 15, native);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 4001, 0, 10, 0), 0);
+        a[5] = alloc_at(4002, 0, 1, 2, 0, PYPROF_ALLOC_MALLOC, 0, 35);
+        assert_int_equal(logenc_allocs_alloc(&ev, &b, &a[5], 0), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 4003, 0, 15, 0), 0);
+        assert_int_equal(logenc_allocs_free(&ev, &b, 4004, 0, 0, 0), 0);
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+        expect_free(&d, 4001, PYPROF_ALLOC_ORDINAL | 10);
+        expect_alloc(&d, &a[5], PYPROF_ALLOC_ORDINAL | 15);
+        expect_free(&d, 4003, PYPROF_ALLOC_ORDINAL | 15);
+        expect_free(&d, 4004, PYPROF_ALLOC_ORDINAL | 0);
+        assert_false(logdec_pending(&d));
+
+        /* An empty record: no events. */
+        logenc_allocs_start(&b, 7, 16, native);
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_allocs(&o, &b, evbuf, 0), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+        assert_false(logdec_pending(&d));
+
+        /* The timed records count on from the SAMPLE at 100. */
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_rss(&o, 5, 1234), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_RSS, &o, &rec), 0);
+        assert_int_equal(rec.u.rss.t_us, 105);
+        logdec_free(&d);
+    }
+}
+
+/* The native stack is a field of native logs only: the same events decoded the other way
+ * lose their alignment. */
+static void test_allocs_native_only(void **state)
+{
+    (void)state;
+    uint8_t evbuf[64];
+    rec_out ev, o;
+    pyprof_record rec;
+    logenc_allocs b;
+    /* A native record: each allocation ends with its nstack_id (5). */
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    logenc_allocs_start(&b, 0, 0, 1);
+    logenc_alloc_fields a = alloc_at(1, 0, 1, 8, 0, PYPROF_ALLOC_MALLOC, 0, 5);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+    logdec d = {.native = 1};
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    expect_alloc(&d, &a, PYPROF_ALLOC_ORDINAL | 0);
+    expect_alloc(&d, &a, PYPROF_ALLOC_ORDINAL | 1);
+    logdec_free(&d);
+    /* Read as a plain record, the first nstack_id is taken for the second event's head:
+     * 5, a free by ordinal 1 back, before ordinal 0 with one allocation before it. */
+    logdec p = {0};
+    assert_int_equal(decode(&p, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    logdec_free(&p);
+
+    /* A plain record read as a native one: the second event's head becomes the first
+     * one's nstack_id, and the record is cut short. */
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    logenc_allocs_start(&b, 0, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(logenc_allocs_free(&ev, &b, 2, 0, 0, 0), 0);
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+    logdec p2 = {0};
+    assert_int_equal(decode(&p2, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    expect_alloc(&p2, &a, PYPROF_ALLOC_ORDINAL | 0);
+    expect_free(&p2, 2, PYPROF_ALLOC_ORDINAL | 0);
+    logdec_free(&p2);
+    logdec n = {.native = 1};
+    assert_int_equal(decode(&n, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    logdec_free(&n);
+}
+
+/* An ALLOCS payload from raw fields: count, t0_us, ordinal0, then the events' varints
+ * (svarints given as their zigzag). */
+static void put_allocs_raw(rec_out *o, uint64_t count, uint64_t t0, uint64_t ordinal0,
+                           const uint64_t *v, size_t n)
+{
+    rec_out_init(o, buf, sizeof buf);
+    rec_put_uvarint(o, count);
+    rec_put_uvarint(o, t0);
+    rec_put_uvarint(o, ordinal0);
+    for (size_t i = 0; i < n; i++)
+        rec_put_uvarint(o, v[i]);
+    assert_false(o->overflow);
+}
+
+#define RAW(o, count, t0, ordinal0, ...)                                                       \
+    do {                                                                                       \
+        static const uint64_t v_[] = {__VA_ARGS__};                                            \
+        put_allocs_raw((o), (count), (t0), (ordinal0), v_, sizeof v_ / sizeof v_[0]);          \
+    } while (0)
+
+/* What format.h calls corruption in an ALLOCS, each beside the nearest payload that is
+ * not. */
+static void test_allocs_corrupt(void **state)
+{
+    (void)state;
+    logdec d = {0};
+    pyprof_record rec;
+    rec_out o;
+    /* Kind 3; kind 2 (a free by address) is fine. */
+    RAW(&o, 1, 10, 0, 0x40 << 2 | 3, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, 0x40 << 2 | 2, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    expect_free(&d, 10, 0x40);
+    /* `more` bits format.h does not define; all three it does. */
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, 8, 100, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, 1ull << 40, 100, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, PYPROF_ALLOCS_M_ALL | 8, 4, 0x50, 1, 100, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, PYPROF_ALLOCS_M_ALL, 4, 0x50, 1, 100, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    logenc_alloc_fields a = alloc_at(10, 4, 0, 100, 0, 0, 1, 0);
+    expect_alloc(&d, &a, 0x50);
+    /* A free by ordinal before ordinal 0: with ordinal0 2 and one allocation (next 3),
+     * 3 back is corruption, 2 back is ordinal 0. */
+    RAW(&o, 2, 10, 2, 0, 100, 0, 3 << 2 | 1, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 2, 10, 2, 0, 100, 0, 2 << 2 | 1, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    a = alloc_at(10, 0, 0, 100, 0, 0, 0, 0);
+    expect_alloc(&d, &a, PYPROF_ALLOC_ORDINAL | 2);
+    expect_free(&d, 10, PYPROF_ALLOC_ORDINAL | 0);
+    /* Before any allocation of the process, a free by ordinal names nothing. */
+    RAW(&o, 1, 10, 0, 0 << 2 | 1, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    /* A count larger than the bytes can hold, or than PYPROF_BATCH_MAX; refused before
+     * room for that many events is made. */
+    RAW(&o, 3, 10, 0, 0x40 << 2 | 2, 0, 0x41 << 2 | 2, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 2, 10, 0, 0x40 << 2 | 2, 0, 0x41 << 2 | 2, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    expect_free(&d, 10, 0x40);
+    expect_free(&d, 10, 0x41);
+    logdec d2 = {0};
+    RAW(&o, PYPROF_BATCH_MAX, 10, 0, 0x40 << 2 | 2, 0);
+    assert_int_equal(decode(&d2, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    assert_true(d2.bev_cap < PYPROF_BATCH_MAX);
+    logdec_free(&d2);
+    {
+        /* PYPROF_BATCH_MAX events of 2 bytes each are fine; one more is not. */
+        static uint8_t big[2 * PYPROF_BATCH_MAX + 64];
+        for (uint64_t count = PYPROF_BATCH_MAX; count <= PYPROF_BATCH_MAX + 1; count++) {
+            rec_out_init(&o, big, sizeof big);
+            rec_put_uvarint(&o, count);
+            rec_put_uvarint(&o, 10);
+            rec_put_uvarint(&o, 0);
+            for (uint64_t i = 0; i < count; i++) {
+                rec_put_uvarint(&o, 0x10 << 2 | 2);
+                rec_put_svarint(&o, 0);
+            }
+            assert_false(o.overflow);
+            logdec d3 = {0};
+            rec.type = PYPROF_REC_ALLOCS;
+            assert_int_equal(logdec_record(&d3, PYPROF_REC_ALLOCS, o.buf, o.len, &rec),
+                             count > PYPROF_BATCH_MAX ? -PYPROF_R_CORRUPT : 0);
+            logdec_free(&d3);
+        }
+    }
+    /* Events cut short: an allocation without its gap, its size, its `more` fields;
+     * a free without its gap; in a native log, an allocation without its nstack_id. */
+    RAW(&o, 1, 10, 0, 1 << 6, 100);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, PYPROF_ALLOCS_M_ADDRESS);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, PYPROF_ALLOCS_MORE, PYPROF_ALLOCS_M_ALL, 4, 0x50);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 2, 10, 0, 0x40 << 2 | 2, 0, 0x41 << 2 | 2);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, 1 << 6, 100, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    logdec n = {.native = 1};
+    assert_int_equal(decode(&n, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 10, 0, 1 << 6, 100, 0, 0);
+    assert_int_equal(decode(&n, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    logdec_free(&n);
+    /* A varint cut in the middle. */
+    RAW(&o, 1, 10, 0, 0x40 << 2 | 2);
+    buf[o.len++] = 0x80;
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    /* A header cut short. */
+    rec_out_init(&o, buf, sizeof buf);
+    rec_put_uvarint(&o, 0);
+    rec_put_uvarint(&o, 10);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    /* An ordinal0 no ordinal can have; the largest that can. */
+    RAW(&o, 1, 10, PYPROF_ALLOC_ORDINAL, 0x40 << 2 | 2, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 0, 10, UINT64_MAX);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 2, 10, PYPROF_ALLOC_ORDINAL - 2, 0, 100, 0, 0 << 2 | 1, 0);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    a = alloc_at(10, 0, 0, 100, 0, 0, 0, 0);
+    expect_alloc(&d, &a, PYPROF_ALLOC_ORDINAL | (PYPROF_ALLOC_ORDINAL - 2));
+    expect_free(&d, 10, PYPROF_ALLOC_ORDINAL | (PYPROF_ALLOC_ORDINAL - 2));
+    /* A time before the start of profiling (t0 3, a gap of -5: zigzag 9). */
+    RAW(&o, 1, 3, 0, 0x40 << 2 | 2, 9);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), -PYPROF_R_CORRUPT);
+    RAW(&o, 1, 5, 0, 0x40 << 2 | 2, 9);
+    assert_int_equal(decode(&d, PYPROF_REC_ALLOCS, &o, &rec), 0);
+    expect_free(&d, 0, 0x40);
+    assert_false(logdec_pending(&d));
+    logdec_free(&d);
+}
+#undef RAW
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header),         cmocka_unit_test(test_timed_and_batch),
-        cmocka_unit_test(test_stack_runs),     cmocka_unit_test(test_stack_gil),
+        cmocka_unit_test(test_header),
+        cmocka_unit_test(test_timed_and_batch),
+        cmocka_unit_test(test_stack_runs),
+        cmocka_unit_test(test_stack_gil),
         cmocka_unit_test(test_counts_checked),
+        cmocka_unit_test(test_allocs),
+        cmocka_unit_test(test_allocs_native_only),
+        cmocka_unit_test(test_allocs_corrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -827,6 +827,242 @@ static void test_batch_refused(void **state)
     assert_int_equal(ev.len, 0);
 }
 
+/* ---- ALLOCS --------------------------------------------------------------------------- */
+
+static logenc_alloc_fields alloc_at(uint64_t t_us, uint64_t thread_idx, uint64_t stack_id,
+                                    uint64_t size, uint64_t address, uint8_t domain,
+                                    uint64_t flags, uint64_t nstack_id)
+{
+    return (logenc_alloc_fields){.t_us = t_us,
+                                 .thread_idx = thread_idx,
+                                 .stack_id = stack_id,
+                                 .size = size,
+                                 .address = address,
+                                 .domain = domain,
+                                 .flags = flags,
+                                 .nstack_id = nstack_id};
+}
+
+/* An ALLOCS at t0 5000 us whose first allocation is the process's eleventh (ordinal 10):
+ * every kind of event, each in the form format.h gives it. */
+static void test_allocs(void **state)
+{
+    (void)state;
+    logenc_allocs b;
+    logenc_allocs_start(&b, 5000, 10, 0);
+    rec_out ev;
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    logenc_alloc_fields a;
+    /* Ordinal 10: the current thread (0), by ordinal, no flags: a head and no `more`. */
+    a = alloc_at(5010, 0, 77, 100, 0x1000, PYPROF_ALLOC_PYMEM, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    /* 11: thread 3, which becomes the current one. */
+    a = alloc_at(5015, 3, 5, 4096, 0x2000, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    /* 12: thread 3 again (no M_THREAD), named by its address, at the same moment. */
+    a = alloc_at(5015, 3, 0, 1 << 20, 0x7f0012340000ull, PYPROF_ALLOC_MMAP, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 1), 0);
+    /* 13: back to thread 0, untracked. */
+    a = alloc_at(5020, 0, 9, 64, 0x3000, PYPROF_ALLOC_PYOBJECT, PYPROF_ALLOC_F_UNTRACKED, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(b.nallocs, 4);
+    /* A free of 11 (this record's): 14 - 1 - 11 = 2 back. */
+    assert_int_equal(logenc_allocs_free(&ev, &b, 5030, 0, 11, 0), 0);
+    /* A free of 3, allocated in an earlier record; 5 us before the last event. */
+    assert_int_equal(logenc_allocs_free(&ev, &b, 5025, 0, 3, 0), 0);
+    /* A free by address, at the same moment. */
+    assert_int_equal(logenc_allocs_free(&ev, &b, 5025, 1, 0, 0x7f0012340000ull), 0);
+    /* 14: every `more` field at once (a flag format.h does not define yet), a stack whose
+     * head takes several bytes. */
+    a = alloc_at(5100, 7, 1 << 20, 24, 0x7f00aa000010ull, PYPROF_ALLOC_PYRAW, 8, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 1), 0);
+    /* A free of the block just allocated (0 back) and of ordinal 0, the process's first. */
+    assert_int_equal(logenc_allocs_free(&ev, &b, 5101, 0, 14, 0), 0);
+    assert_int_equal(logenc_allocs_free(&ev, &b, 5102, 0, 0, 0), 0);
+    assert_int_equal(b.count, 10);
+    assert_int_equal(b.nallocs, 5);
+    assert_int_equal(b.thread, 7);
+    assert_int_equal(b.t_us, 5102);
+
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 10);   /* count */
+    assert_int_equal(rec_get_uvarint(&in), 5000); /* t0_us */
+    assert_int_equal(rec_get_uvarint(&in), 10);   /* ordinal0 */
+    /* 10 */
+    assert_int_equal(rec_get_uvarint(&in), 77 << 6 | PYPROF_ALLOC_PYMEM << 2);
+    assert_int_equal(rec_get_uvarint(&in), 100);
+    assert_int_equal(rec_get_svarint(&in), 10);
+    /* 11 */
+    assert_int_equal(rec_get_uvarint(&in), 5 << 6 | PYPROF_ALLOCS_MORE);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_THREAD);
+    assert_int_equal(rec_get_uvarint(&in), 3);
+    assert_int_equal(rec_get_uvarint(&in), 4096);
+    assert_int_equal(rec_get_svarint(&in), 5);
+    /* 12 */
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_MORE | PYPROF_ALLOC_MMAP << 2);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_ADDRESS);
+    assert_int_equal(rec_get_uvarint(&in), 0x7f0012340000ull);
+    assert_int_equal(rec_get_uvarint(&in), 1 << 20);
+    assert_int_equal(rec_get_svarint(&in), 0);
+    /* 13 */
+    assert_int_equal(rec_get_uvarint(&in),
+                     9 << 6 | PYPROF_ALLOCS_MORE | PYPROF_ALLOC_PYOBJECT << 2);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_THREAD | PYPROF_ALLOCS_M_FLAGS);
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOC_F_UNTRACKED);
+    assert_int_equal(rec_get_uvarint(&in), 64);
+    assert_int_equal(rec_get_svarint(&in), 5);
+    /* The frees: by ordinal (2 back, 10 back), by address. */
+    assert_int_equal(rec_get_uvarint(&in), 2 << 2 | 1);
+    assert_int_equal(rec_get_svarint(&in), 10);
+    assert_int_equal(rec_get_uvarint(&in), 10 << 2 | 1);
+    assert_int_equal(rec_get_svarint(&in), -5);
+    assert_int_equal(rec_get_uvarint(&in), 0x7f0012340000ull << 2 | 2);
+    assert_int_equal(rec_get_svarint(&in), 0);
+    /* 14 */
+    assert_int_equal(rec_get_uvarint(&in),
+                     (uint64_t)1 << 26 | PYPROF_ALLOCS_MORE | PYPROF_ALLOC_PYRAW << 2);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_ALL);
+    assert_int_equal(rec_get_uvarint(&in), 7);
+    assert_int_equal(rec_get_uvarint(&in), 0x7f00aa000010ull);
+    assert_int_equal(rec_get_uvarint(&in), 8);
+    assert_int_equal(rec_get_uvarint(&in), 24);
+    assert_int_equal(rec_get_svarint(&in), 75);
+    assert_int_equal(rec_get_uvarint(&in), 0 << 2 | 1);
+    assert_int_equal(rec_get_svarint(&in), 1);
+    assert_int_equal(rec_get_uvarint(&in), 14 << 2 | 1); /* 15 - 1 - 0 */
+    assert_int_equal(rec_get_svarint(&in), 1);
+    expect_end(&in);
+}
+
+/* Native logs: every allocation event ends with its native stack, after the gap; frees
+ * have none. */
+static void test_allocs_native(void **state)
+{
+    (void)state;
+    logenc_allocs b;
+    logenc_allocs_start(&b, 0, 0, 1);
+    rec_out ev;
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    logenc_alloc_fields a = alloc_at(40, 2, 6, 128, 0, PYPROF_ALLOC_MALLOC, 0, 300);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(logenc_allocs_free(&ev, &b, 45, 0, 0, 0), 0);
+    a = alloc_at(30, 2, 6, 256, 0xabc0, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 1), 0);
+    assert_int_equal(logenc_allocs_free(&ev, &b, 50, 1, 0, 0xabc0), 0);
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_allocs(&o, &b, ev.buf, ev.len), 0);
+    rec_in in;
+    rec_in_init(&in, buf, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 0);
+    assert_int_equal(rec_get_uvarint(&in), 6 << 6 | PYPROF_ALLOCS_MORE);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_THREAD);
+    assert_int_equal(rec_get_uvarint(&in), 2);
+    assert_int_equal(rec_get_uvarint(&in), 128);
+    assert_int_equal(rec_get_svarint(&in), 40);
+    assert_int_equal(rec_get_uvarint(&in), 300);
+    assert_int_equal(rec_get_uvarint(&in), 0 << 2 | 1);
+    assert_int_equal(rec_get_svarint(&in), 5);
+    assert_int_equal(rec_get_uvarint(&in), 6 << 6 | PYPROF_ALLOCS_MORE);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_ALLOCS_M_ADDRESS);
+    assert_int_equal(rec_get_uvarint(&in), 0xabc0);
+    assert_int_equal(rec_get_uvarint(&in), 256);
+    assert_int_equal(rec_get_svarint(&in), -15);
+    assert_int_equal(rec_get_uvarint(&in), 0); /* nstack_id 0: none */
+    assert_int_equal(rec_get_uvarint(&in), 0xabc0 << 2 | 2);
+    assert_int_equal(rec_get_svarint(&in), 20);
+    expect_end(&in);
+}
+
+/* What an ALLOCS cannot take leaves the events and the state as they were. */
+static void test_allocs_refused(void **state)
+{
+    (void)state;
+    logenc_allocs b, before;
+    logenc_allocs_start(&b, 100, 5, 0);
+    rec_out ev;
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    logenc_alloc_fields a = alloc_at(110, 0, 1, 8, 0, PYPROF_ALLOC_MALLOC, 0, 0);
+    size_t len;
+#define UNCHANGED()                                                                            \
+    do {                                                                                       \
+        assert_int_equal(ev.len, len);                                                         \
+        assert_false(ev.overflow);                                                             \
+        assert_memory_equal(&b, &before, sizeof b);                                            \
+    } while (0)
+    /* No allocation yet: ordinal 5 is the next one's, not a block's. */
+    before = b;
+    len = ev.len;
+    assert_int_equal(logenc_allocs_free(&ev, &b, 110, 0, 5, 0), -1);
+    UNCHANGED();
+    assert_int_equal(logenc_allocs_free(&ev, &b, 110, 0, UINT64_MAX, 0), -1);
+    UNCHANGED();
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    /* Ordinal 5 is now a block; 6 is not. */
+    before = b;
+    len = ev.len;
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 0, 6, 0), -1);
+    UNCHANGED();
+    /* An address whose h does not fit. */
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 1, 0, (UINT64_MAX >> 2) + 1), -1);
+    UNCHANGED();
+    /* A domain past 7 and a stack_id past 58 bits do not fit in h. */
+    a = alloc_at(120, 0, 1, 8, 0, 8, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), -1);
+    UNCHANGED();
+    a = alloc_at(120, 0, (UINT64_MAX >> 6) + 1, 8, 0, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), -1);
+    UNCHANGED();
+    /* Domain 7 does (a reader takes it as an unknown allocator). */
+    a = alloc_at(120, 0, UINT64_MAX >> 6, 8, 0, 7, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 0, 6, 0), 0);
+
+    /* Room for one more byte only: neither an allocation (7 bytes), nor a free by address
+     * (3 + 1), nor by ordinal (1 + 1) fits. */
+    logenc_allocs_start(&b, 100, 5, 0);
+    rec_out_init(&ev, evbuf, 4);
+    a = alloc_at(110, 0, 1, 8, 0, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    assert_int_equal(ev.len, 3);
+    before = b;
+    len = ev.len;
+    a = alloc_at(120, 9, 1, 8, 0x1000, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 1), -1);
+    UNCHANGED();
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 1, 0, 0x1000), -1);
+    UNCHANGED();
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 0, 5, 0), -1);
+    UNCHANGED();
+    /* One byte more and the free by ordinal fits exactly. */
+    ev.cap = 5;
+    assert_int_equal(logenc_allocs_free(&ev, &b, 120, 0, 5, 0), 0);
+    assert_int_equal(ev.len, 5);
+    assert_int_equal(b.count, 2);
+    assert_int_equal(b.t_us, 120);
+
+    /* Full. */
+    logenc_allocs_start(&b, 0, 0, 0);
+    rec_out_init(&ev, evbuf, sizeof evbuf);
+    a = alloc_at(0, 0, 1, 8, 0, PYPROF_ALLOC_MALLOC, 0, 0);
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), 0);
+    b.count = PYPROF_BATCH_MAX;
+    before = b;
+    len = ev.len;
+    assert_int_equal(logenc_allocs_alloc(&ev, &b, &a, 0), -1);
+    UNCHANGED();
+    assert_int_equal(logenc_allocs_free(&ev, &b, 0, 0, 0, 0), -1);
+    UNCHANGED();
+#undef UNCHANGED
+}
+
 /* A buffer too small: the encoder says so, so the writer can refuse a cut payload. */
 static void test_overflow(void **state)
 {
@@ -867,6 +1103,9 @@ int main(void)
         cmocka_unit_test(test_batch),
         cmocka_unit_test(test_batch_native),
         cmocka_unit_test(test_batch_refused),
+        cmocka_unit_test(test_allocs),
+        cmocka_unit_test(test_allocs_native),
+        cmocka_unit_test(test_allocs_refused),
         cmocka_unit_test(test_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

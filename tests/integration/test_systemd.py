@@ -1,0 +1,179 @@
+"""`pyprof systemd enable|disable`: the drop-in it writes for a service, under --root.
+
+The file is the one the operator's systemd reads: `systemd-analyze verify` accepts a unit
+with it, and its environment, as systemd would give it to the service (%n replaced by
+the unit's name), profiles a real Python program into the directory it names, paused
+until SIGUSR2 and complete after the second.  disable removes exactly that file, and
+every refusal is one line with its exit code.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import pyprof_testlib as t
+
+DROPIN = "etc/systemd/system/%s.d/pyprof.conf"
+
+
+def dropin_env(path, unit):
+    """The Environment= assignments of a drop-in, %n replaced as systemd does."""
+    env = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"Environment=([A-Z_]+)=(.*)$", line.rstrip("\n"))
+            if m:
+                env[m.group(1)] = m.group(2).replace("%n", unit)
+    return env
+
+
+def proc_cpu_s(pid):
+    """The CPU seconds a process has used (its own count in /proc)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_enable_writes_the_dropin(tmp_path):
+    root = tmp_path / "root"
+    res = t.tool("systemd", "enable", "--root", root, "demo")
+    path = root / (DROPIN % "demo.service")
+    assert res.returncode == 0 and not res.stderr, res
+    lines = res.stdout.splitlines()
+    assert lines[0] == "wrote %s" % path, res.stdout
+    assert lines[1] == "now run: systemctl daemon-reload && systemctl restart demo.service"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    text = path.read_text()
+    lib = os.path.realpath(t.LIB)
+    env = dropin_env(path, "demo.service")
+    assert env == {"LD_PRELOAD": lib, "PYPROF_OUTPUT": "/var/log/pyprof/demo.service/",
+                   "PYPROF_SIGNAL": "USR2", "PYPROF_ROTATE": "1h", "PYPROF_KEEP": "24"}, text
+    assert "\nLogsDirectory=pyprof/%n\nLogsDirectoryMode=0700\n" in text, text
+    assert sorted(os.listdir(path.parent)) == ["pyprof.conf"]  # no temporary file left
+
+    # Once there, it is kept unless --force; --start drops the signal; --lib is taken.
+    again = t.tool("systemd", "enable", "--root", root, "demo.service")
+    assert again.returncode == 1 and again.stderr == (
+        "pyprof: demo.service is already profiled: %s exists (--force replaces it)\n" % path)
+    assert path.read_text() == text
+    res = t.tool("systemd", "enable", "--root", root, "--force", "--start", "--lib",
+                 "/opt/x/libpyprof.so", "demo")
+    assert res.returncode == 0, res
+    env = dropin_env(path, "demo.service")
+    assert env["LD_PRELOAD"] == "/opt/x/libpyprof.so" and "PYPROF_SIGNAL" not in env, env
+
+    # disable: the file and its directory go, nothing else under the root.
+    (root / "etc/systemd/system/other.service.d").mkdir(parents=True)
+    res = t.tool("systemd", "disable", "--root", root, "demo")
+    assert res.returncode == 0 and res.stdout.splitlines()[0] == "removed %s" % path, res
+    assert not path.parent.exists()
+    assert os.listdir(root / "etc/systemd/system") == ["other.service.d"]
+    res = t.tool("systemd", "disable", "--root", root, "demo")
+    assert res.returncode == 1 and res.stderr == (
+        "pyprof: demo.service is not profiled: there is no %s\n" % path), res
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["enable"], 2, "name one service"),
+    (["enable", "a", "b"], 2, "name one service"),
+    (["start", "demo"], 2, "unknown action 'start'"),
+    (["enable", "../etc"], 2, "'../etc' is not a service name"),
+    (["enable", "x y"], 2, "'x y' is not a service name"),
+    (["enable", "demo.socket"], 2, "'demo.socket' is not a service"),
+    (["disable", "--start", "demo"], 2, "'--start' is an option of enable"),
+    (["enable", "--lib", "rel/libpyprof.so", "demo"], 1, "is not an absolute path"),
+    (["enable", "--bogus", "demo"], 2, "--bogus"),
+])
+def test_refusals(tmp_path, args, code, text):
+    res = t.tool("systemd", *(args[:1] + ["--root", tmp_path] + args[1:]))
+    assert res.returncode == code and text in res.stderr, res
+    assert res.stderr.startswith("pyprof") and not res.stdout, res
+    assert not os.listdir(tmp_path)
+
+
+def test_unwritable_root(tmp_path):
+    if os.geteuid() == 0:
+        target = "/proc/version"  # not a directory: mkdir fails even for root
+    else:
+        os.chmod(tmp_path, 0o500)
+        target = str(tmp_path)
+    res = t.tool("systemd", "enable", "--root", target, "demo")
+    assert res.returncode == 1 and len(res.stderr.splitlines()) == 1, res
+    assert res.stderr.startswith("pyprof: cannot write "), res
+
+
+def test_systemd_analyze_verify(tmp_path):
+    """systemd reads the unit with the drop-in and finds nothing wrong."""
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is missing (the systemd package)"
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / "demo.service").write_text(
+        "[Unit]\nDescription=demo\n[Service]\nExecStart=%s -c pass\nUser=nobody\n"
+        % sys.executable)
+    root = tmp_path / "root"
+    assert t.tool("systemd", "enable", "--root", root, "demo").returncode == 0
+    shutil.copytree(root / "etc/systemd/system/demo.service.d", units / "demo.service.d")
+    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=60,
+                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    assert res.returncode == 0 and "pyprof" not in res.stdout, res.stdout
+    # The drop-in was read: a broken one is reported.
+    bad = units / "demo.service.d" / "pyprof.conf"
+    bad.write_text(bad.read_text() + "LogsDirectoryMode=banana\n")
+    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=60,
+                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    assert "banana" in res.stdout, res.stdout
+
+
+def test_dropin_profiles_a_service(tmp_path):
+    """The drop-in's environment on a real program: paused until SIGUSR2, sampling until
+    the next, one complete log of that window in the directory it names."""
+    root = tmp_path / "root"
+    assert t.tool("systemd", "enable", "--root", root, "demo").returncode == 0
+    env = dropin_env(root / (DROPIN % "demo.service"), "demo.service")
+    logs = tmp_path / "var/log/pyprof/demo.service"
+    logs.mkdir(parents=True, mode=0o700)  # LogsDirectory='s work
+    env["PYPROF_OUTPUT"] = env["PYPROF_OUTPUT"].replace("/var/log", str(tmp_path / "var/log"))
+    py = t.by_id("py3.11-debian")[0].path  # the distribution's interpreter
+    prog = ("import signal, sys, time\n"
+            "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+            "def burn():\n"
+            "    s = 0\n"
+            "    for i in range(200000): s += i * i\n"
+            "while True:\n"
+            "    burn()\n")
+    full = dict(t.base_env(), **env)
+    p = subprocess.Popen([py, "-c", prog], stdout=subprocess.PIPE, env=full,
+                         universal_newlines=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        assert os.listdir(logs) == []  # paused: no log yet
+        os.kill(p.pid, signal.SIGUSR2)
+        cpu0 = proc_cpu_s(p.pid)
+        while proc_cpu_s(p.pid) - cpu0 < 0.3:
+            time.sleep(0.05)
+        os.kill(p.pid, signal.SIGUSR2)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            names = os.listdir(logs)
+            if names and t.tool("info", logs).returncode == 0:
+                break
+            time.sleep(0.1)
+    finally:
+        p.kill()
+        p.wait()
+    (name,) = os.listdir(logs)
+    assert re.match(r"pyprof\.python[\d.]*\.%d\." % p.pid, name), name
+    rep = t.tool_json("report", "--json", logs / name)
+    (proc,) = rep["processes"]
+    assert proc["ended"] == "toggled off", proc
+    assert any(f["name"] == "burn" for f in rep["functions"]), rep["functions"][:5]
