@@ -7,6 +7,7 @@
  */
 #include "allochook.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 #include "allocset.h"
 #include "gotpatch.h"
 #include "pyabi.h"
+#include "safe_read.h"
 
 /* After an allocation of n bytes returned p: the countdown, with the hook's return
  * address (in the allocator's caller), where a native chain of the sample starts. */
@@ -31,10 +33,15 @@ static __thread int tls_guard __attribute__((tls_model("initial-exec")));
 
 static _Atomic int installed;
 static int python_hooked;
-/* 3.6's Py_Main puts its default allocators back before it initializes the interpreter,
- * after our constructor wrapped them: until the interpreter is initialized, the malloc
- * hooks (which see that start) wrap the domains again where they were replaced. */
+/* The interpreter's start may replace the domains after our constructor wrapped them:
+ * 3.6's Py_Main puts its default allocators back, and every version installs the ones
+ * PYTHONMALLOC or -X dev asks for (malloc, mimalloc, the debug hooks).  Until the
+ * interpreter is initialized, the malloc hooks (which see that start) wrap the domains
+ * again where they were replaced; a process whose libpython never starts an interpreter
+ * stops after RECHECK_MAX of them. */
 static _Atomic int recheck_pending;
+static _Atomic uint32_t recheck_left;
+#define RECHECK_MAX (1u << 20)
 /* A fork child where another thread of the parent may have held the loader's lock at the
  * fork (glibc does not reset it): no module scan until the program's own dlopen has
  * returned there (the periodic refresh waits; allochook_after_dlopen clears it). */
@@ -67,6 +74,57 @@ enum { PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ };
 
 static py_allocator orig_py[3];
 
+/* PyObjectArenaAllocator, stable since 3.4: where pymalloc gets its arenas. */
+typedef struct py_arena_allocator {
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+} py_arena_allocator;
+
+static py_arena_allocator orig_arena;
+
+/* The MEM and OBJ domains are pymalloc itself (see wrap_python): a request of 1 to
+ * POOLED_MAX bytes is then served from its pools, and the one hooked call it can make is
+ * through the arena allocator, which guards itself.  POOLED_MAX is pymalloc's
+ * SMALL_REQUEST_THRESHOLD, 512 on every interpreter from 3.6 on (sys._debugmallocstats()
+ * says "Small block threshold = 512"). */
+static int pooled;
+#define POOLED_MAX 512u
+
+/* A pooled request while the countdown lasts: counted here, and the wrapper then
+ * forwards it with nothing after the call (a tail call: no guard to set and clear, no
+ * frame).  0 for anything else, which takes the guarded way. */
+static inline int pooled_fast(size_t n)
+{
+    if (!pooled || n - 1 >= POOLED_MAX)
+        return 0;
+    int64_t left = allocsample_left - (int64_t)n;
+    if (__builtin_expect(left < 0, 0))
+        return 0;
+    allocsample_left = left;
+    return 1;
+}
+
+/* The guarded way of a domain's malloc and calloc, out of line so that their pooled way
+ * needs no frame; `ret` is the wrapper's return address (in the allocator's caller). */
+#define PY_SLOW(d, dom)                                                                        \
+    __attribute__((noinline)) static void *d##_malloc_slow(size_t n, uintptr_t ret)            \
+    {                                                                                          \
+        const py_allocator *o = &orig_py[d];                                                   \
+        void *p;                                                                               \
+        GUARDED(o->malloc(o->ctx, n), p);                                                      \
+        allocsample_after(p, n, dom, ret);                                                     \
+        return p;                                                                              \
+    }                                                                                          \
+    __attribute__((noinline)) static void *d##_calloc_slow(size_t k, size_t n, uintptr_t ret)  \
+    {                                                                                          \
+        const py_allocator *o = &orig_py[d];                                                   \
+        void *p;                                                                               \
+        GUARDED(o->calloc(o->ctx, k, n), p);                                                   \
+        allocsample_after(p, k *n, dom, ret);                                                  \
+        return p;                                                                              \
+    }
+
 /* The wrappers of one domain.  They get the original's ctx too (see wrap_python), and
  * ignore it: the original is called with its own. */
 #define PY_WRAPPERS(d, dom)                                                                    \
@@ -74,19 +132,18 @@ static py_allocator orig_py[3];
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        void *p;                                                                               \
-        GUARDED(o->malloc(o->ctx, n), p);                                                      \
-        SAMPLE(p, n, dom);                                                                     \
-        return p;                                                                              \
+        if (pooled_fast(n))                                                                    \
+            return o->malloc(o->ctx, n);                                                       \
+        return d##_malloc_slow(n, (uintptr_t)__builtin_return_address(0));                     \
     }                                                                                          \
     static void *d##_calloc(void *ctx, size_t k, size_t n)                                     \
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        void *p;                                                                               \
-        GUARDED(o->calloc(o->ctx, k, n), p);                                                   \
-        SAMPLE(p, k *n, dom);                                                                  \
-        return p;                                                                              \
+        size_t total;                                                                          \
+        if (!__builtin_mul_overflow(k, n, &total) && pooled_fast(total))                       \
+            return o->calloc(o->ctx, k, n);                                                    \
+        return d##_calloc_slow(k, n, (uintptr_t)__builtin_return_address(0));                  \
     }                                                                                          \
     static void *d##_realloc(void *ctx, void *old, size_t n)                                   \
     {                                                                                          \
@@ -103,20 +160,43 @@ static py_allocator orig_py[3];
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        if (!tls_guard)                                                                        \
-            allocsample_before_free(p);                                                        \
+        allocsample_before_free(p); /* no guard: a nested free finds nothing to record */      \
         o->free(o->ctx, p);                                                                    \
     }
 
 /* Index names for the macro. */
 #define mem PYMEM_DOMAIN_MEM
 #define obj PYMEM_DOMAIN_OBJ
+PY_SLOW(mem, PYPROF_ALLOC_PYMEM)
+PY_SLOW(obj, PYPROF_ALLOC_PYOBJECT)
 PY_WRAPPERS(mem, PYPROF_ALLOC_PYMEM)
 PY_WRAPPERS(obj, PYPROF_ALLOC_PYOBJECT)
 #undef mem
 #undef obj
 
 typedef void (*allocator_fn)(int, py_allocator *);
+typedef void (*arena_fn)(py_arena_allocator *);
+
+/* The arena allocator's wrappers: what pymalloc maps for its pools is its own, never a
+ * sample, whether or not the request that needed it was guarded. */
+static void *arena_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    int guard = tls_guard;
+    tls_guard = 1;
+    void *p = orig_arena.alloc(orig_arena.ctx, size);
+    tls_guard = guard;
+    return p;
+}
+
+static void arena_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    int guard = tls_guard;
+    tls_guard = 1;
+    orig_arena.free(orig_arena.ctx, ptr, size);
+    tls_guard = guard;
+}
 
 /* Wraps the MEM and OBJ domains where they are not wrapped yet.  The raw domain is malloc
  * itself, seen by the GOT hooks.  Another thread may be allocating while a domain's table
@@ -124,12 +204,77 @@ typedef void (*allocator_fn)(int, py_allocator *);
  * either, since the new table carries the old ctx and every wrapper forwards to the old
  * entries.  Returns 0, or -1 when the interpreter has no PyMem_SetAllocator (2.7). */
 static allocator_fn get_allocator, set_allocator; /* resolved once, at install */
+static arena_fn get_arena, set_arena;
+
+/* Wraps the arena allocator where it is not wrapped yet, as the domains.  1 when it is
+ * ours. */
+static int wrap_arena(void)
+{
+    if (!get_arena || !set_arena)
+        return 0;
+    py_arena_allocator cur;
+    get_arena(&cur);
+    if (cur.alloc != arena_alloc) {
+        orig_arena = cur;
+        py_arena_allocator w = {cur.ctx, arena_alloc, arena_free};
+        set_arena(&w);
+    }
+    return 1;
+}
+
+/* Bytes of another table's ctx looked through for our wrapper: the debug hooks' ctx is
+ * {api id, the table they wrap} (48 bytes), tracemalloc's the table it wraps (40). */
+#define WRAPS_SCAN 48u
+
+/* Whether the table `t` in force, another's, forwards to our wrapper `fn`: its ctx holds
+ * the table it wraps.  Wrapping it again would close a loop (ours calling it calling
+ * ours), as 3.6 makes when it sets up its debug hooks again over ours.  The read is
+ * guarded: a ctx that is no such table reads as "no". */
+static int wraps_ours(const py_allocator *t, void *fn)
+{
+    uintptr_t ctx = (uintptr_t)t->ctx;
+    if (!safe_span_ok(ctx, WRAPS_SCAN))
+        return 0;
+    safe_jmpbuf jb;
+    int found = 0;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        for (uintptr_t off = 0; off < WRAPS_SCAN && !found; off += 8)
+            found = safe_at_ptr(ctx + off) == (uintptr_t)fn;
+        SAFE_GUARD_END();
+    }
+    return found;
+}
+
+/* pymalloc's malloc, as the object domain had it when we first looked (the compiled-in
+ * default, when the library is preloaded: before the interpreter's start can install
+ * another), or NULL when that was not pymalloc: debug hooks (a ctx), malloc (the raw
+ * domain's), mimalloc (a function per domain), or a host's own (outside the module
+ * that holds the interpreter).  The first look is at install, never inside a hook
+ * (dladdr takes the loader's lock). */
+static void *pymalloc_fn;
+static int first_look_done;
+
+static int same_module(const void *a, const void *b)
+{
+    Dl_info x, y;
+    return dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
+}
 
 static int wrap_python(void)
 {
     allocator_fn get = get_allocator, set = set_allocator;
     if (!get || !set)
         return -1;
+    if (!first_look_done) {
+        py_allocator raw, mem, obj;
+        get(PYMEM_DOMAIN_RAW, &raw);
+        get(PYMEM_DOMAIN_MEM, &mem);
+        get(PYMEM_DOMAIN_OBJ, &obj);
+        if (!obj.ctx && !mem.ctx && obj.malloc == mem.malloc && obj.malloc != raw.malloc &&
+            same_module((void *)obj.malloc, (void *)get))
+            pymalloc_fn = (void *)obj.malloc;
+        first_look_done = 1;
+    }
     static const py_allocator ours[3] = {
         [PYMEM_DOMAIN_MEM] = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free},
         [PYMEM_DOMAIN_OBJ] = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free},
@@ -137,8 +282,8 @@ static int wrap_python(void)
     for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
         py_allocator cur;
         get(d, &cur);
-        if (cur.malloc == ours[d].malloc)
-            continue; /* still ours */
+        if (cur.malloc == ours[d].malloc || wraps_ours(&cur, (void *)ours[d].malloc))
+            continue; /* still ours, or still calling ours */
         /* Nobody calls our wrappers of this domain now (the table holds another's), so
          * the originals they forward to can change. */
         orig_py[d] = cur;
@@ -146,6 +291,12 @@ static int wrap_python(void)
         w.ctx = cur.ctx;
         set(d, &w);
     }
+    /* Pooled requests take the short way only while both domains forward straight to
+     * pymalloc: not under PYTHONMALLOC=malloc, mimalloc or the debug hooks, which the
+     * interpreter's start may have put in its place. */
+    const py_allocator *m = &orig_py[PYMEM_DOMAIN_MEM], *o = &orig_py[PYMEM_DOMAIN_OBJ];
+    pooled = pymalloc_fn && wrap_arena() && !m->ctx && !o->ctx &&
+             (void *)m->malloc == pymalloc_fn && (void *)o->malloc == pymalloc_fn;
     return 0;
 }
 
@@ -309,8 +460,9 @@ static const gotpatch_sym c_syms[H_COUNT] = {
 
 /* While the interpreter starts (recheck_pending): the domains wrapped again if its start
  * replaced them, until it is initialized with them ours.  Runs in a malloc hook, on the
- * starting thread: 3.6's PyMem_GetAllocator and PyMem_SetAllocator copy a table and
- * allocate nothing. */
+ * starting thread: PyMem_GetAllocator and PyMem_SetAllocator copy a table and allocate
+ * nothing (3.12 on take the allocators' lock for it, which no code holds while it
+ * allocates). */
 static void recheck_from_hook(void)
 {
     if (tls_guard)
@@ -318,12 +470,12 @@ static void recheck_from_hook(void)
     tls_guard = 1;
     int initialized = py_is_initialized && py_is_initialized();
     wrap_python();
-    if (initialized)
+    if (initialized || atomic_fetch_sub(&recheck_left, 1) <= 1)
         atomic_store(&recheck_pending, 0);
     tls_guard = 0;
 }
 
-int allochook_install(uint64_t interval, unsigned long python_hex, char *err, size_t errlen)
+int allochook_install(uint64_t interval, char *err, size_t errlen)
 {
     if (atomic_load(&installed))
         return 0;
@@ -340,10 +492,13 @@ int allochook_install(uint64_t interval, unsigned long python_hex, char *err, si
     }
     get_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_GetAllocator");
     set_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_SetAllocator");
+    get_arena = (arena_fn)pyabi_dlsym_python("PyObject_GetArenaAllocator");
+    set_arena = (arena_fn)pyabi_dlsym_python("PyObject_SetArenaAllocator");
     python_hooked = wrap_python() == 0;
-    if (python_hooked && python_hex < 0x03070000) {
+    if (python_hooked) {
         py_is_initialized = (int (*)(void))pyabi_dlsym_python("Py_IsInitialized");
-        atomic_store(&recheck_pending, py_is_initialized != NULL);
+        atomic_store(&recheck_left, RECHECK_MAX);
+        atomic_store(&recheck_pending, py_is_initialized && !py_is_initialized());
     }
     atomic_store(&installed, 1);
     return 0;

@@ -4,9 +4,11 @@
  *   * CPython's object and memory domains (PyObject_Malloc, which serves small objects
  *     from pymalloc's pools without calling malloc, and PyMem_Malloc), wrapped with
  *     PyMem_SetAllocator (3.6 and later; 2.7 has no such call), as soon as profiling
- *     starts, so that a short program is seen from its first line, and again once the
- *     interpreter runs if its start replaced them (3.6 resets its allocators in Py_Main:
- *     there the malloc hooks check until the interpreter is initialized);
+ *     starts, so that a short program is seen from its first line, and again where the
+ *     interpreter's start replaced them (3.6 resets its allocators in Py_Main, every
+ *     version installs PYTHONMALLOC's: the malloc hooks check until the interpreter is
+ *     initialized); with pymalloc's arena allocator wrapped too, so that a request
+ *     pymalloc serves from its pools is forwarded without the guard;
  *   * the C library's malloc family and anonymous mmap/munmap, through the GOT slots of
  *     every loaded module but the library itself (gotpatch.h), and of every module
  *     loaded later (allochook_after_dlopen).
@@ -17,12 +19,10 @@
  * and sample nothing the log would keep.
  *
  * Interface:
- *   allochook_install(interval, python_hex, err, errlen)  [not sigsafe] the hooks, once
- *                       per process (python_hex: the interpreter's PY_VERSION_HEX),
- *                       when profiling first starts (window.c).  0, or -1 with one line
- *                       in err (a part that could not be hooked is said in err and the
- *                       rest works: check err[0]).
- *   allochook_recheck()     [not sigsafe] wraps the Python domains again where the
+ *   allochook_install(interval, err, errlen)  [not sigsafe] the hooks, once per
+ *                       process, when profiling first starts (window.c).  0, or -1 with one
+ * line in err (a part that could not be hooked is said in err and the rest works: check
+ * err[0]). allochook_recheck()     [not sigsafe] wraps the Python domains again where the
  *                       interpreter's start replaced them (the writer, at its first log)
  *   allochook_installed()   [sigsafe] 1 once the hooks are in place
  *   allochook_after_dlopen()  [not sigsafe] hooks the modules the program's dlopen just
@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-int allochook_install(uint64_t interval, unsigned long python_hex, char *err, size_t errlen);
+int allochook_install(uint64_t interval, char *err, size_t errlen);
 int allochook_installed(void);
 void allochook_recheck(void);
 void allochook_after_dlopen(void);

@@ -66,7 +66,7 @@ int window_start(void)
      * (pyprof_active) sees its allocations sampled from then on. */
     if (cfg.alloc && !allochook_installed()) {
         err[0] = 0;
-        allochook_install(cfg.alloc, abi.hex, err, sizeof err);
+        allochook_install(cfg.alloc, err, sizeof err);
         if (err[0])
             diag_error("pyprof: %s", err);
         if (!allochook_python_hooked())

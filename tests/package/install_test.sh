@@ -23,6 +23,10 @@
 #      `pyprof` (so its OSProfiler .pth hook is loaded from dist-packages too); then
 #      `pyprof report` and `pyprof report --span busy` on its log, each of which must
 #      name the busy function.
+#   2b. `pyprof systemd enable demo`: the drop-in preloads the installed library; its
+#      environment (%n as systemd replaces it) profiles a program that toggles sampling
+#      with the drop-in's signal, into the directory it names; `pyprof run` finds the
+#      installed library; `pyprof systemd disable demo` removes the drop-in.
 #   3. dpkg -r pyprof: afterwards no file or directory the package shipped is left, no
 #      path in the root has pyprof in its name except the profile logs, and dpkg knows
 #      the package as not installed.
@@ -129,6 +133,43 @@ echo "\$ pyprof report --span busy $LOGS"
 in_root pyprof report --span busy "$LOGS" >"$DIR/report-span.txt"
 head -12 "$DIR/report-span.txt"
 grep -q 'spin' "$DIR/report-span.txt" || fail "pyprof report --span busy does not name spin"
+
+step "2b. pyprof systemd enable, the drop-in's environment, pyprof run, disable"
+in_root pyprof systemd enable demo || fail "pyprof systemd enable failed"
+dropin=/etc/systemd/system/demo.service.d/pyprof.conf
+cat "$ROOT$dropin"
+grep -qx "Environment=LD_PRELOAD=$lib" "$ROOT$dropin" ||
+    fail "the drop-in does not preload the installed library $lib"
+# The drop-in's environment as systemd gives it (%n: the unit's name), on a program that
+# toggles its own sampling on with the drop-in's signal, runs, and toggles it off.
+mkdir -p "$ROOT/var/log/pyprof/demo.service"
+cat >"$ROOT/tmp/toggled.py" <<'EOF'
+import os
+import signal
+import time
+
+os.kill(os.getpid(), signal.SIGUSR2)
+end = time.time() + 1
+while time.time() < end:
+    sum(i * i for i in range(10000))
+os.kill(os.getpid(), signal.SIGUSR2)
+time.sleep(0.5)
+EOF
+denv=$(sed -n 's/^Environment=//p' "$ROOT$dropin" | sed 's/%n/demo.service/g')
+# shellcheck disable=SC2086  # one word per assignment: the drop-in's values have no spaces
+in_root env $denv python3 /tmp/toggled.py || fail "the program under the drop-in's environment failed"
+ls -l "$ROOT/var/log/pyprof/demo.service"
+in_root pyprof report /var/log/pyprof/demo.service >"$DIR/report-dropin.txt" ||
+    fail "pyprof report of the drop-in's logs failed"
+head -8 "$DIR/report-dropin.txt"
+grep -q 'genexpr' "$DIR/report-dropin.txt" || fail "the drop-in's log does not name the loop"
+echo "\$ pyprof run -- python3 /tmp/busy.py"
+in_root sh -c 'cd /tmp && pyprof run -- python3 /tmp/busy.py' >"$DIR/run.txt" 2>&1 ||
+    fail "pyprof run failed: $(cat "$DIR/run.txt")"
+grep -q 'spin' "$DIR/run.txt" || fail "pyprof run's summary does not name spin"
+in_root pyprof systemd disable demo || fail "pyprof systemd disable failed"
+[ ! -e "$ROOT$dropin" ] || fail "the drop-in is still there"
+rm -rf "$ROOT/var/log/pyprof"
 
 step "3. dpkg -r pyprof: only the logs remain"
 # Every path the package shipped ("./usr/bin/pyprof" -> "/usr/bin/pyprof").
