@@ -47,7 +47,7 @@ ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
 UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm -ldw -lelf
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz \
+.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz test-package \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
         sid-root check-interpreters format format-check deb
@@ -72,6 +72,7 @@ help:
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
 	@echo "make deb          the Debian package (debian/), checked by lintian, in $(BUILD)/deb"
+	@echo "make test-package make deb, then install it into a clean Debian root, use it there, remove it"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -121,7 +122,7 @@ $(BUILD)/unit/test_jsonw: tests/unit/test_jsonw.c $(BUILD)/obj/utils/jsonw.o $(A
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
-            libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14
+            libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14 systemd
 # `make deb` needs only the package's Build-Depends (debian/control) and the packaging
 # tools: it runs this rule with DEB_PKGS set to PACKAGE_PKGS.
 PACKAGE_PKGS := debhelper dh-python lintian python3 liblz4-dev libdw-dev zlib1g-dev libcmocka-dev
@@ -263,7 +264,13 @@ test-transparency: all
 check-interpreters: sid-root
 	@PYPROF_SAN=$(SAN) PYPROF_SID=$(abspath $(SID)) /usr/bin/python3 tests/check_interpreters.py
 
-test-core: check-interpreters all unit check-layout check-exports fuzz-replay integration test-transparency
+test-core: check-interpreters all unit check-layout check-exports fuzz-replay integration test-transparency \
+           test-package
+
+# The Debian package built, installed into a clean Debian root, used there and removed
+# (tests/package/install_test.sh; the root is made once, under build/package-test).
+test-package: deb
+	bash tests/package/install_test.sh
 
 test: deps
 	$(MAKE) test-core

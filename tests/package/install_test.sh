@@ -4,8 +4,8 @@
 #
 #   bash tests/package/install_test.sh [DEB [DIR]]     as root; after `make deb`
 #
-# DEB defaults to build/deb/pyprof_VERSION_ARCH.deb, DIR to build/package-test.  Not part
-# of `make test` yet.
+# DEB defaults to build/deb/pyprof_VERSION_ARCH.deb, DIR to build/package-test.  `make
+# test` runs it (`make test-package`: `make deb`, then this).
 #
 #   DIR/base   a minimal Debian root of the host's own release (debootstrap, variant
 #              minbase, with python3; the package is built against the host's libraries),
@@ -167,6 +167,7 @@ echo "\$ pyprof run -- python3 /tmp/busy.py"
 in_root sh -c 'cd /tmp && pyprof run -- python3 /tmp/busy.py' >"$DIR/run.txt" 2>&1 ||
     fail "pyprof run failed: $(cat "$DIR/run.txt")"
 grep -q 'spin' "$DIR/run.txt" || fail "pyprof run's summary does not name spin"
+rm -rf "$ROOT"/tmp/pyprof.* # its logs (under TMPDIR), not the package's
 in_root pyprof systemd disable demo || fail "pyprof systemd disable failed"
 [ ! -e "$ROOT$dropin" ] || fail "the drop-in is still there"
 rm -rf "$ROOT/var/log/pyprof"
