@@ -57,6 +57,7 @@
 #include "pthread_tid.h"
 #include "safe_read.h"
 #include "sigdisp.h"
+#include "sysprobe.h"
 #include "sighandler.h"
 #include "spans.h"
 #include "threadtimer.h"
@@ -148,11 +149,25 @@ static int install_handler(int sig)
                               prof_yielded);
 }
 
-/* The perf task-clock events, one per thread (threadtimer.c). */
-static int arm_perf(uint64_t period_ns)
+/* The perf task-clock events, one per thread (threadtimer.c).  When they cannot be had,
+ * one stderr line says why and what takes their place (`instead`), once per process. */
+static int arm_perf(uint64_t period_ns, const char *instead)
 {
-    if (threadtimer_arm(period_ns, sighandler_g.perf_cookie) < 0)
+    if (threadtimer_arm(period_ns, sighandler_g.perf_cookie) < 0) {
+        static int said;
+        int e = errno;
+        if (!said) {
+            said = 1;
+            if (sysprobe_perf_allowed())
+                diag_error("pyprof: perf events refused (%s): %s", strerror(e), instead);
+            else
+                diag_error("pyprof: perf events not tried (a seccomp filter would kill the "
+                           "process for perf_event_open): %s",
+                           instead);
+        }
+        errno = e;
         return -1;
+    }
     timer_name = threadtimer_name();
     return 0;
 }
@@ -317,7 +332,8 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
     if (clock == PYPROF_CLOCK_WALL) {
         atomic_store(&g->pthread_tid_offset, pthread_tid_offset());
         g->wall_timed = 1; /* before the first timer's signal */
-        wall_timed = arm_perf(period_ns) == 0;
+        wall_timed = arm_perf(period_ns,
+                              "wall-clock passes read the running threads themselves") == 0;
         g->wall_timed = wall_timed;
         if (wall_timed)
             g->sample_signal = SIGTRAP;
@@ -332,7 +348,7 @@ int sampler_start(const pyabi *abi, uint64_t period_ns, unsigned max_depth, int 
                  strerror(errno));
         return -1;
     }
-    if (arm_perf(period_ns) == 0) {
+    if (arm_perf(period_ns, "sampling with a process CPU timer (posix-cpu-timer)") == 0) {
         g->sample_signal = SIGTRAP;
         return started();
     }

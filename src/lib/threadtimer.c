@@ -70,6 +70,7 @@
 
 #include "common/clock.h"
 #include "ownthreads.h"
+#include "sysprobe.h"
 
 #define TT_SLOTS 16384u            /* threads timed at once */
 #define TT_KIND_FIRST (1ull << 23) /* si_perf_data: the first-period event */
@@ -296,6 +297,10 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
     }
     /* The calling thread first: whether perf events work here, and whether kernel time
      * may be counted (not for an unprivileged user under perf_event_paranoid 2). */
+    if (!sysprobe_perf_allowed()) {
+        errno = EPERM; /* a seccomp filter would kill the process for the call */
+        return -1;
+    }
     uint32_t self = gettid_raw();
     atomic_store(&armed, 1);
     exclude_kernel = 0;

@@ -228,13 +228,20 @@ def ticks_of(path):
         return int(f.read())
 
 
-def run_sigprof_app(interp, tmp_path, wrapper=(), env=None):
+# The one line the library writes where perf events are refused (test_perf_filtered).
+NO_PERF_LINE = (b"pyprof: perf events refused (Permission denied): sampling with a process "
+                b"CPU timer (posix-cpu-timer)\n")
+
+
+def run_sigprof_app(interp, tmp_path, wrapper=(), env=None, said=b""):
+    """`said`: what the library writes to stderr on top of the program's."""
     e = dict(env or {})
     lib_ticks, base_ticks = str(tmp_path / "ticks-lib"), str(tmp_path / "ticks-base")
     argv = list(wrapper) + [interp.path, SIGPROF_APP]
     prof, base = t.run_pair(argv, tmp_path, env=dict(e, TICKS_OUT=lib_ticks),
                             base_env=dict(e, TICKS_OUT=base_ticks))
-    t.assert_transparent(prof, base)
+    t.assert_transparent(prof, base, stderr_too=False)
+    assert prof.stderr == said + base.stderr, prof.describe()
     assert prof.stdout == b"sigprof_app: handler ran enough: True\n", prof.describe()
     lt, bt = ticks_of(lib_ticks), ticks_of(base_ticks)
     # The program's handler runs about as often as without the library: not starved
@@ -282,7 +289,7 @@ def test_own_sigprof_handler_posix_timer(interp, no_perf, tmp_path):
     only as often as its own timer says), sampling stops, the log says why."""
     interp.require()
     p = run_sigprof_app(interp, tmp_path, wrapper=[no_perf],
-                        env={"PYPROF_PERIOD": "2ms"})
+                        env={"PYPROF_PERIOD": "2ms"}, said=NO_PERF_LINE)
     assert p.proc["timer"] == "posix-cpu-timer", p.dump()
     assert p.proc["dropped"]["signal_stolen"] >= 1, (
         "the program took SIGPROF but the log does not say profiling was lost\n"
@@ -315,6 +322,58 @@ def test_wall_without_perf(interp, no_perf, tmp_path):
     # achieved rate gives over 1.5 s, every pass reading the busy thread.
     hz = p.proc["achieved_hz"]
     assert seen >= 0.5 * hz * 1.5 * 0.5, p.dump()
+
+
+@pytest.mark.parametrize("interp", INTERPS)
+@pytest.mark.parametrize("action", ["errno", "kill"])
+def test_perf_filtered(interp, action, no_perf, tmp_path):
+    """A seccomp filter without perf_event_open, as a hardened systemd unit has
+    (SystemCallFilter=@system-service leaves it out).  One that fails the call (EACCES)
+    or one that kills the process for it (SIGSYS, a unit without
+    SystemCallErrorNumber=): the program runs to its end either way, sampled by the
+    process CPU timer, and one stderr line says what fell back and why.  Before the
+    library tried the call in a child first, the second killed every program it was
+    preloaded into."""
+    interp.require()
+    env = {"PYPROF_PERIOD": "2ms", "PYPROF_SIGNAL": "USR2"}
+    if action == "kill":
+        env["NO_PERF_KILL"] = "1"
+    # The child that tried the call is the library's alone: the program, whose SIGCHLD
+    # handler is in place when it starts profiling (its first USR2, when the library
+    # arms its timer), gets no SIGCHLD for it, and its own wait finds no child.
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import os, signal, time\n"
+        "got = []\n"
+        "signal.signal(signal.SIGCHLD, lambda *a: got.append(1))\n"
+        "os.kill(os.getpid(), signal.SIGUSR2)\n"
+        "time.sleep(0.2)\n"
+        "def burn():\n"
+        "    s = 0\n"
+        "    for i in range(3000000):\n"
+        "        s += i\n"
+        "burn()\n"
+        "os.kill(os.getpid(), signal.SIGUSR2)\n"
+        "time.sleep(0.2)\n"
+        "try:\n"
+        "    os.waitpid(-1, os.WNOHANG)\n"
+        "    print('a child to wait for')\n"
+        "except OSError:\n"
+        "    print('no child')\n"
+        "print('SIGCHLD %d' % len(got))\n")
+    prof = t.run([no_perf, interp.path, str(prog)], str(tmp_path / "logs"), env=env)
+    assert prof.rc == 0 and prof.stdout == b"no child\nSIGCHLD 0\n", prof.describe()
+    p = t.one_log(prof, ended="toggled off")
+    assert p.proc["timer"] == "posix-cpu-timer", p.dump()
+    assert p.functions("burn"), p.dump()
+    why = ("perf events refused (Permission denied)" if action == "errno" else
+           "perf events not tried (a seccomp filter would kill the process for "
+           "perf_event_open)")
+    assert t.stderr_lines(prof.stderr) == [
+        "pyprof: %s: sampling with a process CPU timer (posix-cpu-timer)" % why], (
+        prof.describe())
+    if action == "errno":
+        assert prof.stderr == NO_PERF_LINE
 
 
 # ---- secure execution ---------------------------------------------------------------------

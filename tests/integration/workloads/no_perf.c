@@ -7,11 +7,14 @@
  *     no_perf PROGRAM [ARGS...]
  *
  * A seccomp filter (no new privileges needed: PR_SET_NO_NEW_PRIVS first) answers
- * perf_event_open with EACCES and allows everything else; then PROGRAM is exec'd.
+ * perf_event_open with EACCES and allows everything else; then PROGRAM is exec'd.  With
+ * NO_PERF_KILL=1 in the environment it kills the process instead (SIGSYS), as a systemd
+ * unit's SystemCallFilter= without SystemCallErrorNumber= does for a call it leaves out.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,6 +47,9 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
+    const char *kill = getenv("NO_PERF_KILL");
+    if (kill && !strcmp(kill, "1"))
+        filter[5] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
     struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) {
