@@ -1,10 +1,13 @@
 # Three kinds of thread for wall mode (Python 2.7 and 3.x), each running from the start
 # of the program until it ends: `python_spin` runs Python code (it holds the GIL most of
 # the time), `c_hash` hashes 1 MB buffers (hashlib releases the GIL while it hashes, so
-# it mostly runs C code without it), `sleeper` sleeps.  The main thread sleeps $SECONDS
+# it mostly runs C code without it; on 2.7 it copies them with ctypes, for the same
+# reason), `sleeper` sleeps.  The main thread sleeps $SECONDS
 # (default 2) in join-free waits, then stops the others and joins them.
+import ctypes
 import hashlib
 import os
+import sys
 import threading
 import time
 
@@ -21,6 +24,15 @@ def python_spin():
 
 
 def c_hash():
+    if sys.version_info[0] < 3:
+        # 2.7's hashlib is its builtin sha256 where Python was built without OpenSSL (as
+        # pyenv's is on Debian 12), which keeps the GIL while it hashes; a ctypes call
+        # releases it.
+        src = ctypes.create_string_buffer(data)
+        dst = ctypes.create_string_buffer(len(data))
+        while not stop.is_set():
+            ctypes.memmove(dst, src, len(data))
+        return
     while not stop.is_set():
         hashlib.sha256(data).digest()
 
