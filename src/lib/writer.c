@@ -937,33 +937,25 @@ static int allocs_ready(void)
     return W.allocs_buf != NULL;
 }
 
-/* An allocation event into the ALLOCS being gathered (a full one is written first; the
- * first event of a record is its t0).  Returns 0, or -1 when it has no room. */
-static int allocs_alloc(const logenc_alloc_fields *a, int by_address)
+/* One event into the ALLOCS being gathered: the allocation `a`, or (a NULL) the free at
+ * t_us of the block named by `ordinal` or `address`.  A record starts at its first
+ * event (its t0); a full one is written first, and one that reaches BATCH_EVENTS after.
+ * Returns 0, or -1 when even an empty record has no room for it. */
+static int allocs_put(const logenc_alloc_fields *a, int by_address, int64_t t_us,
+                      uint64_t ordinal, uint64_t address)
 {
-    if (!W.allocs.count)
-        logenc_allocs_start(&W.allocs, (int64_t)a->t_us, W.allocs.ordinal0, W.native);
-    if (logenc_allocs_alloc(&W.allocs_ev, &W.allocs, a, by_address) < 0) {
-        allocs_emit();
-        logenc_allocs_start(&W.allocs, (int64_t)a->t_us, W.allocs.ordinal0, W.native);
-        if (logenc_allocs_alloc(&W.allocs_ev, &W.allocs, a, by_address) < 0)
+    for (;;) {
+        int empty = !W.allocs.count;
+        if (empty)
+            logenc_allocs_start(&W.allocs, t_us, W.allocs.ordinal0, W.native);
+        int rc = a ? logenc_allocs_alloc(&W.allocs_ev, &W.allocs, a, by_address)
+                   : logenc_allocs_free(&W.allocs_ev, &W.allocs, t_us, by_address, ordinal,
+                                        address);
+        if (rc == 0)
+            break;
+        if (empty)
             return -1;
-    }
-    if (W.allocs.count >= BATCH_EVENTS)
         allocs_emit();
-    return 0;
-}
-
-/* A free event, as allocs_alloc. */
-static int allocs_free(int64_t t_us, int by_address, uint64_t ordinal, uint64_t address)
-{
-    if (!W.allocs.count)
-        logenc_allocs_start(&W.allocs, t_us, W.allocs.ordinal0, W.native);
-    if (logenc_allocs_free(&W.allocs_ev, &W.allocs, t_us, by_address, ordinal, address) < 0) {
-        allocs_emit();
-        logenc_allocs_start(&W.allocs, t_us, W.allocs.ordinal0, W.native);
-        if (logenc_allocs_free(&W.allocs_ev, &W.allocs, t_us, by_address, ordinal, address) < 0)
-            return -1;
     }
     if (W.allocs.count >= BATCH_EVENTS)
         allocs_emit();
@@ -1000,7 +992,7 @@ static void take_alloc(const rrec_sample *s, size_t len)
         uint64_t ordinal = W.allocs.ordinal0 + W.allocs.nallocs;
         int tracked = !(a.flags & PYPROF_ALLOC_F_UNTRACKED);
         int by_address = tracked && blockmap_put(&W.blocks, a.address, ordinal) < 0;
-        if (allocs_alloc(&a, by_address) == 0) {
+        if (allocs_put(&a, by_address, (int64_t)a.t_us, 0, 0) == 0) {
             W.alloc_written++;
             return;
         }
@@ -1022,7 +1014,7 @@ static void take_free(const rrec_free *f)
     if (allocs_ready()) {
         uint64_t ordinal = 0;
         int by_address = !blockmap_take(&W.blocks, f->addr, &ordinal);
-        if (allocs_free(t_us, by_address, ordinal, f->addr) == 0) {
+        if (allocs_put(NULL, by_address, t_us, ordinal, f->addr) == 0) {
             W.frees_written++;
             return;
         }
