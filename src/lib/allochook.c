@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include <pyprof/format.h>
@@ -83,20 +84,33 @@ typedef struct py_arena_allocator {
 
 static py_arena_allocator orig_arena;
 
-/* The MEM and OBJ domains are pymalloc itself (see wrap_python): a request of 1 to
- * POOLED_MAX bytes is then served from its pools, and the one hooked call it can make is
- * through the arena allocator, which guards itself.  POOLED_MAX is pymalloc's
+/* A domain that forwards straight to pymalloc (see wrap_python) serves a request of 1 to
+ * POOLED_MAX bytes from its pools, and the one hooked call it can make for it is through
+ * the arena allocator, which guards itself.  POOLED_MAX is pymalloc's
  * SMALL_REQUEST_THRESHOLD, 512 on every interpreter from 3.6 on (sys._debugmallocstats()
- * says "Small block threshold = 512"). */
-static int pooled;
+ * says "Small block threshold = 512").
+ *
+ * Such a domain's sampled blocks never come from its pools: a pooled request that is due
+ * is served by the raw domain instead, as pymalloc serves every larger one.  pymalloc
+ * gives a block it did not carve back to the raw domain (PyMem_RawFree, which is free),
+ * so every sampled block of the domain is freed through the C library's hooked free, and
+ * the domain's own free needs no wrapper at all: its table keeps pymalloc's. */
+static int pooled[3];
 #define POOLED_MAX 512u
+/* The raw domain frees through the hooked free (set at the first look), and serves
+ * sampled pooled requests through these. */
+static int raw_ours, c_hooked;
+static void *(*raw_malloc)(size_t);
+static void *(*raw_calloc)(size_t, size_t);
+
+static inline int pooled_size(size_t n) { return n - 1 < POOLED_MAX; }
 
 /* A pooled request while the countdown lasts: counted here, and the wrapper then
  * forwards it with nothing after the call (a tail call: no guard to set and clear, no
  * frame).  0 for anything else, which takes the guarded way. */
-static inline int pooled_fast(size_t n)
+static inline int pooled_fast(int d, size_t n)
 {
-    if (!pooled || n - 1 >= POOLED_MAX)
+    if (!pooled[d] || !pooled_size(n))
         return 0;
     int64_t left = allocsample_left - (int64_t)n;
     if (__builtin_expect(left < 0, 0))
@@ -106,13 +120,17 @@ static inline int pooled_fast(size_t n)
 }
 
 /* The guarded way of a domain's malloc and calloc, out of line so that their pooled way
- * needs no frame; `ret` is the wrapper's return address (in the allocator's caller). */
+ * needs no frame; `ret` is the wrapper's return address (in the allocator's caller).  A
+ * pooled request comes here when it is due: the raw domain serves it (above). */
 #define PY_SLOW(d, dom)                                                                        \
     __attribute__((noinline)) static void *d##_malloc_slow(size_t n, uintptr_t ret)            \
     {                                                                                          \
         const py_allocator *o = &orig_py[d];                                                   \
         void *p;                                                                               \
-        GUARDED(o->malloc(o->ctx, n), p);                                                      \
+        if (pooled[d] && pooled_size(n))                                                       \
+            GUARDED(raw_malloc(n), p);                                                         \
+        else                                                                                   \
+            GUARDED(o->malloc(o->ctx, n), p);                                                  \
         allocsample_after(p, n, dom, ret);                                                     \
         return p;                                                                              \
     }                                                                                          \
@@ -120,19 +138,40 @@ static inline int pooled_fast(size_t n)
     {                                                                                          \
         const py_allocator *o = &orig_py[d];                                                   \
         void *p;                                                                               \
-        GUARDED(o->calloc(o->ctx, k, n), p);                                                   \
+        size_t total;                                                                          \
+        if (pooled[d] && !__builtin_mul_overflow(k, n, &total) && pooled_size(total))          \
+            GUARDED(raw_calloc(k, n), p);                                                      \
+        else                                                                                   \
+            GUARDED(o->calloc(o->ctx, k, n), p);                                               \
         allocsample_after(p, k *n, dom, ret);                                                  \
         return p;                                                                              \
+    }                                                                                          \
+    /* A pooled block realloc made that is due: moved to a block of the raw domain (it         \
+     * holds n bytes, all of them the block's), pymalloc's own given back. */                  \
+    __attribute__((noinline)) static void *d##_unpool(void *p, size_t n)                       \
+    {                                                                                          \
+        const py_allocator *o = &orig_py[d];                                                   \
+        void *q;                                                                               \
+        GUARDED(raw_malloc(n), q);                                                             \
+        if (!q)                                                                                \
+            return p; /* kept where it is: the count stays due */                              \
+        memcpy(q, p, n);                                                                       \
+        int guard = tls_guard;                                                                 \
+        tls_guard = 1;                                                                         \
+        o->free(o->ctx, p);                                                                    \
+        tls_guard = guard;                                                                     \
+        return q;                                                                              \
     }
 
 /* The wrappers of one domain.  They get the original's ctx too (see wrap_python), and
- * ignore it: the original is called with its own. */
+ * ignore it: the original is called with its own.  The free wrapper is in the table only
+ * when the domain is not pooled. */
 #define PY_WRAPPERS(d, dom)                                                                    \
     static void *d##_malloc(void *ctx, size_t n)                                               \
     {                                                                                          \
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
-        if (pooled_fast(n))                                                                    \
+        if (pooled_fast(d, n))                                                                 \
             return o->malloc(o->ctx, n);                                                       \
         return d##_malloc_slow(n, (uintptr_t)__builtin_return_address(0));                     \
     }                                                                                          \
@@ -141,7 +180,7 @@ static inline int pooled_fast(size_t n)
         (void)ctx;                                                                             \
         const py_allocator *o = &orig_py[d];                                                   \
         size_t total;                                                                          \
-        if (!__builtin_mul_overflow(k, n, &total) && pooled_fast(total))                       \
+        if (!__builtin_mul_overflow(k, n, &total) && pooled_fast(d, total))                    \
             return o->calloc(o->ctx, k, n);                                                    \
         return d##_calloc_slow(k, n, (uintptr_t)__builtin_return_address(0));                  \
     }                                                                                          \
@@ -153,6 +192,8 @@ static inline int pooled_fast(size_t n)
             allocsample_before_free(old);                                                      \
         void *p;                                                                               \
         GUARDED(o->realloc(o->ctx, old, n), p);                                                \
+        if (p && pooled[d] && pooled_size(n) && allocsample_left - (int64_t)n < 0)             \
+            p = d##_unpool(p, n);                                                              \
         SAMPLE(p, n, dom);                                                                     \
         return p;                                                                              \
     }                                                                                          \
@@ -273,30 +314,39 @@ static int wrap_python(void)
         if (!obj.ctx && !mem.ctx && obj.malloc == mem.malloc && obj.malloc != raw.malloc &&
             same_module((void *)obj.malloc, (void *)get))
             pymalloc_fn = (void *)obj.malloc;
+        /* The raw domain pymalloc gives its blocks back to is the interpreter's own,
+         * which calls the C library's free through a hooked slot. */
+        raw_ours = c_hooked && !raw.ctx && same_module((void *)raw.free, (void *)get);
         first_look_done = 1;
     }
     static const py_allocator ours[3] = {
         [PYMEM_DOMAIN_MEM] = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free},
         [PYMEM_DOMAIN_OBJ] = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free},
     };
+    int arena = -1; /* not looked at yet */
     for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
         py_allocator cur;
         get(d, &cur);
         if (cur.malloc == ours[d].malloc || wraps_ours(&cur, (void *)ours[d].malloc))
             continue; /* still ours, or still calling ours */
+        /* pymalloc with no ctx: not PYTHONMALLOC=malloc, mimalloc or the debug hooks,
+         * which the interpreter's start may have put in its place. */
+        int pool = pymalloc_fn && raw_ours && !cur.ctx && (void *)cur.malloc == pymalloc_fn &&
+                   raw_malloc && raw_calloc;
+        if (pool && arena < 0)
+            arena = wrap_arena();
+        pool = pool && arena > 0;
         /* Nobody calls our wrappers of this domain now (the table holds another's), so
          * the originals they forward to can change. */
+        pooled[d] = 0;
         orig_py[d] = cur;
         py_allocator w = ours[d];
         w.ctx = cur.ctx;
+        if (pool)
+            w.free = cur.free; /* pymalloc's: see pooled */
         set(d, &w);
+        pooled[d] = pool;
     }
-    /* Pooled requests take the short way only while both domains forward straight to
-     * pymalloc: not under PYTHONMALLOC=malloc, mimalloc or the debug hooks, which the
-     * interpreter's start may have put in its place. */
-    const py_allocator *m = &orig_py[PYMEM_DOMAIN_MEM], *o = &orig_py[PYMEM_DOMAIN_OBJ];
-    pooled = pymalloc_fn && wrap_arena() && !m->ctx && !o->ctx &&
-             (void *)m->malloc == pymalloc_fn && (void *)o->malloc == pymalloc_fn;
     return 0;
 }
 
@@ -489,10 +539,14 @@ int allochook_install(uint64_t interval, char *err, size_t errlen)
     if (gotpatch_install(c_syms, H_COUNT, orig_c, gerr, sizeof gerr) < 0) {
         snprintf(err, errlen, "allocation sampling of the C library's malloc off: %s", gerr);
         /* The Python domains can still be sampled. */
+    } else {
+        c_hooked = orig_c[H_FREE] != NULL;
     }
     get_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_GetAllocator");
     set_allocator = (allocator_fn)pyabi_dlsym_python("PyMem_SetAllocator");
     get_arena = (arena_fn)pyabi_dlsym_python("PyObject_GetArenaAllocator");
+    raw_malloc = (void *(*)(size_t))pyabi_dlsym_python("PyMem_RawMalloc");
+    raw_calloc = (void *(*)(size_t, size_t))pyabi_dlsym_python("PyMem_RawCalloc");
     set_arena = (arena_fn)pyabi_dlsym_python("PyObject_SetArenaAllocator");
     python_hooked = wrap_python() == 0;
     if (python_hooked) {

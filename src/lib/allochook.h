@@ -8,7 +8,8 @@
  *     interpreter's start replaced them (3.6 resets its allocators in Py_Main, every
  *     version installs PYTHONMALLOC's: the malloc hooks check until the interpreter is
  *     initialized); with pymalloc's arena allocator wrapped too, so that a request
- *     pymalloc serves from its pools is forwarded without the guard;
+ *     pymalloc serves from its pools is forwarded without the guard, and the sampled
+ *     ones served by the raw domain, so that pymalloc's free needs no wrapper;
  *   * the C library's malloc family and anonymous mmap/munmap, through the GOT slots of
  *     every loaded module but the library itself (gotpatch.h), and of every module
  *     loaded later (allochook_after_dlopen).

@@ -15,8 +15,8 @@
 #define DELETED ((uintptr_t)1) /* never a block's address: blocks are aligned */
 
 static _Atomic uintptr_t *slots;
-/* A counting filter in front of the table: per bucket of addresses (a hash's top
- * ALLOCSET_FILTER_LOG2 bits), how many are in the set.  Raised before an insert, lowered after
+/* A counting filter in front of the table: per bucket of addresses (allocset_bucket), how
+ * many are in the set.  Raised before an insert, lowered after
  * a removal, so a bucket at 0 proves its addresses absent: a free of an unsampled block reads
  * one byte of a 64 KiB array instead of a slot of the 1 MiB table. */
 _Atomic uint8_t *allocset_filter;
@@ -24,19 +24,9 @@ _Atomic uint8_t *allocset_filter;
 static _Atomic uint64_t live;
 static _Atomic int inserting; /* inserts under way (the sweep waits for none) */
 
-static inline uint64_t mix(uintptr_t addr) { return (uint64_t)addr * 0x9e3779b97f4a7c15ull; }
-
 static inline uint32_t home(uintptr_t addr)
 {
-    return (uint32_t)(mix(addr) >> (64 - ALLOCSET_LOG2));
-}
-
-/* The filter's bucket: other bits of the hash than the home's, so that addresses
- * crowding one home spread over buckets. */
-static inline uint32_t bucket(uintptr_t addr)
-{
-    return (uint32_t)(mix(addr) >> (64 - ALLOCSET_LOG2 - ALLOCSET_FILTER_LOG2)) &
-           ((1u << ALLOCSET_FILTER_LOG2) - 1);
+    return (uint32_t)(allocset_mix(addr) >> (64 - ALLOCSET_LOG2));
 }
 
 int allocset_init(void)
@@ -57,7 +47,7 @@ int allocset_insert(uintptr_t addr)
 {
     if (!slots || addr <= DELETED)
         return -1;
-    _Atomic uint8_t *f = &filter[bucket(addr)];
+    _Atomic uint8_t *f = &filter[allocset_bucket(addr)];
     if (atomic_load_explicit(f, memory_order_relaxed) == UINT8_MAX)
         return -1; /* 255 live addresses in one bucket: not an allocator's */
     atomic_fetch_add(f, 1);
@@ -87,7 +77,7 @@ int allocset_remove(uintptr_t addr)
 {
     if (!slots || addr <= DELETED)
         return 0;
-    _Atomic uint8_t *f = &filter[bucket(addr)];
+    _Atomic uint8_t *f = &filter[allocset_bucket(addr)];
     if (!atomic_load_explicit(f, memory_order_acquire))
         return 0;
     uint32_t h = home(addr);

@@ -3,7 +3,8 @@
  * one of them can be recorded, and a free of any other block costs one miss.
  *
  * Lock-free: an open-addressing table of addresses with linear probing, in memory mapped
- * once, behind a counting filter (live addresses per hash bucket) that answers most
+ * once, behind a counting filter (live addresses per bucket of 256 bytes of address
+ * space, modulo 16 MiB) that answers most
  * lookups of an address never sampled from one byte.  Inserting takes an empty or deleted slot
  * with one compare-and-swap; removing marks the slot deleted with one compare-and-swap; a
  * lookup probes until an empty slot or ALLOCSET_PROBES slots.  Nothing waits, so every call is
@@ -43,12 +44,14 @@ static inline uint64_t allocset_mix(uintptr_t addr)
     return (uint64_t)addr * 0x9e3779b97f4a7c15ull;
 }
 
-/* The filter's bucket: other bits of the hash than the home slot's, so that addresses
- * crowding one home spread over buckets. */
+/* The filter's bucket: the address's own bits above ALLOCSET_FILTER_SHIFT, so that the
+ * frees of blocks near each other (a program's frees cluster where it just worked) read
+ * the same few cache lines of the filter: one line stands for 16 KiB of addresses.  A
+ * bucket holds at most 16 blocks of the 16 bytes every allocator aligns to. */
+#define ALLOCSET_FILTER_SHIFT 8
 static inline uint32_t allocset_bucket(uintptr_t addr)
 {
-    return (uint32_t)(allocset_mix(addr) >> (64 - ALLOCSET_LOG2 - ALLOCSET_FILTER_LOG2)) &
-           ((1u << ALLOCSET_FILTER_LOG2) - 1);
+    return (uint32_t)(addr >> ALLOCSET_FILTER_SHIFT) & ((1u << ALLOCSET_FILTER_LOG2) - 1);
 }
 
 static inline int allocset_may_hold(uintptr_t addr)
