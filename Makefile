@@ -72,7 +72,7 @@ help:
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
 	@echo "make install-python PY_SITE=DIR   the Python package and its OSProfiler hook only"
 	@echo "make deb          the Debian package (debian/), checked by lintian, in $(BUILD)/deb"
-	@echo "make test-package make deb, then install it into a clean Debian root, use it there, remove it"
+	@echo "make test-package make deb, then install it into a clean Debian root, use it there, remove it;\n                  then in sandboxed units under a booted systemd (systemd-nspawn)"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -122,7 +122,8 @@ $(BUILD)/unit/test_jsonw: tests/unit/test_jsonw.c $(BUILD)/obj/utils/jsonw.o $(A
 DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config \
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
-            libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14 systemd
+            libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14 systemd \
+            systemd-container
 # `make deb` needs only the package's Build-Depends (debian/control) and the packaging
 # tools: it runs this rule with DEB_PKGS set to PACKAGE_PKGS.
 PACKAGE_PKGS := debhelper dh-python lintian python3 liblz4-dev libdw-dev zlib1g-dev libcmocka-dev
@@ -268,9 +269,12 @@ test-core: check-interpreters all unit check-layout check-exports fuzz-replay in
            test-package
 
 # The Debian package built, installed into a clean Debian root, used there and removed
-# (tests/package/install_test.sh; the root is made once, under build/package-test).
+# (tests/package/install_test.sh; the root is made once, under build/package-test); then
+# installed into a copy of that root with systemd, booted with systemd-nspawn, and used
+# by units sandboxed the usual ways (tests/package/hardening_test.sh).
 test-package: deb
 	bash tests/package/install_test.sh
+	bash tests/package/hardening_test.sh
 
 test: deps
 	$(MAKE) test-core

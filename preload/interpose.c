@@ -138,19 +138,23 @@ static thread_start *take_start_entry(void)
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                           void *arg)
 {
-    if (threadtimer_armed() || native_active()) {
-        thread_start *ts = take_start_entry();
-        if (ts) {
-            ts->start = start;
-            ts->arg = arg;
-            int rc = libc_next_pthread_create(thread, attr, timed_thread_main, ts);
-            if (rc != 0)
-                atomic_store(&ts->taken, 0);
-            return rc;
-        }
-        threadtimer_count_lost();
+    int timed = threadtimer_create_begin();
+    int rc;
+    thread_start *ts = timed || native_active() ? take_start_entry() : NULL;
+    if (ts) {
+        ts->start = start;
+        ts->arg = arg;
+        rc = libc_next_pthread_create(thread, attr, timed_thread_main, ts);
+        if (rc != 0)
+            atomic_store(&ts->taken, 0);
+    } else {
+        if (timed)
+            threadtimer_count_lost();
+        rc = libc_next_pthread_create(thread, attr, start, arg);
     }
-    return libc_next_pthread_create(thread, attr, start, arg);
+    if (!timed)
+        threadtimer_create_end();
+    return rc;
 }
 
 /* ---- the loaded modules (native mode) ----------------------------------------------- */

@@ -100,6 +100,13 @@ static _Atomic uint64_t timer_cpu_ns;   /* CPU spent making and releasing events
 static _Atomic uint64_t untimed_cpu_ns; /* threads' CPU outside any event of theirs */
 static pthread_key_t exit_key;
 static int have_exit_key;
+/* Held while a thread is given its events by the scan of threadtimer_arm or by its own
+ * start (threadtimer_thread_start): each looks for a slot the thread owns already, so a
+ * thread both see gets one pair of events, not two. */
+static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
+/* pthread_creates under way that found no timers armed (threadtimer_create_begin): the
+ * scan waits for their threads to exist, so that it sees them. */
+static _Atomic int creating;
 
 static uint32_t gettid_raw(void) { return (uint32_t)syscall(SYS_gettid); }
 
@@ -236,6 +243,16 @@ static void on_thread_exit(void *v)
     account(c0);
 }
 
+/* The slot thread `tid` owns, or -1. */
+static int slot_of(uint32_t tid)
+{
+    uint32_t used = atomic_load(&slots_used);
+    for (uint32_t i = 0; i < used && i < TT_SLOTS; i++)
+        if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == tid)
+            return (int)i;
+    return -1;
+}
+
 /* Gives thread `tid` a slot and its first event.  Returns the slot, or -1 with errno. */
 static int arm_thread(uint32_t tid)
 {
@@ -302,6 +319,7 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
         return -1;
     }
     uint32_t self = gettid_raw();
+    pthread_mutex_lock(&arm_lock);
     atomic_store(&armed, 1);
     exclude_kernel = 0;
     int s = arm_thread(self);
@@ -312,10 +330,20 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
     if (s < 0) {
         int e = errno;
         atomic_store(&armed, 0);
+        pthread_mutex_unlock(&arm_lock);
         errno = e;
         return -1;
     }
-    pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
+    if (own_thread(self))
+        free_slot((uint32_t)s, self); /* a thread of the library's (the toggle's): a probe */
+    else
+        pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
+    pthread_mutex_unlock(&arm_lock);
+    /* A pthread_create that found no timers armed starts its thread as without us; once
+     * it has returned, the thread is in the task list.  Those begun before `armed` was
+     * set are waited for (each ends at its clone; later ones find the timers armed). */
+    for (int i = 0; i < 2000 && atomic_load(&creating); i++)
+        nanosleep(&(struct timespec){0, 50000}, NULL);
     DIR *d = opendir("/proc/self/task");
     if (d) {
         struct dirent *e;
@@ -323,8 +351,11 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
             long tid = strtol(e->d_name, NULL, 10);
             if (tid <= 0 || (uint32_t)tid == self || own_thread((uint32_t)tid))
                 continue;
-            if (arm_thread((uint32_t)tid) < 0 && errno != ESRCH)
+            pthread_mutex_lock(&arm_lock);
+            /* A thread that started since gave itself its events. */
+            if (slot_of((uint32_t)tid) < 0 && arm_thread((uint32_t)tid) < 0 && errno != ESRCH)
                 atomic_fetch_add(&lost, 1); /* ESRCH: it ended meanwhile */
+            pthread_mutex_unlock(&arm_lock);
         }
         closedir(d);
     }
@@ -347,6 +378,17 @@ void threadtimer_disarm(void)
     }
 }
 
+int threadtimer_create_begin(void)
+{
+    atomic_fetch_add(&creating, 1);
+    if (!atomic_load(&armed))
+        return 0;
+    atomic_fetch_sub(&creating, 1);
+    return 1;
+}
+
+void threadtimer_create_end(void) { atomic_fetch_sub(&creating, 1); }
+
 void threadtimer_forget_in_child(void)
 {
     /* Only the forking thread runs here; the mappings were not copied into this
@@ -360,6 +402,9 @@ void threadtimer_forget_in_child(void)
     }
     atomic_store(&slots_used, 0);
     atomic_store(&lost, 0);
+    /* Another thread of the parent may have held the lock or been creating a thread. */
+    pthread_mutex_init(&arm_lock, NULL);
+    atomic_store(&creating, 0);
 }
 
 int threadtimer_armed(void) { return atomic_load_explicit(&armed, memory_order_relaxed); }
@@ -371,7 +416,16 @@ void threadtimer_thread_start(void)
     /* Before this the thread ran the kernel's clone and the C library's set-up, which no
      * event of its own counted; then the library's. */
     uint64_t c0 = thread_cpu_ns();
-    int s = arm_thread(gettid_raw());
+    uint32_t self = gettid_raw();
+    pthread_mutex_lock(&arm_lock);
+    /* The scan of threadtimer_arm may have given this thread events already (it found the
+     * thread before its start routine), or a slot may be left by an ended thread that had
+     * this tid: the thread's own events replace them. */
+    int old = slot_of(self);
+    if (old >= 0)
+        free_slot((uint32_t)old, self);
+    int s = arm_thread(self);
+    pthread_mutex_unlock(&arm_lock);
     uint64_t c1 = thread_cpu_ns();
     atomic_fetch_add_explicit(&timer_cpu_ns, c1 - c0, memory_order_relaxed);
     atomic_fetch_add_explicit(&untimed_cpu_ns, c1, memory_order_relaxed);
@@ -381,16 +435,6 @@ void threadtimer_thread_start(void)
         return;
     }
     pthread_setspecific(exit_key, (void *)(uintptr_t)(s + 1));
-}
-
-/* The slot thread `tid` owns, or -1. */
-static int slot_of(uint32_t tid)
-{
-    uint32_t used = atomic_load(&slots_used);
-    for (uint32_t i = 0; i < used && i < TT_SLOTS; i++)
-        if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == tid)
-            return (int)i;
-    return -1;
 }
 
 int threadtimer_ask(uint32_t tid, int how)

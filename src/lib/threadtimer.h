@@ -37,8 +37,16 @@ void threadtimer_forget_in_child(void);
 /* [sigsafe] 1 while armed: new threads should call threadtimer_thread_start. */
 int threadtimer_armed(void);
 
-/* [not sigsafe] In a new thread, before its start routine: arms its event. */
+/* [not sigsafe] In a new thread, before its start routine: arms its event (replacing
+ * any the scan of threadtimer_arm gave it). */
 void threadtimer_thread_start(void);
+
+/* [not sigsafe] Around pthread_create: begin returns 1 when timers are armed (the new
+ * thread must run threadtimer_thread_start), else 0, and then end must be called once
+ * the C library's pthread_create returned: threadtimer_arm waits for such creations, so
+ * that its scan of the threads finds theirs. */
+int threadtimer_create_begin(void);
+void threadtimer_create_end(void);
 
 /* [sigsafe] 1 when `sig_data` (si_perf_data of a TRAP_PERF SIGTRAP) is one of ours. */
 int threadtimer_is_ours(uint64_t sig_data);

@@ -13,6 +13,7 @@ import pyprof_testlib as t
 FOUR = t.workload("four_threads.py")
 SLEEPER = t.workload("sleeper.py")
 TOGGLED = t.workload("toggled.py")
+TOGGLE_THREADS = t.workload("toggle_threads.py")
 VERSIONS = t.by_id("py2.7", "py3.8", "py3.11", "py3.11-debian", "py3.12", "py3.13", *t.SID_IDS)
 
 
@@ -177,3 +178,32 @@ def test_two_toggles_make_one_window_log(interp, tmp_path):
         where
     names = set(f["name"] for f in p.rep["functions"])
     assert "phase_one" in names and "phase_two" not in names, p.dump()
+
+
+@pytest.mark.parametrize("interp", t.params(t.by_id("py3.11", *t.SID_IDS)))
+def test_threads_started_at_a_toggle(interp, tmp_path):
+    """A thread started while a toggle arms the timers gets exactly one timer: the scan of
+    the threads there are and the thread's own start both see it, and neither may arm
+    it twice (twice the samples) or leave it to the other (none)."""
+    interp.require()
+    rounds, spin_s, period_s = 30, 0.1, 0.010
+    prof = t.run([interp.path, TOGGLE_THREADS, str(rounds), str(spin_s)],
+                 str(tmp_path / "logs"), env={"PYPROF_SIGNAL": "USR2", "PYPROF_PERIOD": "10ms"})
+    assert prof.rc == 0 and prof.stdout == b"done\n", prof.describe()
+    assert len(prof.logs) == rounds, prof.describe()
+    # Each thread spins spin_s of its own CPU, all of it or the part after the window
+    # began: spin_s / period samples at most, one more for the random first period.
+    most = int(spin_s / period_s) + 1
+    got, where = [], []
+    for log in prof.logs:
+        rep = t.report(log)
+        spins = [th for th in rep["threads"] if th["tid"] != th["pid"]]  # main only waits
+        n = sum(th["samples"] for th in spins)
+        got.append(n)
+        where.append("%s: %s" % (os.path.basename(log),
+                                 [(th["name"], th["samples"]) for th in rep["threads"]]))
+    where = "\n".join(where)
+    assert max(got) <= most, "a thread sampled more than its CPU allows:\n" + where
+    # The toggle acts within a few milliseconds of its signal: most of each thread's
+    # CPU falls in its window.
+    assert sum(got) >= 0.5 * rounds * spin_s / period_s, where
