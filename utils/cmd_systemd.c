@@ -1,10 +1,12 @@
 /*
  * cmd_systemd: `pyprof systemd enable|disable SERVICE` — writes or removes the drop-in
  * that profiles a systemd service (/etc/systemd/system/NAME.service.d/pyprof.conf, the
- * packaged example's settings with this installation's library), and says what to run
- * next.  It never talks to systemd itself: the operator reloads and restarts when it
- * suits the service.
+ * packaged example's settings with this installation's library, and perf_event_open
+ * added to the unit's SystemCallFilter= when its files under the unit directories have
+ * one), and says what to run next.  It never talks to systemd itself: the operator
+ * reloads and restarts when it suits the service.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,8 +27,11 @@ const char cmd_systemd_usage[] =
     "preloads the profiler into every process of the service: logs in\n"
     "/var/log/pyprof/SERVICE.service/ (made by systemd for the service's user, mode 0700),\n"
     "a new log every hour and the last 24 kept per process, and sampling paused until\n"
-    "the service gets SIGUSR2 (each USR2 toggles it).  disable removes that file.  Neither\n"
-    "reloads systemd: each prints the commands to run.\n"
+    "the service gets SIGUSR2 (each USR2 toggles it).  When the unit's files (under the\n"
+    "usual unit directories) filter system calls with SystemCallFilter=, the drop-in adds\n"
+    "perf_event_open to the filter, for the profiler's per-thread CPU timers, unless\n"
+    "they deny it by name.  disable removes that file.  Neither reloads systemd: each\n"
+    "prints the commands to run.\n"
     "\n"
     "options:\n"
     "  --start       profile from the start instead of waiting for SIGUSR2\n"
@@ -70,8 +75,121 @@ static int unit_name(const char *arg, char *out, size_t len)
     return 0;
 }
 
+/* ---- the unit's system call filter ------------------------------------------------- */
+
+/* Where systemd looks for units, most important first. */
+static const char *const unit_dirs[] = {"/etc/systemd/system", "/run/systemd/system",
+                                        "/usr/local/lib/systemd/system",
+                                        "/usr/lib/systemd/system", "/lib/systemd/system"};
+#define N_UNIT_DIRS (sizeof unit_dirs / sizeof unit_dirs[0])
+
+enum { FILTER_NONE, FILTER_SET, FILTER_DENIES_PERF };
+
+/* The SystemCallFilter= lines of one unit file or drop-in, in order, into *state: an
+ * empty value resets the filter; a value that denies perf_event_open by name ("~..."),
+ * FILTER_DENIES_PERF for good; any other value, FILTER_SET. */
+static void scan_filter(const char *path, int *state)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *p = line + strspn(line, " \t");
+        if (strncmp(p, "SystemCallFilter", 16))
+            continue;
+        p += 16;
+        p += strspn(p, " \t");
+        if (*p++ != '=')
+            continue;
+        p += strspn(p, " \t");
+        p[strcspn(p, "\r\n")] = 0;
+        if (!*p)
+            *state = FILTER_NONE;
+        else if (*state != FILTER_DENIES_PERF)
+            *state = *p == '~' && strstr(p, "perf_event_open") ? FILTER_DENIES_PERF
+                                                               : FILTER_SET;
+    }
+    fclose(f);
+}
+
+/* Orders paths by their last component. */
+static int cmp_names_last(const void *a, const void *b)
+{
+    const char *x = strrchr(*(char *const *)a, '/'), *y = strrchr(*(char *const *)b, '/');
+    return strcmp(x ? x + 1 : *(char *const *)a, y ? y + 1 : *(char *const *)b);
+}
+
+/* The drop-ins of `name` (NAME.d/ *.conf in every unit directory under `root`, ours left
+ * out), scanned in the order systemd reads them: by file name, a name in a more important
+ * directory hiding the same name in a less important one. */
+static void scan_dropins(const char *root, const char *name, int *state)
+{
+    enum { MAX_DROPINS = 128 };
+    char *paths[MAX_DROPINS];
+    size_t n = 0;
+    for (size_t d = 0; d < N_UNIT_DIRS; d++) {
+        char dir[PATH_MAX];
+        if ((size_t)snprintf(dir, sizeof dir, "%s%s/%s.d", root, unit_dirs[d], name) >=
+            sizeof dir)
+            continue;
+        DIR *dh = opendir(dir);
+        if (!dh)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dh)) && n < MAX_DROPINS) {
+            size_t len = strlen(e->d_name);
+            if (len < 6 || strcmp(e->d_name + len - 5, ".conf") ||
+                !strcmp(e->d_name, "pyprof.conf"))
+                continue;
+            int hidden = 0;
+            for (size_t i = 0; i < n && !hidden; i++)
+                hidden = !strcmp(strrchr(paths[i], '/') + 1, e->d_name);
+            char path[PATH_MAX + 256];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (!hidden && (paths[n] = strdup(path)))
+                n++;
+        }
+        closedir(dh);
+    }
+    qsort(paths, n, sizeof paths[0], cmp_names_last);
+    for (size_t i = 0; i < n; i++) {
+        scan_filter(paths[i], state);
+        free(paths[i]);
+    }
+}
+
+/* Whether the service's unit file and drop-ins under `root` filter system calls: one of
+ * FILTER_*.  A template's instance ("a@b.service") reads the template's files too. */
+static int unit_filter(const char *root, const char *unit)
+{
+    char tmpl[256] = "";
+    const char *at = strchr(unit, '@');
+    if (at && at[1] != '.')
+        snprintf(tmpl, sizeof tmpl, "%.*s@.service", (int)(at - unit), unit);
+    int state = FILTER_NONE;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *name = pass ? unit : tmpl;
+        if (!*name)
+            continue;
+        for (size_t d = 0; d < N_UNIT_DIRS; d++) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s%s/%s", root, unit_dirs[d], name);
+            if (access(path, F_OK) == 0) {
+                scan_filter(path, &state);
+                break;
+            }
+        }
+    }
+    if (*tmpl)
+        scan_dropins(root, tmpl, &state);
+    scan_dropins(root, unit, &state);
+    return state;
+}
+
 /* The drop-in's text for `lib`. */
-static void dropin_text(char *out, size_t len, const char *unit, const char *lib, int start)
+static void dropin_text(char *out, size_t len, const char *unit, const char *lib, int start,
+                        int allow_perf)
 {
     (void)!snprintf(out, len,
                     "# Written by `pyprof systemd enable %s`;\n"
@@ -88,12 +206,19 @@ static void dropin_text(char *out, size_t len, const char *unit, const char *lib
                     "Environment=PYPROF_ROTATE=1h\n"
                     "Environment=PYPROF_KEEP=24\n"
                     "LogsDirectory=pyprof/%%n\n"
-                    "LogsDirectoryMode=0700\n",
+                    "LogsDirectoryMode=0700\n"
+                    "%s",
                     unit, unit, unit,
                     start ? ""
                           : "# Sampling starts paused; each SIGUSR2 to the main process "
                             "toggles it.\n",
-                    lib, start ? "" : "Environment=PYPROF_SIGNAL=USR2\n");
+                    lib, start ? "" : "Environment=PYPROF_SIGNAL=USR2\n",
+                    allow_perf ? "# The unit filters system calls: its filter lets the "
+                                 "profiler's per-thread CPU\n"
+                                 "# timers be made (without it, a process CPU timer "
+                                 "stands in).\n"
+                                 "SystemCallFilter=perf_event_open\n"
+                               : "");
 }
 
 /* mkdir -p of `path` (mode 0755).  0, or -1 with errno. */
@@ -219,18 +344,25 @@ int cmd_systemd(int argc, char **argv)
         cli_error("%s is already profiled: %s exists (--force replaces it)", unit, path);
         return CLI_EXIT_BAD_INPUT;
     }
+    int filter = unit_filter(root, unit);
     char text[3 * PATH_MAX];
-    dropin_text(text, sizeof text, unit, lib, start);
+    dropin_text(text, sizeof text, unit, lib, start, filter == FILTER_SET);
     if (make_dirs(dir) < 0 || write_file(path, text) < 0) {
         cli_error("cannot write %s: %s", path, strerror(errno));
         return CLI_EXIT_BAD_INPUT;
     }
     printf("wrote %s\n"
            "now run: systemctl daemon-reload && systemctl restart %s\n"
-           "logs:    /var/log/pyprof/%s/%s\n",
+           "logs:    /var/log/pyprof/%s/%s%s\n",
            path, unit, unit,
            start ? ""
                  : "\nsampling starts paused: systemctl kill --kill-who=main --signal=USR2 "
-                   "toggles it");
+                   "toggles it",
+           filter == FILTER_SET ? "\nthe unit filters system calls: the drop-in adds "
+                                  "perf_event_open to its SystemCallFilter="
+           : filter == FILTER_DENIES_PERF
+               ? "\nthe unit's SystemCallFilter= denies perf_event_open: the profiler "
+                 "samples with a process CPU timer"
+               : "");
     return CLI_EXIT_OK;
 }

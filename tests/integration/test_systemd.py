@@ -134,6 +134,82 @@ def test_systemd_analyze_verify(tmp_path):
     assert "banana" in res.stdout, res.stdout
 
 
+FILTER_LINE = "\nSystemCallFilter=perf_event_open\n"
+
+
+@pytest.mark.parametrize("files, adds, said", [
+    # an allow-list in the unit file: the drop-in adds perf_event_open to it
+    ({"lib/systemd/system/demo.service": "[Service]\nSystemCallFilter=@system-service\n"},
+     True, "the drop-in adds perf_event_open"),
+    # no filter at all: a lone perf_event_open line would allow nothing else
+    ({"lib/systemd/system/demo.service": "[Service]\nExecStart=/bin/true\n"}, False, None),
+    # a filter in an administrator's drop-in counts too
+    ({"lib/systemd/system/demo.service": "[Service]\nExecStart=/bin/true\n",
+      "etc/systemd/system/demo.service.d/hard.conf": "[Service]\nSystemCallFilter=@basic-io\n"},
+     True, "the drop-in adds"),
+    # reset by a later drop-in's empty value: no filter left
+    ({"lib/systemd/system/demo.service": "[Service]\nSystemCallFilter=@system-service\n",
+      "etc/systemd/system/demo.service.d/z.conf": "[Service]\nSystemCallFilter=\n"},
+     False, None),
+    # the unit denies it by name: left alone, and said
+    ({"etc/systemd/system/demo.service":
+      "[Service]\nSystemCallFilter=~@privileged perf_event_open\n"},
+     False, "denies perf_event_open"),
+    # /etc hides /lib's unit file of the same name
+    ({"lib/systemd/system/demo.service": "[Service]\nSystemCallFilter=@system-service\n",
+      "etc/systemd/system/demo.service": "[Service]\nExecStart=/bin/true\n"}, False, None),
+])
+def test_enable_reads_the_units_filter(tmp_path, files, adds, said):
+    """A unit that filters system calls gets perf_event_open added by the drop-in, so
+    that the profiler keeps its per-thread CPU timers; one that does not, or denies it
+    by name, gets no such line."""
+    root = tmp_path / "root"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    res = t.tool("systemd", "enable", "--root", root, "demo")
+    assert res.returncode == 0 and not res.stderr, res
+    text = (root / (DROPIN % "demo.service")).read_text()
+    assert (FILTER_LINE in text) == adds, text
+    if said:
+        assert said in res.stdout.splitlines()[-1], res.stdout
+    else:
+        assert "SystemCallFilter" not in res.stdout, res.stdout
+
+
+def test_enable_reads_a_templates_filter(tmp_path):
+    """An instance of a template unit reads the template's file."""
+    root = tmp_path / "root"
+    (root / "lib/systemd/system").mkdir(parents=True)
+    (root / "lib/systemd/system/worker@.service").write_text(
+        "[Service]\nSystemCallFilter=@system-service\n")
+    res = t.tool("systemd", "enable", "--root", root, "worker@7")
+    assert res.returncode == 0, res
+    assert FILTER_LINE in (root / (DROPIN % "worker@7.service")).read_text()
+
+
+def test_systemd_analyze_verify_with_a_filter(tmp_path):
+    """systemd takes the drop-in's filter line on a unit with an allow-list."""
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is missing (the systemd package)"
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / "demo.service").write_text(
+        "[Unit]\nDescription=demo\n[Service]\nExecStart=%s -c pass\nUser=nobody\n"
+        "SystemCallFilter=@system-service\n" % sys.executable)
+    root = tmp_path / "root"
+    shutil.copytree(units, root / "etc/systemd/system")
+    assert t.tool("systemd", "enable", "--root", root, "demo").returncode == 0
+    dropins = root / "etc/systemd/system/demo.service.d"
+    assert FILTER_LINE in (dropins / "pyprof.conf").read_text()
+    shutil.copytree(dropins, units / "demo.service.d")
+    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=60,
+                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    assert res.returncode == 0 and "pyprof" not in res.stdout, res.stdout
+
+
 def test_dropin_profiles_a_service(tmp_path):
     """The drop-in's environment on a real program: paused until SIGUSR2, sampling until
     the next, one complete log of that window in the directory it names."""

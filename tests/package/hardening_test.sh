@@ -11,7 +11,7 @@
 #               (DIR/sdbase.stamp says it is whole)
 #   DIR/sdroot  a copy of sdbase made anew by each run, the package installed there
 #               (dpkg -i, apt-get -f install), left for a look
-# One unit per case below (oneshot: hardening/work.py spends a second of CPU in spin),
+# One unit per case below (oneshot: hardening/work.py spends half a second of CPU in spin),
 # and two daemons for `pyprof ctl`, with and without PrivateNetwork=.  The root is booted
 # with systemd-nspawn -b, letting perf_event_open through as a host does (nspawn refuses
 # it by default); pp-report.service (hardening/report.sh) collects what each unit did
@@ -40,7 +40,10 @@ in_root() {
             LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' sh "$ROOT" "$@"
 }
 
-# NAME|UNIT DIRECTIVES (\n between lines)|TIMER EXPECTED|THE LIBRARY'S STDERR LINE (- none)
+# NAME|DIRECTIVES (\n between lines)|TIMER EXPECTED|THE LIBRARY'S STDERR LINE (- none)
+# The directives are in the unit file, where `pyprof systemd enable` reads them, except
+# for the cases named late-*: theirs come in a drop-in written after it (an administrator's
+# hardening added later), so the drop-in does not allow perf_event_open for them.
 CASES='plain||perf-task-clock|-
 strict|ProtectSystem=strict|perf-task-clock|-
 privtmp|PrivateTmp=yes|perf-task-clock|-
@@ -48,10 +51,11 @@ nnp|NoNewPrivileges=yes|perf-task-clock|-
 mdwe|MemoryDenyWriteExecute=yes|perf-task-clock|-
 privnet|PrivateNetwork=yes|perf-task-clock|-
 dynuser|DynamicUser=yes|perf-task-clock|-
-filter|SystemCallFilter=@system-service|posix-cpu-timer|perf events not tried (a seccomp filter would kill
-filtereperm|SystemCallFilter=@system-service\nSystemCallErrorNumber=EPERM|posix-cpu-timer|perf events refused (Operation not permitted)
-filterperf|SystemCallFilter=@system-service perf_event_open|perf-task-clock|-
-hardened|DynamicUser=yes\nProtectSystem=strict\nProtectHome=yes\nPrivateTmp=yes\nPrivateDevices=yes\nPrivateNetwork=yes\nNoNewPrivileges=yes\nMemoryDenyWriteExecute=yes\nProtectKernelTunables=yes\nProtectKernelModules=yes\nProtectControlGroups=yes\nRestrictNamespaces=yes\nRestrictRealtime=yes\nLockPersonality=yes\nSystemCallArchitectures=native\nSystemCallFilter=@system-service perf_event_open|perf-task-clock|-'
+filter|SystemCallFilter=@system-service|perf-task-clock|-
+late-filter|SystemCallFilter=@system-service|posix-cpu-timer|perf events not tried (a seccomp filter would kill
+late-filtereperm|SystemCallFilter=@system-service\nSystemCallErrorNumber=EPERM|posix-cpu-timer|perf events refused (Operation not permitted)
+denied|SystemCallFilter=~perf_event_open|posix-cpu-timer|perf events not tried (a seccomp filter would kill
+hardened|DynamicUser=yes\nProtectSystem=strict\nProtectHome=yes\nPrivateTmp=yes\nPrivateDevices=yes\nPrivateNetwork=yes\nNoNewPrivileges=yes\nMemoryDenyWriteExecute=yes\nProtectKernelTunables=yes\nProtectKernelModules=yes\nProtectControlGroups=yes\nRestrictNamespaces=yes\nRestrictRealtime=yes\nLockPersonality=yes\nSystemCallArchitectures=native\nSystemCallFilter=@system-service|perf-task-clock|-'
 
 [ -f "$DEB" ] || fail "no package $DEB (make deb first)"
 [ -f "$DIR/base.stamp" ] || fail "no $DIR/base (tests/package/install_test.sh makes it)"
@@ -87,9 +91,13 @@ units=/etc/systemd/system
 wants=$units/multi-user.target.wants
 mkdir -p "$ROOT$wants"
 unit() { # NAME TYPE ARGS DIRECTIVES
+    local here=$4 late=""
+    case $1 in late-*) here="" late=$4 ;; esac
     printf '[Unit]\nDescription=pyprof hardening case %s\n[Service]\nType=%s\nExecStart=/usr/bin/python3 /opt/pp/work.py %s %s\n%b\n[Install]\nWantedBy=multi-user.target\n' \
-        "$1" "$2" "$1" "$3" "$4" >"$ROOT$units/pp-$1.service"
-    in_root pyprof systemd enable "pp-$1.service" >/dev/null || fail "pyprof systemd enable pp-$1.service failed"
+        "$1" "$2" "$1" "$3" "$here" >"$ROOT$units/pp-$1.service"
+    in_root pyprof systemd enable "pp-$1.service" >"$DIR/sdenable-$1.txt" ||
+        fail "pyprof systemd enable pp-$1.service failed"
+    [ -z "$late" ] || printf '[Service]\n%b\n' "$late" >"$ROOT$units/pp-$1.service.d/sandbox.conf"
     ln -s "$units/pp-$1.service" "$ROOT$wants/pp-$1.service"
     after="$after pp-$1.service"
 }
@@ -102,7 +110,9 @@ unit ctl-privnet simple --daemon "PrivateNetwork=yes"
 printf '[Unit]\nDescription=pyprof hardening report\nAfter=%s\n[Service]\nType=oneshot\nExecStart=/opt/pp/report.sh\nExecStartPost=/bin/systemctl poweroff --no-block\n[Install]\nWantedBy=multi-user.target\n' \
     "$after" >"$ROOT$units/pp-report.service"
 ln -s "$units/pp-report.service" "$ROOT$wants/pp-report.service"
-echo "$(ls "$ROOT$units" | grep -c '^pp-.*\.service$') units; the drop-in of pp-hardened.service:"
+echo "$(ls "$ROOT$units" | grep -c '^pp-.*\.service$') units; pyprof systemd enable pp-hardened.service said:"
+cat "$DIR/sdenable-hardened.txt"
+echo "and wrote:"
 cat "$ROOT$units/pp-hardened.service.d/pyprof.conf"
 
 step "boot: systemd-nspawn -b (console log: $DIR/sdboot.log)"

@@ -57,7 +57,7 @@ def check_case(out, name, timer, line):
         bad.append("%d samples (expected 35 to %d), %.0f%% in spin" % (samples, most,
                                                                       100 * share))
     owner = logdir[1] if len(logdir) > 1 else "?"
-    print("  %-12s %-6s %-20s %5d  %5.1f%%  %-8s %s" % (
+    print("  %-16s %-6s %-20s %5d  %5.1f%%  %-8s %s" % (
         name, "ok" if not bad else "FAIL", got_timer, samples, 100 * share, owner,
         said[0][len("pyprof: "):][:60] if said else "-"))
     for b in bad:
@@ -85,7 +85,7 @@ def main():
     if not os.path.exists(os.path.join(out, "END")):
         print("the booted root never finished its report (see the boot's console log)")
         return 1
-    print("  %-12s %-6s %-20s %5s  %6s  %-8s %s" % ("case", "", "timer", "samp", "spin",
+    print("  %-16s %-6s %-20s %5s  %6s  %-8s %s" % ("case", "", "timer", "samp", "spin",
                                                    "log dir", "the library's stderr line"))
     ok = True
     for spec in cases.strip().splitlines():
