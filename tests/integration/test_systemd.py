@@ -39,6 +39,16 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def analyze_verify(units, unit):
+    """`systemd-analyze verify` of `unit` in the directory `units` (with its drop-ins)."""
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is missing (the systemd package)"
+    return subprocess.run([analyze, "verify", str(units / unit)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=60,
+                          env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+
+
 def test_enable_writes_the_dropin(tmp_path):
     root = tmp_path / "root"
     res = t.tool("systemd", "enable", "--root", root, "demo")
@@ -109,8 +119,6 @@ def test_unwritable_root(tmp_path):
 
 def test_systemd_analyze_verify(tmp_path):
     """systemd reads the unit with the drop-in and finds nothing wrong."""
-    analyze = shutil.which("systemd-analyze")
-    assert analyze, "systemd-analyze is missing (the systemd package)"
     units = tmp_path / "units"
     units.mkdir()
     (units / "demo.service").write_text(
@@ -119,18 +127,12 @@ def test_systemd_analyze_verify(tmp_path):
     root = tmp_path / "root"
     assert t.tool("systemd", "enable", "--root", root, "demo").returncode == 0
     shutil.copytree(root / "etc/systemd/system/demo.service.d", units / "demo.service.d")
-    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=60,
-                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    res = analyze_verify(units, "demo.service")
     assert res.returncode == 0 and "pyprof" not in res.stdout, res.stdout
     # The drop-in was read: a broken one is reported.
     bad = units / "demo.service.d" / "pyprof.conf"
     bad.write_text(bad.read_text() + "LogsDirectoryMode=banana\n")
-    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=60,
-                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    res = analyze_verify(units, "demo.service")
     assert "banana" in res.stdout, res.stdout
 
 
@@ -190,8 +192,6 @@ def test_enable_reads_a_templates_filter(tmp_path):
 
 def test_systemd_analyze_verify_with_a_filter(tmp_path):
     """systemd takes the drop-in's filter line on a unit with an allow-list."""
-    analyze = shutil.which("systemd-analyze")
-    assert analyze, "systemd-analyze is missing (the systemd package)"
     units = tmp_path / "units"
     units.mkdir()
     (units / "demo.service").write_text(
@@ -203,10 +203,7 @@ def test_systemd_analyze_verify_with_a_filter(tmp_path):
     dropins = root / "etc/systemd/system/demo.service.d"
     assert FILTER_LINE in (dropins / "pyprof.conf").read_text()
     shutil.copytree(dropins, units / "demo.service.d")
-    res = subprocess.run([analyze, "verify", str(units / "demo.service")],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=60,
-                         env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
+    res = analyze_verify(units, "demo.service")
     assert res.returncode == 0 and "pyprof" not in res.stdout, res.stdout
 
 

@@ -20,25 +20,12 @@
 set -eu
 
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "hardening_test: must run as root (chroot, systemd-nspawn)" >&2; exit 1; }
-
-version=$(sed -n 's/^#define PYPROF_VERSION_STRING "\(.*\)"/\1/p' include/pyprof/pyprof.h)
-DEB=$(readlink -f "${1:-build/deb/pyprof_${version}_$(dpkg --print-architecture).deb}")
-DIR=$(readlink -f "${2:-build/package-test}")
+PROG=hardening_test
+. tests/package/common.sh
 HERE=$(readlink -f tests/package/hardening)
 SDBASE=$DIR/sdbase
 ROOT=$DIR/sdroot
 OUT=$DIR/sdout
-
-step() { printf '\n== %s\n' "$*"; }
-fail() { echo "hardening_test: FAIL: $*" >&2; exit 1; }
-in_root() {
-    unshare --mount --propagation private --fork -- /bin/sh -c '
-        root=$1; shift
-        mount -t proc proc "$root/proc" || exit 125
-        exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-            LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' sh "$ROOT" "$@"
-}
 
 # NAME|DIRECTIVES (\n between lines)|TIMER EXPECTED|THE LIBRARY'S STDERR LINE (- none)
 # The directives are in the unit file, where `pyprof systemd enable` reads them, except

@@ -37,29 +37,14 @@
 set -eu
 
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "install_test: must run as root (debootstrap, chroot, unshare)" >&2; exit 1; }
-
-version=$(sed -n 's/^#define PYPROF_VERSION_STRING "\(.*\)"/\1/p' include/pyprof/pyprof.h)
-DEB=$(readlink -f "${1:-build/deb/pyprof_${version}_$(dpkg --print-architecture).deb}")
-DIR=$(readlink -f "${2:-build/package-test}")
+PROG=install_test
+. tests/package/common.sh
 . /etc/os-release
 SUITE=${PKGTEST_SUITE:-$VERSION_CODENAME}
 MIRROR=${PKGTEST_MIRROR:-http://deb.debian.org/debian}
 BASE=$DIR/base
 ROOT=$DIR/root
 LOGS=/var/log/pyprof-test          # inside the root
-
-step() { printf '\n== %s\n' "$*"; }
-fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
-# in_root CMD...: CMD chrooted into ROOT, with /proc mounted in a mount namespace of its own.
-in_root() {
-    unshare --mount --propagation private --fork -- /bin/sh -c '
-        root=$1; shift
-        mount -t proc proc "$root/proc" || exit 125
-        mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" || exit 125
-        exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-            LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' sh "$ROOT" "$@"
-}
 
 [ -f "$DEB" ] || fail "no package $DEB (make deb first)"
 echo "package: $DEB"
