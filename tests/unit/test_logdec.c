@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "allocfields.h"
 #include "common/logenc.h"
 #include "read/logdec.h"
 
@@ -246,20 +247,6 @@ static void test_counts_checked(void **state)
 }
 
 /* ---- ALLOCS --------------------------------------------------------------------------- */
-
-static logenc_alloc_fields alloc_at(uint64_t t_us, uint64_t thread_idx, uint64_t stack_id,
-                                    uint64_t size, uint64_t address, uint8_t domain,
-                                    uint64_t flags, uint64_t nstack_id)
-{
-    return (logenc_alloc_fields){.t_us = t_us,
-                                 .thread_idx = thread_idx,
-                                 .stack_id = stack_id,
-                                 .size = size,
-                                 .address = address,
-                                 .domain = domain,
-                                 .flags = flags,
-                                 .nstack_id = nstack_id};
-}
 
 static void expect_alloc(logdec *d, const logenc_alloc_fields *a, uint64_t address)
 {

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "allocfields.h"
 #include "common/logenc.h"
 #include "common/record.h"
 
@@ -828,20 +829,6 @@ static void test_batch_refused(void **state)
 }
 
 /* ---- ALLOCS --------------------------------------------------------------------------- */
-
-static logenc_alloc_fields alloc_at(uint64_t t_us, uint64_t thread_idx, uint64_t stack_id,
-                                    uint64_t size, uint64_t address, uint8_t domain,
-                                    uint64_t flags, uint64_t nstack_id)
-{
-    return (logenc_alloc_fields){.t_us = t_us,
-                                 .thread_idx = thread_idx,
-                                 .stack_id = stack_id,
-                                 .size = size,
-                                 .address = address,
-                                 .domain = domain,
-                                 .flags = flags,
-                                 .nstack_id = nstack_id};
-}
 
 /* An ALLOCS at t0 5000 us whose first allocation is the process's eleventh (ordinal 10):
  * every kind of event, each in the form format.h gives it. */
