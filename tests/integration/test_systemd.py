@@ -225,6 +225,12 @@ def test_dropin_profiles_a_service(tmp_path):
             "while True:\n"
             "    burn()\n")
     full = dict(t.base_env(), **env)
+    if t.SAN:
+        # A sanitizer build (make asan, ubsan) needs its runtime loaded first, before
+        # the drop-in's library, and its options.
+        san = t.preload_env({})
+        full.update((k, v) for k, v in san.items() if k != "LD_PRELOAD")
+        full["LD_PRELOAD"] = san["LD_PRELOAD"].split()[0] + " " + env["LD_PRELOAD"]
     p = subprocess.Popen([py, "-c", prog], stdout=subprocess.PIPE, env=full,
                          universal_newlines=True)
     try:
