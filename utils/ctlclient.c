@@ -30,8 +30,32 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return CTL_FAILED;
 }
 
+/* The network namespace of `path` ("/proc/PID/ns/net") into buf: 0, or -1 when it
+ * cannot be read (another user's process, no such process). */
+static int netns_of(const char *path, char *buf, size_t len)
+{
+    ssize_t n = readlink(path, buf, len - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    return 0;
+}
+
 const char *ctl_no_socket_text(pid_t pid, char *buf, size_t len)
 {
+    /* The socket is abstract, so it lives in the process's network namespace: one of a
+     * unit with PrivateNetwork=, or of a container, is out of reach from here. */
+    char path[64], theirs[64], ours[64];
+    snprintf(path, sizeof path, "/proc/%ld/ns/net", (long)pid);
+    if (netns_of(path, theirs, sizeof theirs) == 0 &&
+        netns_of("/proc/self/ns/net", ours, sizeof ours) == 0 && strcmp(theirs, ours)) {
+        snprintf(buf, len,
+                 "no pyprof control socket for pid %ld here: it runs in another network "
+                 "namespace (%s: PrivateNetwork=, a container), which holds its socket; run "
+                 "this there: nsenter --net=%s pyprof ...",
+                 (long)pid, theirs, path);
+        return buf;
+    }
     snprintf(buf, len,
              "no pyprof control socket for pid %ld (not profiled, PYPROF_CONTROL=0, or not "
              "running)",

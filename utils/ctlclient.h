@@ -40,7 +40,8 @@ int ctl_reply_kind(const char *reply);
 int ctl_reply_value(const char *reply, const char *key, char *buf, size_t len);
 
 /* The message for CTL_NO_SOCKET: "no pyprof control socket for pid N (not profiled,
- * PYPROF_CONTROL=0, or not running)", into buf. */
+ * PYPROF_CONTROL=0, or not running)", into buf; for a process in another network
+ * namespace than ours (where its abstract socket is), that and how to reach it. */
 const char *ctl_no_socket_text(pid_t pid, char *buf, size_t len);
 
 #endif

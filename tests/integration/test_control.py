@@ -48,7 +48,9 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 class Daemon(object):
     """A workload started with (or without) the library, once it printed "ready"."""
 
-    def __init__(self, interp, script, outdir, args=(), env=None, profile=True):
+    def __init__(self, interp, script, outdir, args=(), env=None, profile=True, prefix=()):
+        """`prefix`: a command that runs the interpreter in its place (exec'ing it, so
+        that the pid stays the interpreter's)."""
         interp.require()
         full = t.base_env()
         if profile:
@@ -56,7 +58,7 @@ class Daemon(object):
             full["PYPROF_OUTPUT"] = outdir
             full = t.preload_env(full)
         full.update(env or {})
-        self.argv = [interp.path, script] + [str(a) for a in args]
+        self.argv = list(prefix) + [interp.path, script] + [str(a) for a in args]
         self.outdir = outdir
         self.proc = subprocess.Popen(self.argv, env=full, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -404,6 +406,26 @@ def test_no_socket(tmp_path, daemons):
     empty.mkdir()
     res = t.tool("top", "--once", str(empty), timeout=60)
     refused(res, "top of an empty directory", "no log there")
+
+
+def test_other_network_namespace(tmp_path, daemons):
+    """A process in another network namespace (a unit's PrivateNetwork=, a container)
+    holds its abstract control socket there: ctl, dump and top say so and how to reach it
+    in one line, and the command run there works."""
+    d = Daemon(ONE[0], CTL_TARGET, str(tmp_path / "logs"), prefix=["unshare", "--net"])
+    daemons.append(d)
+    ns = "/proc/%d/ns/net" % d.pid
+    assert os.readlink(ns) != os.readlink("/proc/self/ns/net")
+    said = ("no pyprof control socket for pid %d here: it runs in another network namespace "
+            "(%s: PrivateNetwork=, a container), which holds its socket; run this there: "
+            "nsenter --net=%s pyprof ..." % (d.pid, os.readlink(ns), ns))
+    refused(ctl(d.pid, "status"), "status", "pyprof ctl: " + said)
+    refused(t.tool("dump", d.pid, timeout=60), "dump", "pyprof dump: " + said)
+    refused(t.tool("top", "--once", d.pid, timeout=60), "top", "pyprof top: " + said)
+    there = subprocess.run(["nsenter", "--net=" + ns, t.TOOL, "ctl", str(d.pid), "status"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+    assert ok(there, "status in its namespace").startswith("ok"), there.stdout
 
 
 @pytest.mark.parametrize("args", [
