@@ -159,8 +159,24 @@ static void scan_dropins(const char *root, const char *name, int *state)
     }
 }
 
+/* The unit file `name` under `root`, the first found in unit_dirs, into *state.  1 when
+ * there is one. */
+static int scan_unit_file(const char *root, const char *name, int *state)
+{
+    for (size_t d = 0; d < N_UNIT_DIRS; d++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s/%s", root, unit_dirs[d], name);
+        if (access(path, F_OK) == 0) {
+            scan_filter(path, state);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Whether the service's unit file and drop-ins under `root` filter system calls: one of
- * FILTER_*.  A template's instance ("a@b.service") reads the template's files too. */
+ * FILTER_*.  A template's instance ("a@b.service") without a file of its own is read from
+ * the template's ("a@.service"), and gets the template's drop-ins before its own. */
 static int unit_filter(const char *root, const char *unit)
 {
     char tmpl[256] = "";
@@ -168,19 +184,8 @@ static int unit_filter(const char *root, const char *unit)
     if (at && at[1] != '.')
         snprintf(tmpl, sizeof tmpl, "%.*s@.service", (int)(at - unit), unit);
     int state = FILTER_NONE;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *name = pass ? unit : tmpl;
-        if (!*name)
-            continue;
-        for (size_t d = 0; d < N_UNIT_DIRS; d++) {
-            char path[PATH_MAX];
-            snprintf(path, sizeof path, "%s%s/%s", root, unit_dirs[d], name);
-            if (access(path, F_OK) == 0) {
-                scan_filter(path, &state);
-                break;
-            }
-        }
-    }
+    if (!scan_unit_file(root, unit, &state) && *tmpl)
+        scan_unit_file(root, tmpl, &state);
     if (*tmpl)
         scan_dropins(root, tmpl, &state);
     scan_dropins(root, unit, &state);

@@ -47,7 +47,8 @@ static inline uint64_t allocset_mix(uintptr_t addr)
 /* The filter's bucket: the address's own bits above ALLOCSET_FILTER_SHIFT, so that the
  * frees of blocks near each other (a program's frees cluster where it just worked) read
  * the same few cache lines of the filter: one line stands for 16 KiB of addresses.  A
- * bucket holds at most 16 blocks of the 16 bytes every allocator aligns to. */
+ * 256-byte span holds at most 16 blocks of the 16 bytes every allocator aligns to; spans
+ * 16 MiB apart share a bucket, whose count stops at 255 (allocset_insert). */
 #define ALLOCSET_FILTER_SHIFT 8
 static inline uint32_t allocset_bucket(uintptr_t addr)
 {

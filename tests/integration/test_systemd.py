@@ -180,7 +180,7 @@ def test_enable_reads_the_units_filter(tmp_path, files, adds, said):
 
 
 def test_enable_reads_a_templates_filter(tmp_path):
-    """An instance of a template unit reads the template's file."""
+    """An instance of a template unit without a file of its own reads the template's."""
     root = tmp_path / "root"
     (root / "lib/systemd/system").mkdir(parents=True)
     (root / "lib/systemd/system/worker@.service").write_text(
@@ -188,6 +188,12 @@ def test_enable_reads_a_templates_filter(tmp_path):
     res = t.tool("systemd", "enable", "--root", root, "worker@7")
     assert res.returncode == 0, res
     assert FILTER_LINE in (root / (DROPIN % "worker@7.service")).read_text()
+    # An instance with a file of its own is read from that file alone.
+    (root / "etc/systemd/system/worker@8.service").write_text(
+        "[Service]\nExecStart=/bin/true\n")
+    res = t.tool("systemd", "enable", "--root", root, "worker@8")
+    assert res.returncode == 0, res
+    assert FILTER_LINE not in (root / (DROPIN % "worker@8.service")).read_text()
 
 
 def test_systemd_analyze_verify_with_a_filter(tmp_path):
