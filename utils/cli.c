@@ -552,6 +552,19 @@ double cli_cost_quantile_ns(const pyprof_footer *f, uint32_t d, double q)
     return lo;
 }
 
+double cli_clock_drift(const pyprof_footer *f, const char **way, const char **why)
+{
+    double pct = 100.0 * ((double)f->clock_timer_ns / (double)f->clock_kernel_ns - 1.0);
+    /* A timer that counts more than the kernel also counted time the kernel did not give
+     * the thread (a hypervisor's steal, interrupts); one that counts less raised fewer
+     * signals than the thread's CPU stood for. */
+    *way = pct >= 0 ? "ahead of" : "behind";
+    *why = pct >= 0 ? "hypervisor steal or interrupt time"
+                    : "fewer signals than the CPU: e.g. a user-only timer raises none in "
+                      "kernel mode";
+    return pct;
+}
+
 int cli_write_page(const char *cmd, const char *path, const char *tpl, size_t tpl_len,
                    int (*write_data)(FILE *f, void *ctx), void *ctx)
 {

@@ -16,7 +16,7 @@
  *   text            cli_put_line, cli_print_func, cli_utf8_dup, cli_pct, cli_fmt_bytes,
  *                   cli_fmt_ns, cli_fmt_unix_ns, cli_print_argv, cli_fmt_end,
  *                   cli_clock_name, cli_drop_name, cli_drop_text, cli_end_text
- *   footer          cli_cost_samples, cli_cost_quantile_ns
+ *   footer          cli_cost_samples, cli_cost_quantile_ns, cli_clock_drift
  *   output          cli_close_stdout, cli_write_page
  *   installation    cli_find_library
  *   commands        cmd_* and cmd_*_usage
@@ -244,6 +244,12 @@ double cli_pct(uint64_t part, uint64_t whole);
  * unbounded last bucket counts as twice its lower bound).  0 when the bucket is empty. */
 uint64_t cli_cost_samples(const pyprof_footer *f, uint32_t d);
 double cli_cost_quantile_ns(const pyprof_footer *f, uint32_t d, double q);
+
+/* From a footer's clock section (clock_kernel_ns > 0): how far the sampling timers ran
+ * from the kernel's CPU clock, 100 * (timers / kernel - 1), and in words: *way "ahead of"
+ * or "behind", *why the likely cause ("hypervisor steal or interrupt time", or fewer
+ * signals than the CPU). */
+double cli_clock_drift(const pyprof_footer *f, const char **way, const char **why);
 
 /* "12.3 MiB" into buf. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);

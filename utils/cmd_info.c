@@ -3,6 +3,7 @@
  * and an integrity check: complete, truncated (and how much survived) or corrupted.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,13 @@ const char cmd_info_usage[] =
     "\n"
     "Prints each log's metadata — process, run id, start time, host, program and arguments,\n"
     "Python version, sampling clock and period — its footer — how the process ended, how\n"
-    "many samples were taken, dropped and why, the rate achieved, the CPU time the library\n"
-    "used — and checks its integrity: complete, or cut short (and how much survived), or\n"
-    "corrupted.  The files of a rotated series are one process: their list (seq, where\n"
-    "each starts, how it ended, path) follows the run id, and the snapshots `pyprof dump`\n"
-    "took are listed by id and time, and the spans counted (started, stopped, unfinished:\n"
-    "no stop in the logs; lost: starts and stops the library could not queue).\n"
+    "many samples were taken, dropped and why, the rate achieved, how far the CPU timers\n"
+    "ran from the kernel's CPU clock, the CPU time the library used — and checks its\n"
+    "integrity: complete, or cut short (and how much survived), or corrupted.  The files of\n"
+    "a rotated series are one process: their list (seq, where each starts, how it ended,\n"
+    "path) follows the run id, and the snapshots `pyprof dump` took are listed by id and\n"
+    "time, and the spans counted (started, stopped, unfinished: no stop in the logs; lost:\n"
+    "starts and stops the library could not queue).\n"
     "\n"
     "options:\n"
     CLI_FILTER_HELP
@@ -37,6 +39,7 @@ const char cmd_info_usage[] =
 /* clang-format on */
 
 static void print_whole(const pyprof_footer *f);
+static void print_clock(const pyprof_footer *f);
 static void print_footer(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -67,6 +70,7 @@ static void print_footer(const profile *p, size_t i)
     printf("  achieved rate   %.1f Hz %s\n", (double)f->achieved_hz_milli / 1000.0,
            pr->clock == PYPROF_CLOCK_WALL ? "per thread (wall clock)"
                                           : "per CPU second (cpu clock)");
+    print_clock(f);
     printf("  library CPU     %.3f ms", (double)f->lib_cpu_ns / 1e6);
     if (f->has_whole && f->process_cpu_ns)
         printf(" (%.2f%% of the process's CPU)", cli_pct(f->lib_cpu_ns, f->process_cpu_ns));
@@ -124,6 +128,27 @@ static void print_whole(const pyprof_footer *f)
     printf(": %" PRIu64 " signals x %.1f us outside the handler (timer interrupt, signal "
            "delivery and return; measured over %" PRIu64 " signals), plus the library CPU\n",
            f->signals, (double)f->signal_cost_ns / 1e3, f->calib_signals);
+}
+
+/* The clock section: how far the sampling timers ran from the CPU the kernel accounted
+ * to the same threads, and whether the samples were corrected to the kernel's figure.
+ * Nothing without per-thread timers (the kernel's figure is 0). */
+static void print_clock(const pyprof_footer *f)
+{
+    if (!f->has_clock || !f->clock_kernel_ns)
+        return;
+    const char *way, *why;
+    double pct = cli_clock_drift(f, &way, &why);
+    double timer_s = (double)f->clock_timer_ns / 1e9;
+    double kernel_s = (double)f->clock_kernel_ns / 1e9;
+    printf("  cpu clocks      the timer ran ");
+    if (fabs(pct) < 0.5)
+        printf("with the kernel's CPU clock (%+.1f%%: timers %.3f s, kernel %.3f s)", pct,
+               timer_s, kernel_s);
+    else
+        printf("%.1f%% %s the kernel's CPU clock (timers %.3f s, kernel %.3f s: %s)", fabs(pct),
+               way, timer_s, kernel_s, why);
+    printf("; samples %s\n", f->clock_corrected ? "corrected" : "not corrected");
 }
 
 /* Native mode: what the footer counted of the native walks, and how the tool merged and

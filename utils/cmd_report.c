@@ -7,6 +7,7 @@
  * for, neither; per stack that waited, the stacks that held it meanwhile: gilwait.h).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,16 @@ static void print_process_text(const profile *p, size_t i)
             sep = ", ";
         }
     }
+    if (pr->has_footer && pr->footer.has_clock && pr->footer.clock_kernel_ns) {
+        /* Only a drift that moves the figures: info prints every one. */
+        const char *way, *why;
+        double drift = cli_clock_drift(&pr->footer, &way, &why);
+        if (fabs(drift) > 2.0)
+            printf("\n  timer    ran %.0f%% %s the kernel's CPU clock (%s); samples %s",
+                   fabs(drift), way, why,
+                   pr->footer.clock_corrected ? "follow the kernel's CPU"
+                                              : "were not corrected");
+    }
     if (pr->has_rss)
         printf("\n  memory   RSS start %s, peak %s, end %s\n",
                cli_fmt_bytes(pr->rss_start, b1, sizeof b1),
@@ -206,7 +217,8 @@ static void json_u64_or_null(jsonw *w, const char *key, int known, uint64_t v)
 }
 
 /* The footer's cost section: handler, writer and thread-timer time, the threads' CPU
- * no timer counted (null for logs without it), and per stack-depth bucket the
+ * no timer counted (null for logs without it), the whole cost, the CPU the timers counted
+ * against the kernel's (null without the clock section), and per stack-depth bucket the
  * samples and the median and p90 handler time; null for a log without it. */
 static void print_cost_json(jsonw *w, const profile_process *pr)
 {
@@ -227,6 +239,13 @@ static void print_cost_json(jsonw *w, const profile_process *pr)
     json_u64_or_null(w, "process_cpu_ns", f->has_whole, f->process_cpu_ns);
     json_u64_or_null(w, "whole_ns", f->has_whole && f->signal_cost_ns,
                      f->lib_cpu_ns + f->signals * f->signal_cost_ns);
+    json_u64_or_null(w, "clock_timer_ns", f->has_clock, f->clock_timer_ns);
+    json_u64_or_null(w, "clock_kernel_ns", f->has_clock, f->clock_kernel_ns);
+    jsonw_key(w, "clock_corrected");
+    if (f->has_clock)
+        jsonw_bool(w, f->clock_corrected != 0);
+    else
+        jsonw_null(w);
     jsonw_key(w, "by_depth");
     jsonw_begin_array(w);
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {

@@ -206,7 +206,20 @@ enum pyprof_record_type {
      * program's that interrupted one); uvarint frees_lost (frees of sampled blocks that
      * have no FREE record: the buffer was full);
      * uvarint alloc_live (sampled blocks still followed at the end of this file, the ALLOC
-     * records of earlier files of its series included). */
+     * records of earlier files of its series included);
+     * then, optional (after the allocation section in logs with one, after the span
+     * section otherwise): the clock section.  uvarint clock_timer_ns (the CPU time the
+     * sampling timers counted over the intervals their signals closed, summed over the
+     * sampled threads: what the signals stood for before any correction); uvarint
+     * clock_kernel_ns (the CPU time the kernel accounted to the same threads over the same
+     * intervals, from their CPU clocks: a timer also counts time a hypervisor steals from
+     * the virtual CPU, which the kernel's clock leaves out); uvarint clock_corrected
+     * (bit 0 set: the samples stand for the kernel's CPU, each signal recording as many
+     * samples as whole periods of its thread's CPU clock it closed, the remainder carried
+     * to the next; clear: they stand for the timer's count, as in wall mode, where the
+     * passes set it; other bits are reserved and ignored).  Both times are 0 when no
+     * per-thread timer ran (the process CPU timer fallback, whose clock is the kernel's
+     * own). */
     PYPROF_REC_FOOTER = 15,
     /* A sampled allocation.  Allocations are sampled by bytes: each thread counts down a
      * number of bytes drawn from an exponential distribution of mean alloc_interval

@@ -194,6 +194,12 @@ typedef struct pyprof_footer {
     /* The optional allocation section (logs with allocation sampling). */
     uint8_t has_alloc;
     uint64_t alloc_samples, alloc_frees, alloc_lost, frees_lost, alloc_live;
+    /* The optional clock section (0 in logs of older writers): the CPU the sampling timers
+     * counted and the CPU the kernel accounted over the same intervals (both 0 without
+     * per-thread timers); clock_corrected 1 when the samples stand for the kernel's figure
+     * (the log's reserved bits are dropped). */
+    uint8_t has_clock;
+    uint64_t clock_timer_ns, clock_kernel_ns, clock_corrected;
 } pyprof_footer;
 
 typedef struct pyprof_record {

@@ -18,6 +18,15 @@ static inline uint64_t clock_ns(clockid_t c)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* [sigsafe] The CPU clock of thread `tid` of this process (the scheduler's account of
+ * its CPU time), read from any of its threads: the clock id pthread_getcpuclockid makes,
+ * the tid's complement shifted past the clock type (CPUCLOCK_SCHED, 2) and the
+ * per-thread bit (4).  0 when the thread is gone. */
+static inline uint64_t clock_thread_ns(uint32_t tid)
+{
+    return clock_ns((clockid_t)((~tid << 3) | 6u));
+}
+
 /* [sigsafe] CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 

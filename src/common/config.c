@@ -480,6 +480,8 @@ void config_defaults(pyprof_config *c)
     c->keep = 0;
     c->control = 1;
     c->alloc = 0;
+    c->test_skew_milli = 1000;
+    c->test_uncorrected = 0;
 }
 
 /* Writes the one error line: "pyprof: NAME=VALUE is not valid: WHAT".  The value is shown
@@ -629,5 +631,37 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         return config_error(err, errlen, "PYPROF_ALLOC", v,
                             "expected 0 (off) or a mean interval in bytes up to 1GB "
                             "(512KB, 1MB, 65536)");
+    if ((v = env("PYPROF_TEST_SKEW")) && config_parse_skew(v, &c->test_skew_milli) < 0)
+        return config_error(err, errlen, "PYPROF_TEST_SKEW", v,
+                            "expected a factor from 1 to 4 with at most three decimals "
+                            "(1.3): a test setting");
+    if (load_bool("PYPROF_TEST_UNCORRECTED", &c->test_uncorrected, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+int config_parse_skew(const char *s, unsigned *milli)
+{
+    unsigned whole = 0, frac = 0, scale = 1000;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9' && whole < 10)
+        whole = whole * 10 + (unsigned)(*p++ - '0');
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9') {
+            if (scale == 1)
+                return -1; /* more than three decimals */
+            scale /= 10;
+            frac += (unsigned)(*p++ - '0') * scale;
+        }
+    }
+    unsigned v = whole * 1000 + frac;
+    if (*p || v < 1000 || v > 4000)
+        return -1;
+    *milli = v;
     return 0;
 }

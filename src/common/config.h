@@ -33,6 +33,12 @@ typedef struct pyprof_config {
     uint64_t alloc;        /* PYPROF_ALLOC: mean allocation-sampling interval, bytes (0 off) */
     int quiet;             /* PYPROF_QUIET */
     int verbose;           /* PYPROF_VERBOSE */
+    /* Settings for the test suite and make bench, not for users (docs/ARCHITECTURE.md,
+     * "CPU the kernel accounts"): */
+    unsigned test_skew_milli; /* PYPROF_TEST_SKEW x 1000: the CPU timers run this much
+                               * faster than the threads' CPU, as under hypervisor steal */
+    int test_uncorrected;     /* PYPROF_TEST_UNCORRECTED: a sample per timer signal, as
+                               * the timer counted */
 } pyprof_config;
 
 /* Fills `c` with the documented defaults (README, "Variables"). */
@@ -77,6 +83,10 @@ int config_parse_alloc(const char *s, uint64_t *bytes);
 
 /* "cpu" or "wall".  Returns 0 and enum pyprof_clock, or -1. */
 int config_parse_clock(const char *s, int *clock);
+
+/* PYPROF_TEST_SKEW: a factor from 1 to 4 with at most three decimals ("1.3"), as
+ * thousandths.  Returns 0, or -1 when malformed or out of range. */
+int config_parse_skew(const char *s, unsigned *milli);
 
 /* What a file-name template may refer to. */
 typedef struct config_template_vars {

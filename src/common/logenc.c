@@ -361,6 +361,9 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
         rec_put_uvarint(o, f->frees_lost);
         rec_put_uvarint(o, f->alloc_live);
     }
+    rec_put_uvarint(o, f->clock_timer_ns);
+    rec_put_uvarint(o, f->clock_kernel_ns);
+    rec_put_uvarint(o, f->clock_corrected);
     return done(o);
 }
 

@@ -108,6 +108,11 @@ typedef struct logenc_footer_fields {
      * a nonzero alloc_interval). */
     int has_alloc;
     uint64_t alloc_samples, alloc_frees, alloc_lost, frees_lost, alloc_live;
+    /* The clock section, always written, last: the CPU the sampling timers counted over
+     * the intervals their signals closed, and the CPU the kernel accounted to the same
+     * threads over the same intervals (both 0 without per-thread timers); whether the
+     * samples stand for the kernel's figure (1) or the timers' (0). */
+    uint64_t clock_timer_ns, clock_kernel_ns, clock_corrected;
 } logenc_footer_fields;
 
 /* An ALLOC record's fields. */

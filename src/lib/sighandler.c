@@ -30,10 +30,11 @@
  *                                    the wall pass asked of this thread's timer)
  *   gilstate_installed               wall mode: an atomic load (gilstate.c)
  *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
- *                                    (perf_event_open, ioctl, mmap, close, munmap,
- *                                    timer_create, timer_settime, timer_delete) and
- *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID), once per
- *                                    thread; memset of a local struct
+ *                                    (perf_event_open, ioctl, mmap, close, munmap) and
+ *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID) at every
+ *                                    signal (a system call: the vDSO does not serve
+ *                                    thread CPU clocks); memset of a local struct;
+ *                                    cpucredit_signal, pure arithmetic
  *   native_walk (native.c)           native mode only: libunwind's unw_backtrace on a
  *                                    thread warmed up outside signal context, under its
  *                                    own guard, with the modules served from a snapshot
@@ -385,9 +386,13 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
     atomic_fetch_add(&g->inflight, 1);
     tls_inside = 1;
     /* Before anything can skip the sample: a thread whose first period just ended must
-     * get its steady timer whatever happens to this signal. */
+     * get its steady timer whatever happens to this signal, and its CPU clock is read
+     * at every signal.  `owed`: the samples this signal stands for, whole periods of
+     * the CPU the kernel accounted to the thread (the timer also counts time the
+     * hypervisor stole; the process CPU timer's signal is of the kernel's clock). */
+    uint32_t owed = 1;
     if (sig == SIGTRAP)
-        threadtimer_on_signal(perf_data, sighandler_tid());
+        owed = threadtimer_on_signal(perf_data, sighandler_tid());
     if (atomic_load(&g->enabled)) {
         atomic_fetch_add_explicit(&g->signals, 1, memory_order_relaxed);
         /* The POSIX timer's expirations while its signal was still pending (a busy
@@ -397,13 +402,15 @@ void sighandler_on_signal(int sig, siginfo_t *info, void *uc)
                                       memory_order_relaxed);
         /* Wall mode: the timer samples its thread for the passes that found it running
          * (threadtimer_ask), and only for them. */
-        uint32_t asked = 1, how = 0;
+        uint32_t asked = owed, how = 0;
         if (g->wall_timed && sig == SIGTRAP) {
             how = threadtimer_take_asked(perf_data, sighandler_tid());
             asked = THREADTIMER_ASKED(how);
         }
         if (!asked) {
-            /* nothing asked: the passes sampled this thread themselves */
+            /* cpu mode: less than a period of the thread's own CPU since the last
+             * sample (the timer counted stolen time); wall mode: nothing asked, the
+             * passes sampled this thread themselves */
         } else if (tls_busy) {
             sampleout_drop_n(PYPROF_DROP_REENTERED, asked);
         } else if (tls_skip) {

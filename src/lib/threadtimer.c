@@ -64,11 +64,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "cpucredit.h"
 #include "ownthreads.h"
 #include "sysprobe.h"
 
@@ -84,12 +86,28 @@ typedef struct tt_slot {
     _Atomic uintptr_t steady; /* the steady event's mapping */
     _Atomic uint64_t asked;   /* wall mode: (tid << 32) | the samples asked of that thread,
                                * three 10-bit counts by GIL state (THREADTIMER_ASKED_N) */
+    /* Set before the first event is opened, then the owner's handler's alone: the first
+     * period's length, and the thread's kernel CPU turned into samples (cpucredit.h). */
+    uint64_t first_ns;
+    cpucredit credit;
 } tt_slot;
 
 static tt_slot slots[TT_SLOTS];
 static _Atomic uint32_t slots_used; /* slots [0, slots_used) have been handed out */
 static _Atomic int armed;
 static uint64_t period;
+/* The period the events are given: `period`, unless a test makes them count faster
+ * than the threads' CPU (threadtimer_configure). */
+static uint64_t event_period;
+static unsigned skew_milli = 1000;
+static int uncorrected;
+/* How late after its overflow a timer's signal reads the thread's CPU clock, in the
+ * thread's CPU time: a running mean (1/8 weight to the newest) over the fresh intervals
+ * whose lateness could be seen (cpucredit.h); 0 until one was.  Kept in a fork child:
+ * the same machine. */
+static _Atomic uint64_t late_ns;
+/* Over the signals handled: what the timers counted, and the kernel's CPU meanwhile. */
+static _Atomic uint64_t clock_timer_ns, clock_kernel_ns;
 static uint64_t cookie_hi;
 static int exclude_kernel;
 static size_t page;
@@ -132,10 +150,40 @@ static uint64_t next_random(void)
     return z ^ (z >> 31);
 }
 
+/* [sigsafe] The CPU clock of thread `tid` (0: the caller). */
+static uint64_t cpu_of(uint32_t tid) { return tid ? clock_thread_ns(tid) : thread_cpu_ns(); }
+
+/* [sigsafe] The calling thread's context switches, voluntary and not (a raw system
+ * call: getrusage(RUSAGE_THREAD)); 0 when they cannot be read. */
+static uint64_t switches(void)
+{
+    struct rusage ru;
+    if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+/* [sigsafe] The readings a credit needs now (cpucredit.h) of thread `tid` (0: the
+ * caller, which alone can read its monotonic clock and switches with it). */
+static void read_now(uint32_t tid, int wall, cpucredit_now *at)
+{
+    at->cpu_ns = cpu_of(tid);
+    /* Under PYPROF_TEST_SKEW the timer's clock runs faster than the thread's CPU; on-CPU
+     * wall time is that clock (cpucredit.h), so it runs as much faster. */
+    at->mono_ns = wall && !tid
+                      ? (uint64_t)((unsigned __int128)clock_mono_ns() * skew_milli / 1000u)
+                      : 0;
+    at->switches = wall && !tid ? switches() : 0;
+}
+
 /* [sigsafe] Opens a task-clock event on thread `tid` (0: the caller) and pins it with a
  * one-page mapping; the descriptor is closed again.  `one_shot`: created disabled, then
- * enabled for a single overflow.  Returns the mapping, or 0 (errno set). */
-static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data, int one_shot)
+ * enabled for a single overflow.  `started`, when given, gets the readings (read_now)
+ * right after the event started counting: opening an event costs the thread tens of
+ * microseconds on a virtual machine, which the interval its signal closes must not
+ * count.  Returns the mapping, or 0 (errno set). */
+static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data, int one_shot,
+                             cpucredit_now *started)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -158,11 +206,21 @@ static uintptr_t open_pinned(uint32_t tid, uint64_t period_ns, uint64_t sig_data
         errno = e;
         return 0;
     }
+    if (started)
+        read_now(tid, 1, started);
     void *m = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
     errno = e;
     return m == MAP_FAILED ? 0 : (uintptr_t)m;
+}
+
+/* [sigsafe] What an event is given for a period of `ns` of the thread's CPU: `ns`, or
+ * less under PYPROF_TEST_SKEW. */
+static uint64_t skewed(uint64_t ns)
+{
+    uint64_t v = (uint64_t)((unsigned __int128)ns * 1000u / skew_milli);
+    return v ? v : 1;
 }
 
 /* [sigsafe] Releases a mapping taken from a slot (0: nothing). */
@@ -262,7 +320,34 @@ static int arm_thread(uint32_t tid)
         return -1;
     }
     uint64_t first = 1 + next_random() % period;
-    uintptr_t m = open_pinned(tid, first, cookie_hi | TT_KIND_FIRST | (uint64_t)s, 1);
+    slots[s].first_ns = first;
+    uint64_t seed = next_random() % period;
+    uint64_t data = cookie_hi | TT_KIND_FIRST | (uint64_t)s;
+    cpucredit_now at;
+    uintptr_t m;
+    if (tid == gettid_raw()) {
+        /* The credit starts from readings made right after the event started, with its
+         * signal held until the slot is ready. */
+        sigset_t trap, old;
+        sigemptyset(&trap);
+        sigaddset(&trap, SIGTRAP);
+        pthread_sigmask(SIG_BLOCK, &trap, &old);
+        m = open_pinned(0, skewed(first), data, 1, &at);
+        if (m)
+            cpucredit_start(&slots[s].credit, &at, seed);
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = e;
+    } else {
+        /* Another thread, running meanwhile: its credit is ready before its event
+         * starts, and moves to the event's start unless its signal came first. */
+        read_now(tid, 0, &at);
+        cpucredit_start(&slots[s].credit, &at, seed);
+        atomic_thread_fence(memory_order_release);
+        m = open_pinned(tid, skewed(first), data, 1, &at);
+        if (m)
+            cpucredit_rebase(&slots[s].credit, at.cpu_ns);
+    }
     if (!m) {
         int e = errno;
         free_slot((uint32_t)s, tid);
@@ -305,6 +390,9 @@ int threadtimer_arm(uint64_t period_ns, uint64_t cookie)
     atomic_store(&untimed_cpu_ns, 0);
     page = (size_t)sysconf(_SC_PAGESIZE);
     period = period_ns ? period_ns : 1;
+    event_period = skewed(period);
+    atomic_store(&clock_timer_ns, 0);
+    atomic_store(&clock_kernel_ns, 0);
     cookie_hi = cookie & ~TT_TAG_MASK;
     atomic_store(&rng, cookie);
     if (!have_exit_key) {
@@ -482,32 +570,62 @@ int threadtimer_is_ours(uint64_t sig_data)
     return cookie_hi && (sig_data & ~TT_TAG_MASK) == cookie_hi;
 }
 
-void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
+/* [sigsafe] The samples a signal of slot `slot` stands for (cpucredit.h), the interval
+ * it closes counted as `timer_ns` by the timer. */
+static uint32_t credit(tt_slot *slot, uint64_t timer_ns)
+{
+    if (uncorrected)
+        return 1; /* as before the correction: no clock read, a sample per signal */
+    cpucredit_now now;
+    read_now(0, cpucredit_fresh(&slot->credit), &now);
+    if (!now.cpu_ns)
+        return 1; /* the clock cannot be read: as the timer counted */
+    uint64_t late = atomic_load_explicit(&late_ns, memory_order_relaxed);
+    cpucredit_seen seen;
+    uint32_t n = cpucredit_signal(&slot->credit, &now, timer_ns, period, late, &seen);
+    if (seen.late_known) /* racing updates lose one of two readings: no matter */
+        atomic_store_explicit(&late_ns,
+                              late ? late - late / 8 + seen.late_ns / 8 : seen.late_ns,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&clock_timer_ns, timer_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&clock_kernel_ns, seen.kernel_ns, memory_order_relaxed);
+    return n;
+}
+
+uint32_t threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
 {
     uint64_t s = sig_data & TT_SLOT_MASK;
     if (s >= TT_SLOTS)
-        return;
+        return 1;
     tt_slot *slot = &slots[s];
     if (atomic_load(&slot->tid) != tid)
-        return; /* a late signal of an event whose slot is no longer this thread's */
+        return 1; /* a late signal of an event whose slot is no longer this thread's */
     int saved = errno;
+    atomic_thread_fence(memory_order_acquire);
     if (!(sig_data & TT_KIND_FIRST)) {
+        uint32_t n = credit(slot, period);
         if (atomic_load_explicit(&slot->first, memory_order_relaxed)) {
             uint64_t c0 = thread_cpu_ns();
             release(atomic_exchange(&slot->first, 0));
             account(c0);
         }
         errno = saved;
-        return;
+        return n;
     }
-    if (!atomic_load(&armed) || atomic_load(&slot->steady)) {
+    if (atomic_load(&slot->steady)) {
         errno = saved;
-        return;
+        return 1; /* not the first event's one signal: cannot be */
+    }
+    uint32_t n = credit(slot, slot->first_ns);
+    if (!atomic_load(&armed)) {
+        errno = saved;
+        return n;
     }
     /* The first event has stopped and the steady one is not there yet: this is CPU no
      * event of the thread counts. */
     uint64_t c0 = thread_cpu_ns();
-    uintptr_t m = open_pinned(0, period, cookie_hi | s, 0);
+    cpucredit_now started;
+    uintptr_t m = open_pinned(0, event_period, cookie_hi | s, 0, &started);
     if (!m) {
         atomic_fetch_add(&lost, 1);
     } else {
@@ -516,9 +634,12 @@ void threadtimer_on_signal(uint64_t sig_data, uint32_t tid)
             release(m);
         else if (!atomic_load(&armed)) /* disarmed meanwhile: see threadtimer_disarm */
             take_back(&slot->steady, m);
+        else
+            cpucredit_restart(&slot->credit, &started);
     }
     account(c0);
     errno = saved;
+    return n;
 }
 
 uintptr_t threadtimer_open_probe(void)
@@ -528,7 +649,7 @@ uintptr_t threadtimer_open_probe(void)
         return 0;
     }
     /* Slot bits all set: beyond the table, so threadtimer_on_signal ignores it. */
-    return open_pinned(0, period, cookie_hi | TT_SLOT_MASK, 0);
+    return open_pinned(0, event_period, cookie_hi | TT_SLOT_MASK, 0, NULL);
 }
 
 void threadtimer_close_probe(uintptr_t probe) { release(probe); }
@@ -539,6 +660,20 @@ const char *threadtimer_name(void)
 }
 
 uint64_t threadtimer_cpu_ns(void) { return atomic_load(&timer_cpu_ns); }
+
+void threadtimer_configure(unsigned test_skew_milli, int test_uncorrected)
+{
+    skew_milli = test_skew_milli >= 1000 ? test_skew_milli : 1000;
+    uncorrected = test_uncorrected;
+}
+
+uint64_t threadtimer_late_ns(void) { return atomic_load(&late_ns); }
+
+void threadtimer_clock(uint64_t *timer_ns, uint64_t *kernel_ns)
+{
+    *timer_ns = atomic_load(&clock_timer_ns);
+    *kernel_ns = atomic_load(&clock_kernel_ns);
+}
 
 uint64_t threadtimer_untimed_ns(void) { return atomic_load(&untimed_cpu_ns); }
 

@@ -53,9 +53,29 @@ int threadtimer_is_ours(uint64_t sig_data);
 
 /* [sigsafe] In the handler of one of our signals, on the thread `tid` it interrupted:
  * after the first period, arms the steady timer; after a steady one, releases the
- * spent first event.  Raw system calls only (perf_event_open, ioctl, mmap, close,
+ * spent first event.  Returns the samples the signal stands for: the whole periods of
+ * the thread's own CPU clock (the kernel's account, without hypervisor steal) it
+ * closed, the rest carried to the next (cpucredit.h); 1 for a signal whose slot is not
+ * the thread's, or under PYPROF_TEST_UNCORRECTED.  Raw system calls only
+ * (clock_gettime(CLOCK_THREAD_CPUTIME_ID), perf_event_open, ioctl, mmap, close,
  * munmap). */
-void threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
+uint32_t threadtimer_on_signal(uint64_t sig_data, uint32_t tid);
+
+/* [not sigsafe] Before threadtimer_arm, the test settings: the events count
+ * `test_skew_milli` / 1000 times faster than the threads' CPU (PYPROF_TEST_SKEW: steal
+ * made on demand), and `test_uncorrected` makes every signal one sample, as the timer
+ * counted, without reading any clock (PYPROF_TEST_UNCORRECTED: the library as it was
+ * before the correction, for make bench's comparison). */
+void threadtimer_configure(unsigned test_skew_milli, int test_uncorrected);
+
+/* [sigsafe] Since threadtimer_arm, over the signals handled: the CPU time the timers
+ * counted (the intervals the signals closed) and the CPU time the kernel accounted to
+ * the same threads over the same intervals. */
+void threadtimer_clock(uint64_t *timer_ns, uint64_t *kernel_ns);
+
+/* How late after its overflow a timer's signal reads the thread's CPU clock, as
+ * measured when this process first armed its timers (0: not measured). */
+uint64_t threadtimer_late_ns(void);
 
 /* Wall mode (wall.c): the sampler thread, finding a thread running, asks its timer for
  * the sample instead of reading a stack that keeps changing; the thread's next signal

@@ -118,11 +118,8 @@ static uint8_t gil_of(const pyabi *a, uintptr_t ts, uintptr_t pth)
  * 0 when it cannot be read (the thread has ended). */
 static uint64_t thread_cpu_ns(uint32_t tid)
 {
-    /* The kernel's clock id of a thread's scheduler CPU clock, as glibc's
-     * pthread_getcpuclockid makes it: the tid's complement, shifted past the clock type
-     * (CPUCLOCK_SCHED, 2) and the per-thread bit (4). */
     int saved = errno;
-    uint64_t ns = clock_ns((clockid_t)((~(uint32_t)tid << 3) | 6u));
+    uint64_t ns = clock_thread_ns(tid);
     errno = saved;
     return ns;
 }

@@ -23,6 +23,7 @@
 #include "gilstate.h"
 #include "libc_next.h"
 #include "sampler.h"
+#include "threadtimer.h"
 #include "writer.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,6 +57,7 @@ int window_start(void)
         diag_error("%s", err);
         return -1;
     }
+    threadtimer_configure(cfg.test_skew_milli, cfg.test_uncorrected);
     if (sampler_start(&abi, cfg.period_ns, cfg.max_depth, cfg.clock, cfg.native, err,
                       sizeof err) < 0) {
         diag_error("%s", err);

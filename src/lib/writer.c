@@ -136,6 +136,7 @@ static struct {
     uint64_t file_t0_mono_ns; /* the same on the monotonic clock */
     sampler_stats base;       /* the handler's counters when this file began */
     uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
+    uint64_t base_clock_timer_ns, base_clock_kernel_ns;
     uint64_t base_spans_lost;              /* spans_lost() when this file began */
     allocsample_counts base_alloc;         /* allocation counters when this file began */
     uint64_t alloc_written, frees_written; /* allocations and frees written in this file */
@@ -1383,6 +1384,9 @@ static void file_begin(void)
         W.base_timer_ns = threadtimer_cpu_ns();
         W.base_untimed_ns = threadtimer_untimed_ns();
         W.base_wall_passes = sampler_wall_passes();
+        threadtimer_clock(&W.base_clock_timer_ns, &W.base_clock_kernel_ns);
+    } else {
+        W.base_clock_timer_ns = W.base_clock_kernel_ns = 0;
     }
     /* Measured once per process, maybe in an earlier window's file. */
     calib_result c;
@@ -1426,7 +1430,12 @@ static void put_footer(int end, int status_known, int status)
         .calib_ns = calib_ns,
         .process_cpu_ns = cpu,
         .spans_lost = spans_lost() - W.base_spans_lost,
+        /* Wall mode's counts are the passes'; cpu mode's follow the kernel's CPU. */
+        .clock_corrected = W.cfg.clock == PYPROF_CLOCK_CPU && !W.cfg.test_uncorrected,
     };
+    threadtimer_clock(&f.clock_timer_ns, &f.clock_kernel_ns);
+    f.clock_timer_ns -= W.base_clock_timer_ns;
+    f.clock_kernel_ns -= W.base_clock_kernel_ns;
     if (allochook_installed()) {
         allocsample_counts ac;
         allocsample_stats(&ac);

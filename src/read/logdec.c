@@ -333,19 +333,31 @@ static void dec_footer(rec_in *in, pyprof_footer *f, int native, int alloc)
         return;
     f->spans_lost = spans_lost;
     f->has_spans = 1;
-    if (!alloc || c.p >= c.end)
-        return; /* no allocation section */
-    uint64_t v[5];
-    for (int i = 0; i < 5; i++)
-        v[i] = rec_get_uvarint(&c);
+    if (alloc) {
+        if (c.p >= c.end)
+            return; /* a footer without the allocation section */
+        uint64_t v[5];
+        for (int i = 0; i < 5; i++)
+            v[i] = rec_get_uvarint(&c);
+        if (c.bad)
+            return;
+        f->alloc_samples = v[0];
+        f->alloc_frees = v[1];
+        f->alloc_lost = v[2];
+        f->frees_lost = v[3];
+        f->alloc_live = v[4];
+        f->has_alloc = 1;
+    }
+    if (c.p >= c.end)
+        return; /* a footer without the clock section */
+    uint64_t timer = rec_get_uvarint(&c), kernel = rec_get_uvarint(&c);
+    uint64_t corrected = rec_get_uvarint(&c);
     if (c.bad)
         return;
-    f->alloc_samples = v[0];
-    f->alloc_frees = v[1];
-    f->alloc_lost = v[2];
-    f->frees_lost = v[3];
-    f->alloc_live = v[4];
-    f->has_alloc = 1;
+    f->clock_timer_ns = timer;
+    f->clock_kernel_ns = kernel;
+    f->clock_corrected = corrected & 1; /* the other bits are reserved */
+    f->has_clock = 1;
 }
 
 static int dec_alloc(logdec *d, rec_in *in, pyprof_alloc_rec *a)

@@ -92,6 +92,15 @@ static void footer_add(pyprof_footer *a, const pyprof_footer *b)
         a->frees_lost += b->frees_lost;
         a->alloc_live = b->alloc_live;
     }
+    if (b->has_clock) {
+        /* Like the other sections, over the files that have it: both sums cover the same
+         * files, so their ratio is still how far the timers ran from the kernel's clock.
+         * The series' samples stand for the kernel's CPU only if every file's do. */
+        a->clock_corrected = (a->has_clock ? a->clock_corrected : 1) & b->clock_corrected;
+        a->has_clock = 1;
+        a->clock_timer_ns += b->clock_timer_ns;
+        a->clock_kernel_ns += b->clock_kernel_ns;
+    }
 }
 
 int series_combine(profile_process *pr)

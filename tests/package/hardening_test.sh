@@ -53,7 +53,11 @@ if [ ! -f "$SDBASE.stamp" ]; then
     rm -rf --one-file-system "$SDBASE"
     cp -a "$DIR/base" "$SDBASE"
     cp /etc/resolv.conf "$SDBASE/etc/resolv.conf"
-    ROOT=$SDBASE in_root sh -c 'apt-get update -qq && apt-get install -y -q --no-install-recommends systemd systemd-sysv dbus' \
+    # The mirror may serve a frozen snapshot whose Release file is past its Valid-Until
+    # date; debootstrap checked its packages against Debian's keys all the same.
+    ROOT=$SDBASE in_root sh -c 'apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+        apt-get -o Acquire::Check-Valid-Until=false install -y -q --no-install-recommends \
+            systemd systemd-sysv dbus' \
         >"$DIR/sdbase.log" 2>&1 || fail "apt-get install systemd failed; see $DIR/sdbase.log"
     touch "$SDBASE.stamp"
 fi
@@ -65,7 +69,8 @@ mkdir -p "$OUT" "$ROOT/opt/pp/out"
 cp "$DEB" "$ROOT/tmp/"
 deb_in_root=/tmp/$(basename "$DEB")
 if ! in_root dpkg -i "$deb_in_root" >"$DIR/sdroot-dpkg.log" 2>&1; then
-    in_root apt-get -f install -y -q --no-install-recommends >>"$DIR/sdroot-dpkg.log" 2>&1 ||
+    in_root apt-get -o Acquire::Check-Valid-Until=false -f install -y -q --no-install-recommends \
+        >>"$DIR/sdroot-dpkg.log" 2>&1 ||
         fail "installing the package failed; see $DIR/sdroot-dpkg.log"
 fi
 rm "$ROOT$deb_in_root"

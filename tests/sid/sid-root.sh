@@ -41,13 +41,16 @@
 # stdout, progress on stderr. Costs about a minute and 400 MB once (the package cache
 # and lists are removed). Remove with `rm -rf --one-file-system DIR`.
 #
-# Environment: SID_MIRROR (default http://deb.debian.org/debian); SID_EXTRA_PACKAGES:
+# Environment: SID_MIRROR (default: the Debian mirror of this machine's apt sources, as
+# tests/debian-mirror.sh finds it, else http://deb.debian.org/debian; it must serve sid
+# too, not only the host's release); SID_EXTRA_PACKAGES:
 # more of sid's packages (space-separated), appended to the fixed list (`make bench`
 # passes python3-memray, the memory profiler it compares with on python3.14).
 set -eu
 
 DIR=${1:-build/sid}
-MIRROR=${SID_MIRROR:-http://deb.debian.org/debian}
+. "$(dirname "$0")/../debian-mirror.sh"
+MIRROR=${SID_MIRROR:-$(debian_mirror)}
 VERSIONS="3.14 3.15"
 PACKAGES="liblz4-1 libunwind8 libdw1t64 libelf1t64 python3-osprofiler python3-graphviz"
 for v in $VERSIONS; do
@@ -88,10 +91,13 @@ if [ -f "$STAMP" ] && [ -z "$MISSING" ]; then
 elif [ -f "$STAMP" ] && [ "$HAVE" != incomplete ] && [ -x "$ROOT/usr/bin/apt-get" ]; then
     say "installing into $ROOT:$MISSING"
     # A mirror may serve a frozen snapshot of sid whose Release file has expired; its
-    # packages are still the ones debootstrap checked against Debian's keys.
+    # packages are still the ones debootstrap checked against Debian's keys.  (Only
+    # update reads the Release file; install is given the option too, so that no apt
+    # run in the root ever refuses it.)
     chroot "$ROOT" apt-get -o Acquire::Check-Valid-Until=false update -q >&2
     chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends $MISSING >&2
+        apt-get -o Acquire::Check-Valid-Until=false \
+        install -y -q --no-install-recommends $MISSING >&2
     tidy
     echo "$HAVE$MISSING" > "$STAMP"
 else
@@ -106,7 +112,7 @@ else
     fi
     echo incomplete > "$STAMP"
     mkdir -p "$ROOT"
-    say "debootstrap sid into $ROOT (about a minute)"
+    say "debootstrap sid into $ROOT from $MIRROR (about a minute)"
     debootstrap --variant=minbase --include="$(echo $PACKAGES | tr ' ' ',')" \
         sid "$ROOT" "$MIRROR" >&2
     tidy

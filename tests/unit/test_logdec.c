@@ -1,8 +1,8 @@
 /*
  * Unit tests for src/read/logdec.c: payloads made by common/logenc.c decode to the
  * values they were made from, the running time carries across records and a BATCH's
- * events, native tails are read only in native logs, and counts the bytes cannot hold
- * are corruption.
+ * events, native tails are read only in native logs, counts the bytes cannot hold are
+ * corruption, and a footer's optional sections are found where their log puts them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -550,6 +550,147 @@ static void test_allocs_corrupt(void **state)
 }
 #undef RAW
 
+/* A footer with every section the writer fills (the native one aside): cost, timers,
+ * whole cost, spans, the allocation section when `alloc`, and the clock section. */
+static logenc_footer_fields footer_fields(int alloc)
+{
+    logenc_footer_fields f = {.end_unix_ns = 1700000009000000000ull,
+                              .duration_ns = 8876543211ull,
+                              .samples = 3,
+                              .signals = 7,
+                              .end = PYPROF_END_EXIT,
+                              .status_known = 1,
+                              .status = 2,
+                              .achieved_hz_milli = 99500,
+                              .lib_cpu_ns = 1234567,
+                              .handler_ns = 1000,
+                              .writer_ns = 2000,
+                              .timer_ns = 4242,
+                              .untimed_ns = 777,
+                              .signal_cost_ns = 16500,
+                              .calib_signals = 32,
+                              .calib_ns = 31000,
+                              .process_cpu_ns = 4000000000ull,
+                              .spans_lost = 31,
+                              .has_alloc = alloc,
+                              .alloc_samples = 501,
+                              .alloc_frees = 402,
+                              .alloc_lost = 3,
+                              .frees_lost = 2,
+                              .alloc_live = 99,
+                              .clock_timer_ns = 2211000000ull,
+                              .clock_kernel_ns = 2094000000ull,
+                              .clock_corrected = 1};
+    f.drops[PYPROF_DROP_RING_FULL] = 4;
+    f.cost[1][2] = 3;
+    return f;
+}
+
+/* The FOOTER payload `p` (len bytes) of a log with allocation sampling or not. */
+static void decode_footer(const uint8_t *p, size_t len, int alloc, pyprof_footer *f)
+{
+    logdec d = {.alloc = alloc};
+    pyprof_record rec;
+    rec.type = PYPROF_REC_FOOTER;
+    assert_int_equal(logdec_record(&d, PYPROF_REC_FOOTER, p, len, &rec), 0);
+    *f = rec.u.footer;
+    logdec_free(&d);
+}
+
+/* Every field but the clock section's is what footer_fields(alloc) wrote. */
+static void expect_footer_but_clock(const pyprof_footer *f, int alloc)
+{
+    logenc_footer_fields w = footer_fields(alloc);
+    assert_int_equal(f->end_unix_ns, w.end_unix_ns);
+    assert_int_equal(f->duration_ns, w.duration_ns);
+    assert_int_equal(f->samples, w.samples);
+    assert_int_equal(f->signals, w.signals);
+    assert_memory_equal(f->dropped, w.drops, sizeof f->dropped);
+    assert_int_equal(f->end, w.end);
+    assert_int_equal(f->status_known, 1);
+    assert_int_equal(f->status, w.status);
+    assert_int_equal(f->achieved_hz_milli, w.achieved_hz_milli);
+    assert_int_equal(f->lib_cpu_ns, w.lib_cpu_ns);
+    assert_true(f->has_cost);
+    assert_int_equal(f->handler_ns, w.handler_ns);
+    assert_int_equal(f->writer_ns, w.writer_ns);
+    assert_int_equal(f->cost_ntime, PYPROF_COST_NTIME);
+    assert_int_equal(f->cost_ndepth, PYPROF_COST_NDEPTH);
+    for (int d = 0; d < PYPROF_COST_NDEPTH; d++)
+        for (int t = 0; t < PYPROF_COST_NTIME; t++)
+            assert_int_equal(f->cost[d][t], w.cost[d][t]);
+    assert_true(f->has_timers);
+    assert_int_equal(f->timer_ns, w.timer_ns);
+    assert_int_equal(f->untimed_ns, w.untimed_ns);
+    assert_false(f->has_native);
+    assert_true(f->has_whole);
+    assert_int_equal(f->signal_cost_ns, w.signal_cost_ns);
+    assert_int_equal(f->calib_signals, w.calib_signals);
+    assert_int_equal(f->calib_ns, w.calib_ns);
+    assert_int_equal(f->process_cpu_ns, w.process_cpu_ns);
+    assert_true(f->has_spans);
+    assert_int_equal(f->spans_lost, w.spans_lost);
+    assert_int_equal(f->has_alloc, alloc);
+    if (alloc) {
+        assert_int_equal(f->alloc_samples, w.alloc_samples);
+        assert_int_equal(f->alloc_frees, w.alloc_frees);
+        assert_int_equal(f->alloc_lost, w.alloc_lost);
+        assert_int_equal(f->frees_lost, w.frees_lost);
+        assert_int_equal(f->alloc_live, w.alloc_live);
+    }
+}
+
+/* The clock section comes back after the allocation section, or after the span section
+ * in a log without allocation sampling; a footer without it (an older writer's) reads as
+ * no clock section and the rest intact, and so does one whose section is cut short.
+ * clock_corrected's reserved bits are dropped. */
+static void test_footer_clock(void **state)
+{
+    (void)state;
+    for (int alloc = 0; alloc < 2; alloc++) {
+        logenc_footer_fields w = footer_fields(alloc);
+        rec_out o;
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_footer(&o, &w), 0);
+        pyprof_footer f;
+        decode_footer(o.buf, o.len, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_true(f.has_clock);
+        assert_int_equal(f.clock_timer_ns, 2211000000ull);
+        assert_int_equal(f.clock_kernel_ns, 2094000000ull);
+        assert_int_equal(f.clock_corrected, 1);
+
+        /* An older writer's footer: the same without the last section (5 + 5 + 1 bytes). */
+        size_t old_len = o.len - 11;
+        decode_footer(o.buf, old_len, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_false(f.has_clock);
+        assert_int_equal(f.clock_timer_ns, 0);
+        assert_int_equal(f.clock_kernel_ns, 0);
+        assert_int_equal(f.clock_corrected, 0);
+
+        /* Cut inside the section: not taken. */
+        decode_footer(o.buf, o.len - 1, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_false(f.has_clock);
+        assert_int_equal(f.clock_timer_ns, 0);
+
+        /* Uncorrected, with reserved bits set; no per-thread timers (both 0); what a
+         * later writer appends after the section is ignored. */
+        w.clock_timer_ns = w.clock_kernel_ns = 0;
+        w.clock_corrected = 6;
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_footer(&o, &w), 0);
+        rec_put_uvarint(&o, 12345);
+        decode_footer(o.buf, o.len, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_true(f.has_clock);
+        assert_int_equal(f.clock_timer_ns, 0);
+        assert_int_equal(f.clock_kernel_ns, 0);
+        assert_int_equal(f.clock_corrected, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_allocs),
         cmocka_unit_test(test_allocs_native_only),
         cmocka_unit_test(test_allocs_corrupt),
+        cmocka_unit_test(test_footer_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -440,6 +440,9 @@ static void test_footer(void **state)
         .alloc_lost = 3,
         .frees_lost = 2,
         .alloc_live = 99,
+        .clock_timer_ns = 2211000000ull,
+        .clock_kernel_ns = 2094000000ull,
+        .clock_corrected = 1,
     };
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)
         f.drops[i] = 100u + (unsigned)i;
@@ -486,12 +489,16 @@ static void test_footer(void **state)
     assert_int_equal(rec_get_uvarint(&in), 31000000);
     assert_int_equal(rec_get_uvarint(&in), 4000000000ull);
     assert_int_equal(rec_get_uvarint(&in), 31); /* spans_lost, after the whole-cost section */
-    /* The allocation section, last. */
+    /* The allocation section. */
     assert_int_equal(rec_get_uvarint(&in), 501);
     assert_int_equal(rec_get_uvarint(&in), 402);
     assert_int_equal(rec_get_uvarint(&in), 3);
     assert_int_equal(rec_get_uvarint(&in), 2);
     assert_int_equal(rec_get_uvarint(&in), 99);
+    /* The clock section, last. */
+    assert_int_equal(rec_get_uvarint(&in), 2211000000ull);
+    assert_int_equal(rec_get_uvarint(&in), 2094000000ull);
+    assert_int_equal(rec_get_uvarint(&in), 1);
     expect_end(&in);
 }
 
@@ -660,8 +667,9 @@ static void test_nstack(void **state)
     expect_end(&in);
 }
 
-/* The native section follows the timer section, only when asked for; the whole-cost
- * and span sections come after it. */
+/* The native section follows the timer section, only when asked for; the whole-cost,
+ * span and clock sections come after it (the clock section right after the span section
+ * in a log without allocation sampling). */
 static void test_footer_native(void **state)
 {
     (void)state;
@@ -671,11 +679,15 @@ static void test_footer_native(void **state)
                               .calib_signals = 5,
                               .calib_ns = 6,
                               .process_cpu_ns = 7,
-                              .spans_lost = 8};
+                              .spans_lost = 8,
+                              .clock_timer_ns = 9,
+                              .clock_kernel_ns = 10,
+                              .clock_corrected = 0};
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
-    size_t plain = o.len - 6; /* the whole-cost and span sections: 2 + 1 + 1 + 1 + 1 bytes */
+    /* The whole-cost, span and clock sections: 2 + 1 + 1 + 1, 1, 1 + 1 + 1 bytes. */
+    size_t plain = o.len - 9;
     f.has_native = 1;
     f.native_ok = 10;
     f.native_truncated = 2;
@@ -697,6 +709,9 @@ static void test_footer_native(void **state)
     assert_int_equal(rec_get_uvarint(&in), 6);
     assert_int_equal(rec_get_uvarint(&in), 7);
     assert_int_equal(rec_get_uvarint(&in), 8);
+    assert_int_equal(rec_get_uvarint(&in), 9);
+    assert_int_equal(rec_get_uvarint(&in), 10);
+    assert_int_equal(rec_get_uvarint(&in), 0);
     expect_end(&in);
 }
 

@@ -202,6 +202,9 @@ static void write_log(const char *dir, char *path, size_t cap)
         .writer_ns = 234567,
         .timer_ns = 555,
         .untimed_ns = 66,
+        .clock_timer_ns = 300100,
+        .clock_kernel_ns = 299000,
+        .clock_corrected = 1,
     };
     f.drops[PYPROF_DROP_RING_FULL] = 4;
     f.drops[PYPROF_DROP_CHANGING] = 9;
@@ -359,6 +362,11 @@ static void test_roundtrip(void **state)
     assert_true(f->has_timers);
     assert_int_equal(f->timer_ns, 555);
     assert_int_equal(f->untimed_ns, 66);
+    assert_false(f->has_alloc);
+    assert_true(f->has_clock);
+    assert_int_equal(f->clock_timer_ns, 300100);
+    assert_int_equal(f->clock_kernel_ns, 299000);
+    assert_int_equal(f->clock_corrected, 1);
     assert_int_equal(pyprof_reader_next(r, &rec), 0); /* a clean end */
     pyprof_reader_close(r);
 }

@@ -712,6 +712,15 @@ static void put_series_file(logbuf *b, int k, int footer, int bad_snapshot)
     rec_put_uvarint(&o, 0);
     rec_put_uvarint(&o, (uint64_t)k);
     rec_put_uvarint(&o, 1);
+    rec_put_uvarint(&o, 0); /* timer_ns */
+    rec_put_uvarint(&o, 0); /* untimed_ns */
+    for (int i = 0; i < 4; i++)
+        rec_put_uvarint(&o, 0); /* the whole cost */
+    rec_put_uvarint(&o, 0);     /* spans_lost */
+    /* The clock section: timers 5% ahead of the kernel; file 1's samples not corrected. */
+    rec_put_uvarint(&o, 105000 * ((uint64_t)k + 1)); /* clock_timer_ns */
+    rec_put_uvarint(&o, 100000 * ((uint64_t)k + 1)); /* clock_kernel_ns */
+    rec_put_uvarint(&o, k != 1);                     /* clock_corrected */
     logbuf_put(b, PYPROF_REC_FOOTER, &o);
 }
 
@@ -800,7 +809,8 @@ static void check_series_as(const profile *p, const int *which, int n, const pro
     assert_int_equal(tsum, 0);
     assert_int_equal(pr->samples_read, in_files);
     /* Footer sums over the files, the end of the highest one. */
-    uint64_t samples = 0, signals = 0, ring = 0, lib = 0, cost0 = 0;
+    uint64_t samples = 0, signals = 0, ring = 0, lib = 0, cost0 = 0, timer = 0, kernel = 0;
+    int footers = 0, corrected = 1;
     for (int k = 0; k < NFILES; k++)
         if (have[k] && (k < NFILES - 1 || last_footer)) {
             samples += PER_FILE;
@@ -808,6 +818,10 @@ static void check_series_as(const profile *p, const int *which, int n, const pro
             ring += (uint64_t)k + 1;
             lib += 1000 * ((uint64_t)k + 1);
             cost0 += (uint64_t)k;
+            timer += 105000 * ((uint64_t)k + 1);
+            kernel += 100000 * ((uint64_t)k + 1);
+            corrected &= k != 1;
+            footers++;
         }
     int hi_footer = hi < NFILES - 1 || last_footer;
     assert_int_equal(pr->has_footer, hi_footer);
@@ -816,6 +830,11 @@ static void check_series_as(const profile *p, const int *which, int n, const pro
     assert_int_equal(pr->footer.dropped[PYPROF_DROP_RING_FULL], ring);
     assert_int_equal(pr->footer.lib_cpu_ns, lib);
     assert_int_equal(pr->footer.cost[0][0], cost0);
+    /* The clock sums, and corrected only when every file's samples were. */
+    assert_int_equal(pr->footer.has_clock, footers > 0);
+    assert_int_equal(pr->footer.clock_timer_ns, timer);
+    assert_int_equal(pr->footer.clock_kernel_ns, kernel);
+    assert_int_equal(pr->footer.clock_corrected, footers > 0 && corrected);
     assert_int_equal(pr->end_error, hi_footer ? 0 : -PYPROF_R_TRUNCATED);
     if (hi_footer) {
         assert_int_equal(pr->footer.end,

@@ -1288,8 +1288,9 @@ static pyprof_footer footer_with(int native, const uint64_t *tail, size_t ntail)
 }
 
 /* The whole-cost section follows the timer section, or the native section in a native
- * log, and spans_lost follows it; a footer without them (an older writer's) reads as
- * none measured and none lost, and what a later writer appends after is ignored. */
+ * log, spans_lost follows it, and the clock section follows that; a footer without them
+ * (an older writer's) reads as none measured and none lost, and what a later writer
+ * appends after is ignored. */
 static void test_footer_spans_lost(void **state)
 {
     (void)state;
@@ -1322,9 +1323,19 @@ static void test_footer_spans_lost(void **state)
     f = footer_with(0, (const uint64_t[]){16000, 32}, 2);
     assert_false(f.has_whole);
     assert_false(f.has_spans);
+    /* Then the clock section (no allocation section in these logs): taken whole or not
+     * at all, and what a later writer appends after it is ignored. */
     f = footer_with(0, (const uint64_t[]){1, 2, 3, 4, 5, 99, 1u << 20}, 7);
     assert_true(f.has_spans);
     assert_int_equal(f.spans_lost, 5);
+    assert_false(f.has_clock);
+    f = footer_with(1, (const uint64_t[]){1, 2, 3, 4, 5, 99, 1u << 20, 1, 77}, 9);
+    assert_true(f.has_spans);
+    assert_int_equal(f.spans_lost, 5);
+    assert_true(f.has_clock);
+    assert_int_equal(f.clock_timer_ns, 99);
+    assert_int_equal(f.clock_kernel_ns, 1u << 20);
+    assert_int_equal(f.clock_corrected, 1);
 }
 
 /* The first record after a native header, as built by `add`: what next() says. */
