@@ -19,6 +19,18 @@ What it measures, in one run (stdlib only; memray and yappi where installed):
 * the library's own cost, from each log's footer (`pyprof report --json`): library CPU
   (handler + writer) per second of process CPU, handler and writer time per sample, and
   the handler-time histogram by stack depth (median per depth bucket);
+* the correction of cpu-clock samples (each signal's samples counted in periods of the
+  thread's own CPU clock, which leaves out what the hypervisor stole, where the perf
+  timer counts it): the cpu and deep30 workloads also run at 100 Hz and 1 kHz with
+  PYPROF_TEST_UNCORRECTED=1 (a test setting: every signal one sample, as before the
+  correction), in the same repetitions, rows "(correction off)" beside the default's,
+  not checked against the targets, with the corrected run's CPU over the off run's of
+  the same repetition; the whole-cost part runs work_rate.py both ways too (the off
+  runs with half the windows); the handler times the sample alone, and the clock is
+  read before it, so the correction's system call is timed apart as well
+  (time.thread_time_ns).  And per cpu-clock run, the host's timer excess: the footer's
+  clock_timer_ns / clock_kernel_ns - 1, what the timers counted over the kernel's CPU
+  of the same threads (steal), per setting in the table and over the whole bench;
 * samples achieved versus expected (expected = process CPU seconds x rate in cpu mode;
   sampling passes per wall second / rate in wall mode), per run and in the steady state
   (the difference between a long and a short run, which removes start-up and exit);
@@ -387,6 +399,14 @@ class Runner:
             r["calib_ns"] = sum(c.get("calib_ns") or 0 for c in costs)
             sig = [c["signal_cost_ns"] for c in costs if c.get("signal_cost_ns")]
             r["signal_cost_ns"] = max(sig) if sig else None
+            # What the per-thread timers counted over the intervals their signals closed,
+            # and the kernel's CPU of the same threads over the same intervals: a timer
+            # that runs ahead of the kernel's clock counts time the host took (steal).
+            r["clock_timer_ns"] = sum(c.get("clock_timer_ns") or 0 for c in costs)
+            r["clock_kernel_ns"] = sum(c.get("clock_kernel_ns") or 0 for c in costs)
+            r["clock_corrected"] = all(c.get("clock_corrected") for c in costs)
+            r["timer_excess"] = (r["clock_timer_ns"] / r["clock_kernel_ns"] - 1
+                                 if r["clock_kernel_ns"] else None)
             # Histogram by depth: counts summed over processes; median and p90 of the
             # process with the most samples in that bucket.
             by = {}
@@ -450,7 +470,15 @@ def finish_run(r, launcher_cpu_s=0.0):
 
 # ---- workloads and settings ---------------------------------------------------------------
 
-def pyprof_setting(rate, clock="cpu", native=False):
+CORRECTION_OFF = " (correction off)"
+
+
+def pyprof_setting(rate, clock="cpu", native=False, uncorrected=False):
+    """The library at `rate` Hz.  uncorrected: with PYPROF_TEST_UNCORRECTED=1, a test
+    setting that turns off the correction of each cpu-clock sample by the thread's own
+    CPU clock (every timer signal one sample, as before the correction), to show the
+    correction's cost beside the default; its rows are not checked against the targets,
+    which are for what users run."""
     period = {100: "10ms", 1000: "1ms", 10000: "100us"}[rate]
     name = "pyprof %s %s%s" % ("100 Hz" if rate == 100 else "1 kHz", clock,
                                " native" if native else "")
@@ -459,7 +487,23 @@ def pyprof_setting(rate, clock="cpu", native=False):
         env["PYPROF_CLOCK"] = clock
     if native:
         env["PYPROF_NATIVE"] = "1"
-    return {"name": name, "kind": "pyprof", "rate": rate, "env": env}
+    out = {"name": name, "kind": "pyprof", "rate": rate, "env": env}
+    if uncorrected:
+        env["PYPROF_TEST_UNCORRECTED"] = "1"
+        out.update(name=name + CORRECTION_OFF, test_only=True, corrected_name=name)
+    return out
+
+
+def with_correction_off(settings):
+    """settings with, after each cpu-clock pyprof setting, the same with the correction
+    off: side by side in the table, and run back to back in every repetition."""
+    out = []
+    for s in settings:
+        out.append(s)
+        if s["kind"] == "pyprof" and "PYPROF_CLOCK" not in s["env"] and \
+                "PYPROF_NATIVE" not in s["env"]:
+            out.append(pyprof_setting(s["rate"], uncorrected=True))
+    return out
 
 
 BARE = {"name": "bare", "kind": "bare", "rate": None, "env": {}}
@@ -474,7 +518,7 @@ def make_groups(py, rounds, debian, clib, want):
     groups = [
         {"name": "cpu", "python": py, "argv": lambda: ["cpu.py", str(rounds["cpu"])],
          "what": "CPU-bound pure Python: calls, object churn, json, regex, recursion",
-         "settings": std + [CPROFILE]},
+         "settings": with_correction_off(std) + [CPROFILE]},
         {"name": "threads", "python": py,
          "argv": lambda: ["threads.py", str(rounds["threads"])],
          "what": "four CPU-bound threads and two sleeping ones",
@@ -494,7 +538,7 @@ def make_groups(py, rounds, debian, clib, want):
         {"name": "deep30", "python": py,
          "argv": lambda: ["deep.py", "30", str(rounds["deep30"])],
          "what": "CPU-bound loop with 30 Python frames on the stack", "depth": 30,
-         "settings": list(std)},
+         "settings": with_correction_off(std)},
         {"name": "deep200", "python": py,
          "argv": lambda: ["deep.py", "200", str(rounds["deep200"])],
          "what": "CPU-bound loop with 200 Python frames on the stack", "depth": 200,
@@ -742,6 +786,25 @@ def analyse_group(g, runs):
                 res["native_unmerged"] = sum(n["unmerged"] for n in nat)
             if "depth" in g:
                 res["handler_at_depth"] = at_depth(res["handler_by_depth"], g["depth"])
+            if res["clock"] == "cpu":
+                res["timer_excess"] = summary([r.get("timer_excess") for r in logged])
+                res["clock_corrected"] = bool(logged) and all(r.get("clock_corrected")
+                                                              for r in logged)
+                # Whether the library read the threads' CPU clock at all (the log's
+                # counters): tells what the correction-off rows leave out.
+                res["clock_read"] = any(r.get("clock_kernel_ns") for r in logged)
+            if s.get("test_only"):
+                res["test_only"] = True
+            if s.get("corrected_name"):
+                # The correction's whole cost, paired as the bare ratios are: the
+                # corrected run over the correction-off run of the same repetition.
+                on = {r["rep"]: r for r in runs
+                      if r["setting"] == s["corrected_name"] and r["ok"]}
+                pairs = [(on[r["rep"]], r) for r in mine if r["rep"] in on]
+                res["corrected_over_off"] = {
+                    "setting": s["corrected_name"],
+                    "cpu_ratio": summary([a["cpu_s"] / b["cpu_s"] for a, b in pairs]),
+                    "wall_ratio": summary([a["wall_s"] / b["wall_s"] for a, b in pairs])}
         out["settings"][s["name"]] = res
     return out
 
@@ -935,61 +998,184 @@ def whole_cost(runner, py, quick):
     (rate off / rate on) x (spread on / spread off), the rates at the 75th percentile
     of their windows (ratio_q), with a bootstrap interval.  Reported: each running
     window's own log, P / (P - whole), where P is the process's CPU in the window and
-    whole = library CPU + signals x signal_cost_ns; its median over the windows."""
+    whole = library CPU + signals x signal_cost_ns; its median over the windows.
+
+    Each rate is measured with the correction of cpu-clock samples on (the default) and
+    off (PYPROF_TEST_UNCORRECTED=1), in separate processes, in the order on, off at
+    100 Hz and off, on at 1 kHz, so that a drift of the host's speed over the part does
+    not side with one of them.  The correction-off runs have half the windows: they
+    are there for the comparison, and the whole part's time is taken out of the
+    budget of the repetitions."""
     out = {}
-    for rate, warm in ((100, 28.0), (1000, 9.0)):
-        setting = pyprof_setting(rate)
-        secs, cycles = (0.4, 8) if quick else (0.4, 30)
-        self_warm = 3.0 if quick else warm
-        r = runner.run(py, ["work_rate.py", str(self_warm), str(secs), str(cycles), RESULT],
-                       dict(setting, keep_reports=True))
-        if not r["ok"] or "result" not in r:
-            raise RuntimeError("work_rate.py under %s failed: exit %s %s" % (
-                setting["name"], r["exit"], r.get("stderr") or r.get("result_error")))
-        wins = r["result"]["windows"]
-        rate_of = lambda w: w["rounds"] / w["thread_cpu_s"]  # noqa: E731
-        spread_of = lambda w: w["process_cpu_s"] / w["thread_cpu_s"]  # noqa: E731
-        off = [rate_of(w) for w in wins if not w["on"]]
-        on = [rate_of(w) for w in wins if w["on"]]
-        s_off = statistics.median(spread_of(w) for w in wins if not w["on"])
-        s_on = statistics.median(spread_of(w) for w in wins if w["on"])
-        sp = s_on / s_off
-        measured = ratio_q(off, on) * sp
-        ci = [x * sp for x in boot_ratio_ci(off, on)]
-        neigh = []
-        for i in range(1, len(wins) - 1):
-            if wins[i]["on"] and not wins[i - 1]["on"] and not wins[i + 1]["on"]:
-                o = (rate_of(wins[i - 1]) + rate_of(wins[i + 1])) / 2
-                so = (spread_of(wins[i - 1]) + spread_of(wins[i + 1])) / 2
-                neigh.append(o / rate_of(wins[i]) * spread_of(wins[i]) / so)
-        procs = sorted(r.get("reports", []), key=lambda p: p["window"])
-        running = [p for p in procs if p["window"] >= 1]
-        rep_whole, rep_handler, per_m, per_r, sig = [], [], [], [], []
-        for p in running:
-            c = p.get("cost") or {}
-            P, W = c.get("process_cpu_ns"), c.get("whole_ns")
-            if c.get("signal_cost_ns"):
-                sig.append(c["signal_cost_ns"] / 1e3)
-            if not (P and W and P > W and p.get("samples")):
+    for i, (rate, warm) in enumerate(((100, 28.0), (1000, 9.0))):
+        pair = [pyprof_setting(rate), pyprof_setting(rate, uncorrected=True)]
+        for setting in pair if i % 2 == 0 else pair[::-1]:
+            out[setting["name"]] = whole_cost_run(runner, py, setting, warm, quick)
+    return out
+
+
+def whole_cost_run(runner, py, setting, warm, quick):
+    """One work_rate.py process of whole_cost under setting, and its figures."""
+    secs, cycles = (0.4, 8) if quick else (0.4, 30)
+    if setting.get("test_only"):
+        cycles //= 2
+    self_warm = 3.0 if quick else warm
+    r = runner.run(py, ["work_rate.py", str(self_warm), str(secs), str(cycles), RESULT],
+                   dict(setting, keep_reports=True))
+    if not r["ok"] or "result" not in r:
+        raise RuntimeError("work_rate.py under %s failed: exit %s %s" % (
+            setting["name"], r["exit"], r.get("stderr") or r.get("result_error")))
+    wins = r["result"]["windows"]
+    rate_of = lambda w: w["rounds"] / w["thread_cpu_s"]  # noqa: E731
+    spread_of = lambda w: w["process_cpu_s"] / w["thread_cpu_s"]  # noqa: E731
+    off = [rate_of(w) for w in wins if not w["on"]]
+    on = [rate_of(w) for w in wins if w["on"]]
+    s_off = statistics.median(spread_of(w) for w in wins if not w["on"])
+    s_on = statistics.median(spread_of(w) for w in wins if w["on"])
+    sp = s_on / s_off
+    measured = ratio_q(off, on) * sp
+    ci = [x * sp for x in boot_ratio_ci(off, on)]
+    neigh = []
+    for i in range(1, len(wins) - 1):
+        if wins[i]["on"] and not wins[i - 1]["on"] and not wins[i + 1]["on"]:
+            o = (rate_of(wins[i - 1]) + rate_of(wins[i + 1])) / 2
+            so = (spread_of(wins[i - 1]) + spread_of(wins[i + 1])) / 2
+            neigh.append(o / rate_of(wins[i]) * spread_of(wins[i]) / so)
+    procs = sorted(r.get("reports", []), key=lambda p: p["window"])
+    running = [p for p in procs if p["window"] >= 1]
+    rep_whole, rep_handler, per_m, per_r, sig = [], [], [], [], []
+    for p in running:
+        c = p.get("cost") or {}
+        P, W = c.get("process_cpu_ns"), c.get("whole_ns")
+        if c.get("signal_cost_ns"):
+            sig.append(c["signal_cost_ns"] / 1e3)
+        if not (P and W and P > W and p.get("samples")):
+            continue
+        rep_whole.append(P / (P - W))
+        rep_handler.append(P / (P - c["handler_ns"]))
+        per_r.append(W / p["samples"] / 1e3)
+        per_m.append(P * (1 - 1 / measured) / p["samples"] / 1e3)
+    res = {"windows_on": len(on), "window_s": secs, "warmup_s": self_warm,
+           "cpu_ratio_measured": measured, "cpu_ratio_measured_ci95": ci,
+           "cpu_ratio_neighbours": summary(neigh),
+           "cpu_ratio_reported_whole": summary(rep_whole),
+           "cpu_ratio_reported_handler_only": summary(rep_handler),
+           "us_per_sample_measured": summary(per_m),
+           "us_per_sample_reported": summary(per_r),
+           "signal_cost_us": summary(sig),
+           "calib_signals": max([(p.get("cost") or {}).get("calib_signals") or 0
+                                 for p in procs] or [0])}
+    if rep_whole and measured > 1:
+        res["reported_over_measured"] = ((statistics.median(rep_whole) - 1)
+                                         / (measured - 1))
+    res["timer_excess"] = r.get("timer_excess")
+    res["clock_read"] = bool(r.get("clock_kernel_ns"))
+    return res
+
+
+CLOCK_READ_CODE = """
+import gc, sys, time
+n, tries = int(sys.argv[1]), int(sys.argv[2])
+def per(f):
+    best = None
+    for _ in range(tries):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            f()
+        d = (time.perf_counter_ns() - t0) / n
+        best = d if best is None else min(best, d)
+    return best
+print(per(time.thread_time_ns), per(gc.isenabled))
+"""
+
+
+def clock_read_cost(runner, py, n=100000, tries=5):
+    """The system call the correction adds to every signal, timed apart: the handler's
+    own time does not hold it (the clock is read before the sample is timed), and a
+    microsecond or two per signal is below what whole runs resolve.
+    time.thread_time_ns is the same clock_gettime(CLOCK_THREAD_CPUTIME_ID) (a system
+    call: the vDSO does not serve thread CPU clocks); gc.isenabled, a C function that
+    does nothing, takes the loop's and the call's own cost out.  Best of `tries` loops
+    of n calls, in ns."""
+    r = subprocess.run([py, "-c", CLOCK_READ_CODE, str(n), str(tries)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                       env=runner.base_env)
+    if r.returncode != 0:
+        raise RuntimeError("timing thread_time_ns: exit %d %s" % (
+            r.returncode, r.stderr.decode()[-300:]))
+    call, empty = (float(x) for x in r.stdout.split())
+    read = max(call - empty, 0.0)
+    return {"thread_time_ns_call_ns": call, "empty_call_ns": empty, "clock_read_ns": read,
+            "extra_cpu_share": {"100": read * 100 / 1e9, "1000": read * 1000 / 1e9}}
+
+
+def correction_summary(workloads, whole, clock_read):
+    """The correction's cost, on and off beside each other, from the figures the parts
+    already hold: per workload that ran both and per rate, the handler's median (at
+    the workload's depth, else the bucket with most samples) and mean per sample, the
+    library's CPU share, CPU and wall over bare, the corrected run's CPU over the
+    correction-off run's of the same repetition, samples achieved and the timers'
+    excess; the whole-cost part's measured and reported figures; and the clock read's
+    own cost."""
+    def med(x):
+        return x["median"] if x else None
+
+    def figs(s):
+        hd = s.get("handler_at_depth")
+        if not hd and s.get("handler_by_depth"):
+            hd = max(s["handler_by_depth"], key=lambda b: b["samples"])
+        return {"handler_median_ns": hd.get("median_ns") if hd else None,
+                "handler_depths": [hd["depth_from"], hd["depth_to"]] if hd else None,
+                "handler_mean_ns": med(s.get("handler_ns_per_sample")),
+                "library_cpu_share": med(s.get("library_cpu_share")),
+                "cpu_ratio": med(s.get("cpu_ratio")), "wall_ratio": med(s.get("wall_ratio")),
+                "achieved_pooled": s.get("achieved_pooled"),
+                "timer_excess": med(s.get("timer_excess")),
+                "clock_read": s.get("clock_read"), "runs": s.get("runs_ok")}
+    out = {"clock_read_cost": clock_read, "workloads": {}, "whole_cost": {}}
+    for wname, w in workloads.items():
+        for sname, s in w["settings"].items():
+            co = s.get("corrected_over_off")
+            if not co or co["setting"] not in w["settings"]:
                 continue
-            rep_whole.append(P / (P - W))
-            rep_handler.append(P / (P - c["handler_ns"]))
-            per_r.append(W / p["samples"] / 1e3)
-            per_m.append(P * (1 - 1 / measured) / p["samples"] / 1e3)
-        res = {"windows_on": len(on), "window_s": secs, "warmup_s": self_warm,
-               "cpu_ratio_measured": measured, "cpu_ratio_measured_ci95": ci,
-               "cpu_ratio_neighbours": summary(neigh),
-               "cpu_ratio_reported_whole": summary(rep_whole),
-               "cpu_ratio_reported_handler_only": summary(rep_handler),
-               "us_per_sample_measured": summary(per_m),
-               "us_per_sample_reported": summary(per_r),
-               "signal_cost_us": summary(sig),
-               "calib_signals": max([(p.get("cost") or {}).get("calib_signals") or 0
-                                     for p in procs] or [0])}
-        if rep_whole and measured > 1:
-            res["reported_over_measured"] = ((statistics.median(rep_whole) - 1)
-                                             / (measured - 1))
-        out[setting["name"]] = res
+            out["workloads"].setdefault(wname, {})[str(s["rate_hz"])] = {
+                "on": figs(w["settings"][co["setting"]]), "off": figs(s),
+                "corrected_over_off_cpu_ratio": co["cpu_ratio"],
+                "corrected_over_off_wall_ratio": co["wall_ratio"]}
+    for name, v in (whole or {}).items():
+        if not isinstance(v, dict) or "error" in v:
+            continue
+        rep_ = v.get("cpu_ratio_reported_whole")
+        key = "off" if name.endswith(CORRECTION_OFF) else "on"
+        rate = "100" if "100 Hz" in name else "1000"
+        out["whole_cost"].setdefault(rate, {})[key] = {
+            "cpu_ratio_measured": v.get("cpu_ratio_measured"),
+            "cpu_ratio_measured_ci95": v.get("cpu_ratio_measured_ci95"),
+            "cpu_ratio_reported_whole": med(rep_), "windows_on": v.get("windows_on"),
+            "timer_excess": v.get("timer_excess"), "clock_read": v.get("clock_read")}
+    offs = [x["off"] for r in out["workloads"].values() for x in r.values()] + \
+        [x["off"] for x in out["whole_cost"].values() if "off" in x]
+    # What the correction-off rows leave out depends on whether the library still read
+    # the clock in them: its counters in the log say.
+    out["off_reads_clock"] = (any(o["clock_read"] for o in offs) if offs else None)
+    return out
+
+
+def excess_by_run(parts):
+    """The timers' excess over the kernel's CPU clock of every cpu-clock run that read
+    the clock, over the parts' runs: a summary, and the median per repetition of the
+    main ones (what the host did as the bench went on)."""
+    xs, reps = [], {}
+    for part, runs in parts:
+        for r in runs or []:
+            x = r.get("timer_excess")
+            if x is None or r.get("clock") != "cpu":
+                continue
+            xs.append(x)
+            if part == "main":
+                reps.setdefault(r["rep"], []).append(x)
+    out = summary(xs) or {}
+    out["by_repetition"] = [statistics.median(reps[k]) for k in sorted(reps)]
     return out
 
 
@@ -1192,7 +1378,10 @@ def versions_part(runner, interps, secs, budget_s, min_reps, max_reps):
     for wname in VERSION_WORKLOADS:
         for spec, it in interps.items():
             for g in make_groups(it["python"], it["rounds"], None, None, {wname}):
-                sets = [x for x in g["settings"] if x["kind"] in ("bare", "pyprof")]
+                # The correction-off settings are the main interpreter's alone: the
+                # correction's cost does not depend on the interpreter.
+                sets = [x for x in g["settings"] if x["kind"] in ("bare", "pyprof")
+                        and not x.get("test_only")]
                 groups.append(dict(g, name="%s@%s" % (wname, spec), workload=wname,
                                    spec=spec, launcher_cpu_s=it["launcher_cpu_s"],
                                    settings=sets))
@@ -1746,6 +1935,13 @@ def fmt_summary(s, fmt, scale=1.0, ci=True):
     return txt + " %s-%s" % (f(s["min"]), f(s["max"]))
 
 
+def fmt_excess(s):
+    """The timers' excess over the kernel's CPU clock, median (min..max), in per cent."""
+    if not s:
+        return "-"
+    return "%+.2f%% (%+.2f..%+.2f)" % (100 * s["median"], 100 * s["min"], 100 * s["max"])
+
+
 def mark(status):
     return {"met": "ok", "not met": "NO", "unclear (met)": "ok?",
             "unclear (not met)": "NO?"}.get(status, "")
@@ -1771,11 +1967,13 @@ def build_rows(workloads, checks, interp=None):
         for sname, s in w["settings"].items():
             if s["kind"] == "bare":
                 continue
+            # A test setting (the correction off) is shown, not checked.
+            checked_s = checked and not s.get("test_only")
             row = {"interpreter": interp} if interp else {}
             row.update({"workload": wname, "setting": sname})
             wr = s.get("wall_ratio")
             tgt = None
-            if wname == "cpu" and s["kind"] == "pyprof" and s["clock"] == "cpu":
+            if wname == "cpu" and s["kind"] == "pyprof" and s["clock"] == "cpu" and checked_s:
                 tgt = TARGETS["wall_ratio_100hz_cpu_workload" if s["rate_hz"] == 100
                               else "wall_ratio_1khz_cpu_workload"]
             st = check(wr["median"], tgt, ci=wr["ci95_median"]) if wr and tgt else None
@@ -1790,11 +1988,15 @@ def build_rows(workloads, checks, interp=None):
             if s["kind"] != "pyprof":
                 rows.append(row)
                 continue
+            if s.get("corrected_over_off"):
+                # The correction's whole cost: corrected run / this run, same repetition.
+                co = s["corrected_over_off"]["cpu_ratio"]
+                row["on/off cpu x [95% CI]"] = fmt_ratio(co).rsplit(" ", 1)[0] if co else "-"
             # samples achieved
             ach = s.get("achieved_pooled") if s["clock"] == "cpu" else (
                 s["achieved"]["median"] if s.get("achieved") else None)
             tgt = None
-            if s["clock"] == "cpu" and checked:
+            if s["clock"] == "cpu" and checked_s:
                 tgt = TARGETS["achieved_100hz_cpu_clock" if s["rate_hz"] == 100
                               else "achieved_1khz_cpu_clock"]
             st = check(ach, tgt, below=False)
@@ -1806,10 +2008,10 @@ def build_rows(workloads, checks, interp=None):
                                    100 * tgt if tgt else None, ">=%.0f%%", st)
             # library CPU share
             lc = s["library_cpu_share"]["median"] if s.get("library_cpu_share") else None
-            tgt = (TARGETS["library_cpu_share_100hz"] if s["rate_hz"] == 100 and checked
+            tgt = (TARGETS["library_cpu_share_100hz"] if s["rate_hz"] == 100 and checked_s
                    else None)
             native = s["env"].get("PYPROF_NATIVE") == "1"
-            if native and checked:
+            if native and checked_s:
                 tgt = TARGETS["library_cpu_share_native_%s" % (
                     "100hz" if s["rate_hz"] == 100 else "1khz")]
             st = check(lc, tgt)
@@ -1826,7 +2028,8 @@ def build_rows(workloads, checks, interp=None):
                 # No set depth: the bucket that holds most of the samples.
                 hd = max(s["handler_by_depth"], key=lambda b: b["samples"])
             if hd and hd.get("median_ns") is not None:
-                tgt = TARGETS["handler_median_ns_depth30"] if w.get("depth") == 30 else None
+                tgt = (TARGETS["handler_median_ns_depth30"]
+                       if w.get("depth") == 30 and checked_s else None)
                 st = check(hd["median_ns"], tgt)
                 if st:
                     checks.append({"what": "handler time median at depth 30, %s" % sname,
@@ -1840,7 +2043,8 @@ def build_rows(workloads, checks, interp=None):
                 row["handler median (depths)"] = "-"
             bps = s["log_bytes_per_sample"]["median"] if s.get("log_bytes_per_sample") \
                 else None
-            tgt = TARGETS["log_bytes_per_sample_cpu_workload"] if wname == "cpu" else None
+            tgt = (TARGETS["log_bytes_per_sample_cpu_workload"]
+                   if wname == "cpu" and checked_s else None)
             st = check(bps, tgt)
             if st:
                 checks.append({"what": "log bytes per sample (whole runs), %s, %s"
@@ -1850,11 +2054,83 @@ def build_rows(workloads, checks, interp=None):
             nw = s.get("native_walk_ns_per_sample")
             row["native walk"] = (cell(nw["median"] / 1e3, "%.2fus") if nw and
                                   nw.get("median") is not None else "-")
+            row["timer excess"] = fmt_excess(s.get("timer_excess")) \
+                if s["clock"] == "cpu" else ""
             rows.append(row)
     if interp:
         for c in checks[first:]:
             c["what"] += ", Python %s" % interp
     return rows
+
+
+def print_correction(cor, clock_read):
+    """The correction of cpu-clock samples, on and off, beside each other: a few lines
+    on what the figures hold, and a row per workload and rate."""
+    if clock_read and "error" in clock_read:
+        print("one thread CPU clock read: %s" % clock_read["error"])
+    if not cor:
+        return
+    print("the correction of cpu-clock samples (a signal's samples counted in periods of "
+          "the thread's own CPU clock, not the timer's): '(correction off)' rows are the "
+          "same workload with PYPROF_TEST_UNCORRECTED=1, a test setting, run back to back "
+          "with the default in every repetition; on/off cpu x: the corrected run's CPU "
+          "over the correction-off run's of the same repetition; whole cost: one "
+          "work_rate.py process each way.")
+    if cor.get("off_reads_clock"):
+        print("In the correction-off runs the library still read the thread's CPU clock "
+              "at every signal (the log's clock counters are not 0): the off rows leave "
+              "out the correction's arithmetic, not its system call.")
+    elif cor.get("off_reads_clock") is False:
+        print("In the correction-off runs the library read no thread CPU clock (the log's "
+              "clock counters are 0): the off rows leave out the correction's system "
+              "call and its arithmetic.")
+    print("The handler figures (mean, median, lib CPU) time the sample alone and the "
+          "clock is read before it: they do not hold the correction's system call, which "
+          "shows only in the CPU ratios (and whole cost, measured).")
+    if clock_read and "error" not in clock_read:
+        ex = clock_read["extra_cpu_share"]
+        print("One read of the thread's CPU clock, timed apart (time.thread_time_ns less "
+              "an empty C call): %.0f ns; once per signal that is %.3f%% of the CPU at "
+              "100 Hz, %.2f%% at 1 kHz." % (clock_read["clock_read_ns"], 100 * ex["100"],
+                                            100 * ex["1000"]))
+
+    def pair(on, off, fmt, scale=1.0):
+        f = lambda x: "-" if x is None else fmt % (x * scale)  # noqa: E731
+        return "%s / %s" % (f(on), f(off))
+    rows = []
+    for wname, by_rate in cor["workloads"].items():
+        for rate, v in by_rate.items():
+            on, off = v["on"], v["off"]
+            d = on["handler_depths"] or off["handler_depths"]
+            co = v["corrected_over_off_cpu_ratio"]
+            row = {"correction on / off": "%s %s" % (wname, "100 Hz" if rate == "100"
+                                                     else "1 kHz"),
+                   "handler median, us": pair(on["handler_median_ns"],
+                                              off["handler_median_ns"], "%.2f", 1e-3)
+                   + (" @%s-%s" % (d[0], d[1] or "") if d else ""),
+                   "handler mean, us": pair(on["handler_mean_ns"], off["handler_mean_ns"],
+                                            "%.2f", 1e-3),
+                   "lib CPU": pair(on["library_cpu_share"], off["library_cpu_share"],
+                                   "%.2f%%", 100),
+                   "cpu x bare": pair(on["cpu_ratio"], off["cpu_ratio"], "%.3f"),
+                   "on/off cpu x [95% CI]": fmt_ratio(co).rsplit(" ", 1)[0] if co else "-",
+                   "achieved": pair(on["achieved_pooled"], off["achieved_pooled"],
+                                    "%.1f%%", 100)}
+            wc = cor["whole_cost"].get(rate)
+            if wname == "cpu" and wc:
+                row["whole cost, measured cpu x (work_rate.py)"] = pair(
+                    (wc.get("on") or {}).get("cpu_ratio_measured"),
+                    (wc.get("off") or {}).get("cpu_ratio_measured"), "%.4f")
+            rows.append(row)
+    if not cor["workloads"]:
+        for rate, wc in cor["whole_cost"].items():
+            rows.append({"correction on / off": "whole cost %s" % (
+                "100 Hz" if rate == "100" else "1 kHz"),
+                "whole cost, measured cpu x (work_rate.py)": pair(
+                    (wc.get("on") or {}).get("cpu_ratio_measured"),
+                    (wc.get("off") or {}).get("cpu_ratio_measured"), "%.4f")})
+    print()
+    print_table(rows)
 
 
 def print_table(rows, title=None):
@@ -2055,6 +2331,24 @@ def main():
                      "the logs written (a program without Python is not profiled: none, and "
                      "nothing is hooked), and callgrind's instruction count of a short run "
                      "per setting (where valgrind is installed)",
+            "correction": "the cpu and deep30 workloads also with PYPROF_TEST_UNCORRECTED=1 "
+                          "(settings named '... (correction off)', in the same "
+                          "repetitions, not checked against the targets); "
+                          "corrected_over_off: the corrected run's CPU (wall) over the "
+                          "off run's of the same repetition; whole_cost: work_rate.py "
+                          "both ways, the off runs with half the windows; clock_read: "
+                          "time.thread_time_ns (clock_gettime(CLOCK_THREAD_CPUTIME_ID), "
+                          "the system call the correction adds to each signal) less "
+                          "gc.isenabled, best of 5 loops, ns per call, not in the "
+                          "handler's figures (the handler times the sample alone); "
+                          "off_reads_clock: whether the off runs' logs count any clock "
+                          "reading",
+            "timer_excess": "per cpu-clock run: the footer's clock_timer_ns / "
+                            "clock_kernel_ns - 1 (pyprof report --json "
+                            "processes[].cost, summed over processes): the CPU the "
+                            "perf timers counted over the intervals their signals "
+                            "closed, over the kernel's CPU of the same threads over "
+                            "them; None where no clock was read",
             "thread_create": "thread_create.py: N threads created and joined one at a time, "
                              "each doing nothing; us_per_thread: perf_counter around the "
                              "loop / N; cpu_us_per_thread: process_time around the loop / "
@@ -2108,6 +2402,10 @@ def main():
             log("long runs (steady state)")
             longs = guarded(long_runs, runner, py, rounds["cpu"], 3.0 if quick else 4.0)
 
+        if want & {"cpu", "deep30"}:
+            log("one read of the thread CPU clock (the correction's system call)")
+            results["correction_clock_read"] = guarded(clock_read_cost, runner, py)
+
         groups = make_groups(py, rounds, debian, clib, want)
         reserve = 5.0  # the write-up
         log("repetitions: %d to %d, %.0f s left" %
@@ -2154,6 +2452,17 @@ def main():
         if not args.keep_logs and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 
+    cor = correction_summary(results["workloads"], results.get("whole_cost"),
+                             results.get("correction_clock_read"))
+    if cor["workloads"] or cor["whole_cost"]:
+        results["correction"] = cor
+    wc_runs = [{"timer_excess": v.get("timer_excess"), "clock": "cpu"}
+               for v in (results.get("whole_cost") or {}).values() if isinstance(v, dict)]
+    results["timer_excess"] = excess_by_run([
+        ("main", results.get("runs")), ("whole_cost", wc_runs),
+        ("versions", (results.get("versions") or {}).get("runs")),
+        ("alloc", (results.get("alloc") or {}).get("runs"))])
+
     # The handler-time histogram by stack depth comes from the log footer's cost section.
     results["handler_time_histogram"] = {
         w: {s: v.get("handler_by_depth") for s, v in d["settings"].items()
@@ -2196,6 +2505,16 @@ def main():
           "[95% bootstrap CI of the median], min-max.\n"
           "targets in brackets: ok = met, NO = not met, ? = the CI straddles the target.\n")
     print_table(rows)
+    print_correction(results.get("correction"), results.get("correction_clock_read"))
+    tx = results["timer_excess"]
+    if tx.get("n"):
+        print("the host's timer excess (each cpu-clock run's footer: the CPU the perf "
+              "task-clock timers counted over the intervals their signals closed / the "
+              "kernel's CPU of the same threads over them, less 1; time the hypervisor "
+              "stole shows as excess): %d runs, median %+.2f%%, min %+.2f%%, max %+.2f%%; "
+              "median per repetition: %s\n" % (
+                  tx["n"], 100 * tx["median"], 100 * tx["min"], 100 * tx["max"],
+                  " ".join("%+.2f%%" % (100 * x) for x in tx["by_repetition"]) or "-"))
 
     vs = results.get("versions")
     if vs and "error" in vs:
@@ -2321,20 +2640,29 @@ def main():
 
     wc = results.get("whole_cost") or {}
     wrows = []
-    for name in ("pyprof 100 Hz cpu", "pyprof 1 kHz cpu"):
+    # One first column for every row: the default's windows in its title, the
+    # correction-off runs' own (fewer) in their rows.
+    first = [v for k, v in wc.items() if isinstance(v, dict) and "windows_on" in v
+             and not k.endswith(CORRECTION_OFF)] or [{}]
+    wtitle = "whole cost (work_rate.py: %d windows on, %.1f s each)" % (
+        first[0].get("windows_on", 0), first[0].get("window_s", 0))
+    for name in ("pyprof 100 Hz cpu", "pyprof 100 Hz cpu" + CORRECTION_OFF,
+                 "pyprof 1 kHz cpu", "pyprof 1 kHz cpu" + CORRECTION_OFF):
         v = wc.get(name)
         if not v or "error" in v:
             continue
         m, ci = v.get("cpu_ratio_measured"), v.get("cpu_ratio_measured_ci95")
         rep_ = v.get("cpu_ratio_reported_whole")
+        # The correction-off runs are shown beside the default, not checked.
+        test_only = name.endswith(CORRECTION_OFF)
         tgt = TARGETS["whole_cpu_ratio_100hz" if "100 Hz" in name else "whole_cpu_ratio_1khz"]
-        st = check(m, tgt, ci=ci) if m else None
+        st = check(m, tgt, ci=ci) if m and not test_only else None
         if st:
             checks.append({"what": "extra CPU (work rate, sampling on/off), %s" % name,
                            "value": m, "ci95": ci, "target": "< %.3f" % tgt, "status": st})
         rom = v.get("reported_over_measured")
         st2 = None
-        if rom is not None:
+        if rom is not None and not test_only:
             st2 = ("met" if abs(rom - 1) <= TARGETS["whole_reported_vs_measured"]
                    else "not met")
             checks.append({"what": "reported whole cost / measured extra CPU, %s" % name,
@@ -2343,17 +2671,19 @@ def main():
         ups_m, ups_r = v.get("us_per_sample_measured"), v.get("us_per_sample_reported")
         sc, hr = v.get("signal_cost_us"), v.get("cpu_ratio_reported_handler_only")
         wrows.append({
-            "whole cost (work_rate.py: %d windows on, %.1f s each)" % (
-                v.get("windows_on", 0), v.get("window_s", 0)): name,
-            "measured cpu x [95% CI]": "%.4f [%.4f,%.4f] (<%.3f %s)" % (
-                m, ci[0], ci[1], tgt, mark(st)) if m else "-",
+            wtitle: name + (", %d windows on" % v.get("windows_on", 0) if test_only
+                            else ""),
+            "measured cpu x [95% CI]": "%.4f [%.4f,%.4f]" % (m, ci[0], ci[1]) + (
+                " (<%.3f %s)" % (tgt, mark(st)) if st else "") if m else "-",
             "reported whole x": "%.4f" % rep_["median"] if rep_ else "-",
             "reported/measured": (cell(rom, "%.2f") + (" (%s)" % mark(st2) if st2 else "")),
             "handler-only x": "%.4f" % hr["median"] if hr else "-",
             "us/sample measured": cell(ups_m["median"] if ups_m else None, "%.1f"),
             "us/sample reported": cell(ups_r["median"] if ups_r else None, "%.1f"),
             "signal cost us (n)": "%s (%d)" % (cell(sc["median"] if sc else None, "%.1f"),
-                                               v.get("calib_signals") or 0)})
+                                               v.get("calib_signals") or 0),
+            "timer excess": "%+.2f%%" % (100 * v["timer_excess"])
+            if v.get("timer_excess") is not None else "-"})
     print_table(wrows)
 
     if tp.get("text"):
@@ -2402,7 +2732,8 @@ def main():
         if not w:
             continue
         for sname, s in w["settings"].items():
-            if s["kind"] == "bare" or (s["kind"] == "pyprof" and s.get("clock") != "cpu"):
+            if s["kind"] == "bare" or (s["kind"] == "pyprof" and s.get("clock") != "cpu") \
+                    or s.get("test_only"):
                 continue
             srows.append({"side by side (CPU-bound)": sname,
                           "interpreter": "%s (%s)" % (

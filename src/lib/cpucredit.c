@@ -41,31 +41,27 @@ static uint64_t muldiv(uint64_t a, uint64_t b, uint64_t c)
     return (uint64_t)((unsigned __int128)a * b / c);
 }
 
-/* The kernel's CPU `d` of a fresh interval, as the timer's count of it would be without
- * the lateness at its end (cpucredit.h); the lateness into `seen` when it shows. */
-static uint64_t fresh_cpu(const cpucredit *c, const cpucredit_now *now, uint64_t d,
-                          uint64_t timer_ns, uint64_t late_ns, cpucredit_seen *seen)
+/* The share of a fresh interval the kernel gave the thread (cpucredit.h), fixed-point;
+ * its own into `seen` when it could be measured. */
+static uint32_t fresh_ratio(const cpucredit *c, const cpucredit_now *now, uint64_t d,
+                            uint32_t ratio_q, cpucredit_seen *seen)
 {
     if (c->mono_ns && now->mono_ns > c->mono_ns && now->switches == c->switches) {
-        /* On the CPU all along: the wall time is what the timer counted and its lateness,
-         * of which the kernel gave the thread d / wall. */
+        /* On the CPU all along: no more CPU than wall time (the two clocks are read
+         * a few instructions apart). */
         uint64_t wall = now->mono_ns - c->mono_ns;
-        if (d >= wall)
-            return timer_ns;
-        if (wall > timer_ns) {
-            seen->late_ns = muldiv(d, wall - timer_ns, wall);
-            seen->late_known = 1;
-        }
-        return muldiv(d, timer_ns, wall);
+        seen->ratio_q = d >= wall ? CPUCREDIT_ONE : (uint32_t)muldiv(d, CPUCREDIT_ONE, wall);
+        seen->ratio_known = 1;
+        return seen->ratio_q;
     }
-    return d > late_ns ? d - late_ns : 0;
+    return ratio_q ? ratio_q : CPUCREDIT_ONE;
 }
 
 uint32_t cpucredit_signal(cpucredit *c, const cpucredit_now *now, uint64_t timer_ns,
-                          uint64_t period_ns, uint64_t late_ns, cpucredit_seen *seen)
+                          uint64_t period_ns, uint32_t ratio_q, cpucredit_seen *seen)
 {
-    seen->late_ns = 0;
-    seen->late_known = 0;
+    seen->ratio_q = 0;
+    seen->ratio_known = 0;
     if (!period_ns)
         period_ns = 1;
     /* A thread's CPU clock never goes back; should a reading, the interval counts as
@@ -74,15 +70,17 @@ uint32_t cpucredit_signal(cpucredit *c, const cpucredit_now *now, uint64_t timer
     uint64_t d = now->cpu_ns > last ? now->cpu_ns - last : 0;
     if (now->cpu_ns > last)
         __atomic_store_n(&c->last_ns, now->cpu_ns, __ATOMIC_RELAXED);
-    seen->kernel_ns = d;
     if (c->fresh) {
-        d = fresh_cpu(c, now, d, timer_ns, late_ns, seen);
+        /* Its CPU set against the timer's count: the ratio of it the kernel gave. */
         c->fresh = 0;
+        uint32_t r = fresh_ratio(c, now, d, ratio_q, seen);
+        d = d ? muldiv(timer_ns, r, CPUCREDIT_ONE) : 0;
     }
+    seen->kernel_ns = d;
     /* The first, shorter interval stands for a whole period of the timer: its kernel CPU
-     * is scaled by period / timer_ns, at most to one period. */
+     * is scaled by period / timer_ns. */
     if (timer_ns && timer_ns < period_ns)
-        d = d >= timer_ns ? period_ns : muldiv(d, period_ns, timer_ns);
+        d = muldiv(d, period_ns, timer_ns);
     uint64_t credit = c->credit_ns + d;
     if (credit < d) /* wrapped: a broken clock */
         credit = UINT64_MAX;

@@ -21,22 +21,19 @@
  * it its chance of a signal; the scaled first interval, what that signal is worth).
  *
  * Where an interval starts matters.  Between two signals, each clock reading comes as
- * late after its timer's overflow as the other (the timer's interrupt, delivered tens
- * of microseconds late on a virtual machine, and the signal's delivery), so the
+ * late after its timer's overflow as the other (the timer's interrupt, delivered 40-100
+ * us late on the test machine's virtual CPU, and the signal's delivery), so the
  * lateness cancels.  An interval that starts where a timer starts counting (a thread's
- * first event, the steady event made at its signal) has it at its end only, and for
- * the shortest first periods it would outweigh the period itself.  So such a "fresh"
- * interval is measured as a ratio: the thread's CPU clock over CLOCK_MONOTONIC from the
- * timer's start to the signal, both late by the same time, is the share of the
- * interval the kernel gave the thread (what the timer counts is on-CPU time: with no
- * context switch of the thread in the interval, that is the monotonic clock's; steal
- * and interrupt time in it are not the thread's).  Where the thread switched meanwhile,
- * or the readings at the start were not made on the thread itself, the kernel's CPU
- * less `late_ns` stands in: the lateness as the fresh intervals without a switch show
- * it (their wall time less what the timer counted, in the thread's CPU), averaged by
- * the caller (threadtimer.c).
- * Either way the scale is capped at one period: the kernel's CPU is never more than
- * what the timer counted.
+ * first event, the steady event made at its signal) has it at its end only, and for a
+ * short first period it would outweigh the period itself.  Such a "fresh" interval is
+ * measured as a ratio instead: the thread's CPU clock over CLOCK_MONOTONIC from the
+ * timer's start to the signal, both late by the same time, is the share of the interval
+ * the kernel gave the thread (what the timer counts is on-CPU time, which with no
+ * context switch of the thread in the interval is the monotonic clock's; steal and
+ * interrupt time in it are not the thread's).  A fresh interval the thread switched in,
+ * or whose start was read from another thread, takes the ratio the process's recent
+ * fresh intervals showed (`ratio_q`, averaged by the caller, threadtimer.c): its own
+ * clock cannot tell its lateness from the switches' and sleeps.
  */
 #ifndef PYPROF_CPUCREDIT_H
 #define PYPROF_CPUCREDIT_H
@@ -46,6 +43,8 @@
 /* The most samples one signal records: far beyond any real interval (a thread whose
  * signals were lost for 65,536 periods), it only bounds a broken clock's damage. */
 #define CPUCREDIT_MAX_SAMPLES 65536u
+/* Ratios are fixed-point, ONE being 1.0. */
+#define CPUCREDIT_ONE (1u << 20)
 
 typedef struct cpucredit {
     uint64_t last_ns;   /* the thread's CPU clock at its last signal, or where its timer
@@ -58,11 +57,20 @@ typedef struct cpucredit {
     int fresh; /* last_ns is where a timer started, not a signal's reading */
 } cpucredit;
 
-/* What a signal's handler read: the thread's CPU clock; for a fresh interval
- * (cpucredit_fresh) CLOCK_MONOTONIC and the thread's context switches, else 0s. */
+/* What a handler read: the thread's CPU clock; for a fresh interval (cpucredit_fresh)
+ * CLOCK_MONOTONIC and the thread's context switches, else 0s. */
 typedef struct cpucredit_now {
     uint64_t cpu_ns, mono_ns, switches;
 } cpucredit_now;
+
+/* What a signal showed besides its samples. */
+typedef struct cpucredit_seen {
+    uint64_t kernel_ns; /* the kernel's CPU of the interval, set against what the timer
+                         * counted (a fresh interval's: its ratio x timer_ns); 0 when
+                         * the clock went backwards or did not move */
+    uint32_t ratio_q;   /* with ratio_known: a fresh interval's own ratio */
+    int ratio_known;    /* a fresh interval without a switch: its ratio was measured */
+} cpucredit_seen;
 
 /* [sigsafe] A thread's timer starts counting at readings `at` (on the thread itself;
  * from another thread only the CPU clock, the rest 0); `seed_ns` is uniformly random in
@@ -82,20 +90,11 @@ void cpucredit_restart(cpucredit *c, const cpucredit_now *at);
  * itself: its handler reads CLOCK_MONOTONIC and the context switches too. */
 int cpucredit_fresh(const cpucredit *c);
 
-/* What a signal showed besides its samples. */
-typedef struct cpucredit_seen {
-    uint64_t kernel_ns; /* the kernel's CPU of the interval as read (0 when the clock went
-                         * backwards or did not move) */
-    uint64_t late_ns;   /* with late_known: how late after the timer's overflow the
-                         * reading came, in the thread's CPU */
-    int late_known;     /* a fresh interval without a switch: its lateness was seen */
-} cpucredit_seen;
-
 /* [sigsafe] A signal of the thread's timer, with the readings `now`, closing an
  * interval the timer counted as `timer_ns` (the first period's length, or the period);
- * `late_ns`, how late a reading comes after its timer's overflow, as seen so far.
+ * `ratio_q`, the process's recent fresh ratio (0: none seen yet, taken as ONE).
  * Returns the samples it stands for; fills `*seen`. */
 uint32_t cpucredit_signal(cpucredit *c, const cpucredit_now *now, uint64_t timer_ns,
-                          uint64_t period_ns, uint64_t late_ns, cpucredit_seen *seen);
+                          uint64_t period_ns, uint32_t ratio_q, cpucredit_seen *seen);
 
 #endif

@@ -101,11 +101,10 @@ static uint64_t period;
 static uint64_t event_period;
 static unsigned skew_milli = 1000;
 static int uncorrected;
-/* How late after its overflow a timer's signal reads the thread's CPU clock, in the
- * thread's CPU time: a running mean (1/8 weight to the newest) over the fresh intervals
- * whose lateness could be seen (cpucredit.h); 0 until one was.  Kept in a fork child:
- * the same machine. */
-static _Atomic uint64_t late_ns;
+/* The share of on-CPU time the kernel gave the threads in their recent fresh intervals
+ * (cpucredit.h), fixed-point: a running mean, 1/16 weight to the newest; 0 until one
+ * was measured.  Kept in a fork child: the same host. */
+static _Atomic uint32_t fresh_ratio;
 /* Over the signals handled: what the timers counted, and the kernel's CPU meanwhile. */
 static _Atomic uint64_t clock_timer_ns, clock_kernel_ns;
 static uint64_t cookie_hi;
@@ -580,12 +579,11 @@ static uint32_t credit(tt_slot *slot, uint64_t timer_ns)
     read_now(0, cpucredit_fresh(&slot->credit), &now);
     if (!now.cpu_ns)
         return 1; /* the clock cannot be read: as the timer counted */
-    uint64_t late = atomic_load_explicit(&late_ns, memory_order_relaxed);
+    uint32_t r = atomic_load_explicit(&fresh_ratio, memory_order_relaxed);
     cpucredit_seen seen;
-    uint32_t n = cpucredit_signal(&slot->credit, &now, timer_ns, period, late, &seen);
-    if (seen.late_known) /* racing updates lose one of two readings: no matter */
-        atomic_store_explicit(&late_ns,
-                              late ? late - late / 8 + seen.late_ns / 8 : seen.late_ns,
+    uint32_t n = cpucredit_signal(&slot->credit, &now, timer_ns, period, r, &seen);
+    if (seen.ratio_known) /* racing updates lose one of two readings: no matter */
+        atomic_store_explicit(&fresh_ratio, r ? r - r / 16 + seen.ratio_q / 16 : seen.ratio_q,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&clock_timer_ns, timer_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&clock_kernel_ns, seen.kernel_ns, memory_order_relaxed);
@@ -666,8 +664,6 @@ void threadtimer_configure(unsigned test_skew_milli, int test_uncorrected)
     skew_milli = test_skew_milli >= 1000 ? test_skew_milli : 1000;
     uncorrected = test_uncorrected;
 }
-
-uint64_t threadtimer_late_ns(void) { return atomic_load(&late_ns); }
 
 void threadtimer_clock(uint64_t *timer_ns, uint64_t *kernel_ns)
 {

@@ -73,10 +73,6 @@ void threadtimer_configure(unsigned test_skew_milli, int test_uncorrected);
  * the same threads over the same intervals. */
 void threadtimer_clock(uint64_t *timer_ns, uint64_t *kernel_ns);
 
-/* How late after its overflow a timer's signal reads the thread's CPU clock, as
- * measured when this process first armed its timers (0: not measured). */
-uint64_t threadtimer_late_ns(void);
-
 /* Wall mode (wall.c): the sampler thread, finding a thread running, asks its timer for
  * the sample instead of reading a stack that keeps changing; the thread's next signal
  * takes every sample asked of it so far, and a pass that later finds the thread still
