@@ -47,10 +47,11 @@
 #define CPUCREDIT_ONE (1u << 20)
 
 typedef struct cpucredit {
-    uint64_t last_ns;   /* the thread's CPU clock at its last signal, or where its timer
-                         * started */
-    uint64_t start_ns;  /* the reading cpucredit_start was given */
-    uint64_t credit_ns; /* kernel CPU not yet turned into samples; below period after a signal */
+    uint64_t last_ns;  /* the thread's CPU clock at its last signal, or where its timer
+                        * started */
+    uint64_t start_ns; /* the reading cpucredit_start was given */
+    uint64_t
+        credit_ns; /* kernel CPU not yet turned into samples; below period after a signal */
     /* Where the fresh interval started: CLOCK_MONOTONIC (0: not read) and the thread's
      * context switches. */
     uint64_t mono_ns, switches;

@@ -98,8 +98,9 @@ uint64_t threadtimer_take_ended_asked(void);
 uint32_t threadtimer_take_asked(uint64_t sig_data, uint32_t tid);
 uint32_t threadtimer_take_asked_tid(uint32_t tid);
 
-/* CPU time the library spent making and releasing events since threadtimer_arm (in
- * the threads themselves and in the handler). */
+/* CPU time the library spent making and releasing events, and reading the threads'
+ * clocks at their signals, since threadtimer_arm (in the threads themselves and in the
+ * handler). */
 uint64_t threadtimer_cpu_ns(void);
 
 /* CPU time the threads used outside any event of theirs since threadtimer_arm, so never

@@ -404,10 +404,12 @@ static void test_template_overflow(void **state)
 /* ---- config_load -------------------------------------------------------------------- */
 
 static const char *const all_vars[] = {
-    "PYPROF_OUTPUT", "PYPROF_PERIOD",    "PYPROF_CLOCK",    "PYPROF_NATIVE",
-    "PYPROF_MEMORY", "PYPROF_MAX_DEPTH", "PYPROF_CHILDREN", "PYPROF_FILTER",
-    "PYPROF_SIGNAL", "PYPROF_FLUSH",     "PYPROF_QUIET",    "PYPROF_VERBOSE",
-    "PYPROF_ROTATE", "PYPROF_KEEP",      "PYPROF_CONTROL",  "PYPROF_ALLOC",
+    "PYPROF_OUTPUT",   "PYPROF_PERIOD",    "PYPROF_CLOCK",
+    "PYPROF_NATIVE",   "PYPROF_MEMORY",    "PYPROF_MAX_DEPTH",
+    "PYPROF_CHILDREN", "PYPROF_FILTER",    "PYPROF_SIGNAL",
+    "PYPROF_FLUSH",    "PYPROF_QUIET",     "PYPROF_VERBOSE",
+    "PYPROF_ROTATE",   "PYPROF_KEEP",      "PYPROF_CONTROL",
+    "PYPROF_ALLOC",    "PYPROF_TEST_SKEW", "PYPROF_TEST_UNCORRECTED",
 };
 
 static int clear_env(void **state)
@@ -800,6 +802,50 @@ static void test_load_alloc(void **state)
     assert_non_null(strstr(err, "PYPROF_ALLOC=lots"));
 }
 
+static void test_skew_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        unsigned milli;
+    } good[] = {{"1", 1000},     {"1.3", 1300}, {"1.25", 1250},
+                {"1.001", 1001}, {"4", 4000},   {"2.0", 2000}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        unsigned m = 1;
+        if (config_parse_skew(good[i].s, &m) < 0)
+            fail_msg("refused %s", good[i].s);
+        if (m != good[i].milli)
+            fail_msg("%s read as %u", good[i].s, m);
+    }
+    static const char *const bad[] = {"",   "0.9", "0",   "4.001", "5",    "1.2345",     "1.",
+                                      ".5", "-1",  "1,3", "x",     "1.3x", "99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unsigned m;
+        if (config_parse_skew(bad[i], &m) == 0)
+            fail_msg("took %s as %u", bad[i], m);
+    }
+}
+
+static void test_load_test_settings(void **state)
+{
+    (void)state;
+    pyprof_config c;
+    char err[512];
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_int_equal(c.test_skew_milli, 1000);
+    assert_int_equal(c.test_uncorrected, 0);
+    setenv("PYPROF_TEST_SKEW", "1.3", 1);
+    setenv("PYPROF_TEST_UNCORRECTED", "1", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), 0);
+    assert_int_equal(c.test_skew_milli, 1300);
+    assert_int_equal(c.test_uncorrected, 1);
+    setenv("PYPROF_TEST_SKEW", "0.5", 1);
+    assert_int_equal(config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "PYPROF_TEST_SKEW=0.5"));
+    unsetenv("PYPROF_TEST_SKEW");
+    unsetenv("PYPROF_TEST_UNCORRECTED");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -825,6 +871,8 @@ int main(void)
         cmocka_unit_test_setup(test_load_rotate_keep_control, clear_env),
         cmocka_unit_test(test_alloc_parse),
         cmocka_unit_test_setup(test_load_alloc, clear_env),
+        cmocka_unit_test(test_skew_parse),
+        cmocka_unit_test_setup(test_load_test_settings, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
