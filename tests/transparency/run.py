@@ -73,7 +73,7 @@ IGNORE = {
         "needs a vsock peer: on a VM that exposes /dev/vsock its setUp blocks in accept() "
         "until the module times out, with or without the library",
 }
-# Differences the library cannot avoid, each with its reason (README, Limitations).  They
+# Differences the library cannot avoid, each with its reason (docs/LIMITATIONS.md).  They
 # are listed in every report as KNOWN; a hang or a crash in them still fails.
 KNOWN = {
     "test_pass_fds_redirected":
@@ -633,7 +633,7 @@ def main():
                                                             why))
     if verdicts.get("KNOWN"):
         log("")
-        log("== KNOWN (a difference the library cannot avoid; see README, Limitations):")
+        log("== KNOWN (a difference the library cannot avoid; see docs/LIMITATIONS.md):")
         for k, v, why in verdicts["KNOWN"]:
             log("   %s\n      plain %s | preloaded %s: %s" % (name(k), v["plain"], v["pre"],
                                                             why))
