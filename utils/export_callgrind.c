@@ -22,6 +22,7 @@
 #include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
+#include "export_common.h"
 
 typedef struct cg_out {
     FILE *out;

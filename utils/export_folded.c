@@ -19,6 +19,7 @@
 #include "read/allocs.h"
 #include "read/calltree.h"
 #include "export.h"
+#include "export_common.h"
 
 static void put_clean(FILE *out, const char *s)
 {

@@ -42,6 +42,7 @@
 #include "common/growarray.h"
 #include "cli.h"
 #include "export.h"
+#include "export_common.h"
 
 /* ---- protobuf encoding -------------------------------------------------------------- */
 

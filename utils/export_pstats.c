@@ -26,6 +26,7 @@
 #include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
+#include "export_common.h"
 
 typedef struct marshal_out {
     FILE *out;

@@ -21,6 +21,7 @@
 #include "read/allocs.h"
 
 #include "export.h"
+#include "export_common.h"
 #include "jsonw.h"
 
 #define NO_FRAME UINT32_MAX

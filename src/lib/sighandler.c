@@ -76,6 +76,7 @@
 #include "safe_read.h"
 #include "sampleout.h"
 #include "sigdisp.h"
+#include "sigstate.h"
 #include "threadtimer.h"
 #include "walk.h"
 

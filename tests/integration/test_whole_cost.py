@@ -6,6 +6,7 @@ import pytest
 import pyprof_testlib as t
 
 BURN = t.workload("cost_burn.py")
+BURN_S = "3"  # seconds of process CPU test_signal_cost_measured burns
 # The library measures only once a process has been profiled for a second, with at most
 # half a per cent of the process's CPU, in slices of 4 ms (src/lib/writer.c).
 SHARE, SLICE_NS = 0.005, 4000000
@@ -23,7 +24,7 @@ def test_signal_cost_measured(interp, tmp_path):
     """At 1 kHz a process that burns 3 s of CPU has its signal cost measured; the
     measuring stayed within its share of the CPU, and the whole cost adds up."""
     interp.require()
-    prof = t.run([interp.path, BURN, "3"], str(tmp_path / "logs"),
+    prof = t.run([interp.path, BURN, BURN_S], str(tmp_path / "logs"),
                  env={"PYPROF_PERIOD": "1ms"})
     assert prof.rc == 0, prof.describe()
     p = t.one_log(prof, ended="exit")
@@ -32,8 +33,11 @@ def test_signal_cost_measured(interp, tmp_path):
     assert c["signal_cost_ns"] and c["calib_signals"] >= 4, p.dump()
     # A signal costs something, and less than the period it comes in.
     assert 0 < c["signal_cost_ns"] < p.proc["period_ns"], p.dump()
-    # The process's CPU as the footer saw it covers what the program measured itself.
-    assert c["process_cpu_ns"] >= burned * 1e9 * 0.99, (burned, p.dump())
+    # The process's CPU as the footer saw it covers the burn, which the program measured
+    # on its own CPU clock after the log began (the log begins as the interpreter starts;
+    # the total the program prints also holds that start, 20-40 ms of 3.14's in the test
+    # root on a loaded machine: more than the 1 % this compared with once).
+    assert c["process_cpu_ns"] >= float(BURN_S) * 1e9, (burned, p.dump())
     # The measuring took no more than its share (plus one slice: the one that crossed it).
     assert 0 < c["calib_ns"] <= SHARE * c["process_cpu_ns"] + SLICE_NS * 1.5, p.dump()
     # It is library CPU, and not the writer's.

@@ -1,0 +1,24 @@
+/*
+ * export_common: the helpers the export writers share (export_common.h).
+ */
+#include <stdint.h>
+
+#include "read/allocs.h"
+#include "cli.h"
+#include "export_common.h"
+
+int export_oom(void)
+{
+    cli_error("out of memory");
+    return -1;
+}
+
+uint64_t *export_memory_weights(const profile *p, int by)
+{
+    allocs_counts c;
+    if (allocs_sum(p, &c) < 0)
+        return NULL;
+    uint64_t *w = allocs_stack_weights(p, &c, by);
+    allocs_counts_free(&c);
+    return w;
+}
