@@ -25,6 +25,7 @@
 #include <pyprof/pyprof.h>
 
 #include "common/config.h"
+#include "interpose.h"
 #include "lib/control.h"
 #include "lib/ctlcmd.h"
 #include "lib/ctlsock.h"
@@ -185,6 +186,7 @@ void entry_finish(int end, int known, int status)
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
     home_pid = getpid();
+    interpose_init();
     /* Secure execution: nothing at all, not even later from an init hook. */
     if (getauxval(AT_SECURE)) {
         tried = 1;

@@ -81,12 +81,7 @@ typedef int (*dlclose_fn)(void *);
 dlopen_fn interpose_real_dlopen;
 static dlclose_fn real_dlclose;
 
-/* Resolves the C library's sigaction and pthread_create (lib/libc_next.h) and the next
- * dlopen and dlclose before any wrapper can run concurrently.  A constructor of this
- * file's own, so that entry.c, whose functions the wrappers call, needs nothing from
- * here; its priority runs it before every constructor that has none, entry.c's among
- * them, which may start threads. */
-__attribute__((constructor(101))) static void interpose_init(void)
+void interpose_init(void)
 {
     libc_next_init();
     interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");

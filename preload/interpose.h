@@ -19,7 +19,8 @@
 #ifndef PYPROF_INTERPOSE_H
 #define PYPROF_INTERPOSE_H
 
-/* Nothing is called from here: the wrappers resolve what they need in the file's own
- * constructor, which runs before the library's (entry.c). */
+/* Resolves the C library's sigaction and pthread_create (lib/libc_next.h) before any
+ * wrapper can run concurrently (called from the constructor). */
+void interpose_init(void);
 
 #endif

@@ -2,8 +2,8 @@
  * cmd_export: `pyprof export` — writes one or more logs in a format another tool reads:
  * folded stacks, pstats, callgrind, speedscope, pprof or Chrome's trace events.  This
  * file owns the command line, the table of formats, the output file (written only once
- * the logs loaded, removed again when writing it failed); each format lives in
- * utils/export_FORMAT.c, and the helpers the writers share in export_common.c.
+ * the logs loaded, removed again when writing it failed) and the helpers the writers
+ * share; each format lives in utils/export_FORMAT.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -97,6 +97,22 @@ static const export_format *find_format(const char *name)
         if (!strcmp(formats[i].name, name))
             return &formats[i];
     return NULL;
+}
+
+int export_oom(void)
+{
+    cli_error("out of memory");
+    return -1;
+}
+
+uint64_t *export_memory_weights(const profile *p, int by)
+{
+    allocs_counts c;
+    if (allocs_sum(p, &c) < 0)
+        return NULL;
+    uint64_t *w = allocs_stack_weights(p, &c, by);
+    allocs_counts_free(&c);
+    return w;
 }
 
 /* Writes the profile to `path` ("-": stdout).  Returns an exit code; a file that could

@@ -1,7 +1,7 @@
 /*
  * export: the file formats `pyprof export` writes, one writer per format in
- * utils/export_FORMAT.c (the few helpers they share: export_common.h).  A writer turns a
- * loaded, filtered profile into its format on an open stream; cmd_export.c owns the
+ * utils/export_FORMAT.c, and the few helpers they share (cmd_export.c).  A writer turns
+ * a loaded, filtered profile into its format on an open stream; cmd_export.c owns the
  * command line, the output file and its errors.
  *
  * Every writer returns 0, or -1 after printing one line (cli_error) when it could not
@@ -32,5 +32,12 @@ int export_callgrind(FILE *out, const profile *p, const export_opts *o);
 int export_speedscope(FILE *out, const profile *p, const export_opts *o);
 int export_pprof(FILE *out, const profile *p, const export_opts *o);
 int export_chrome(FILE *out, const profile *p, const export_opts *o);
+
+/* Prints "out of memory" and returns -1, for writers' failure paths. */
+int export_oom(void);
+
+/* --memory: per stack, the bytes its sampled allocations stand for by measure `by`
+ * (ALLOCS_BY_*; allocs_stack_weights), p->nstacks entries; NULL when out of memory. */
+uint64_t *export_memory_weights(const profile *p, int by);
 
 #endif

@@ -22,7 +22,6 @@
 #include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
-#include "export_common.h"
 
 typedef struct cg_out {
     FILE *out;

@@ -28,7 +28,6 @@
 
 #include "read/jsonscan.h"
 #include "export.h"
-#include "export_common.h"
 #include "jsonw.h"
 
 typedef struct open_frame {

@@ -19,7 +19,6 @@
 #include "read/allocs.h"
 #include "read/calltree.h"
 #include "export.h"
-#include "export_common.h"
 
 static void put_clean(FILE *out, const char *s)
 {

@@ -42,7 +42,6 @@
 #include "common/growarray.h"
 #include "cli.h"
 #include "export.h"
-#include "export_common.h"
 
 /* ---- protobuf encoding -------------------------------------------------------------- */
 

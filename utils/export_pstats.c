@@ -26,7 +26,6 @@
 #include "read/callgraph.h"
 #include "cli.h"
 #include "export.h"
-#include "export_common.h"
 
 typedef struct marshal_out {
     FILE *out;

@@ -21,7 +21,6 @@
 #include "read/allocs.h"
 
 #include "export.h"
-#include "export_common.h"
 #include "jsonw.h"
 
 #define NO_FRAME UINT32_MAX

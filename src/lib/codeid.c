@@ -27,7 +27,6 @@
 #include "safe_read.h"
 #include "sampleout.h"
 #include "sighandler.h"
-#include "sigstate.h"
 
 /* Longest name and file name copied, in characters; line tables in bytes. */
 #define NAME_MAX_CHARS 200u

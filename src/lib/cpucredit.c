@@ -76,6 +76,13 @@ uint32_t cpucredit_signal(cpucredit *c, const cpucredit_now *now, uint64_t timer
         uint32_t r = fresh_ratio(c, now, d, ratio_q, seen);
         d = d ? muldiv(timer_ns, r, CPUCREDIT_ONE) : 0;
     }
+    /* What the timer counted and the thread did not get is taken away; nothing is added
+     * that the timer did not count: the kernel also counts a thread's context switches
+     * and wake-ups to it, outside the timer's count, and that CPU would land on whatever
+     * stack the signal then finds (measured: +15 % on a thread waking 1,000 times a
+     * second). */
+    if (timer_ns && d > timer_ns)
+        d = timer_ns;
     seen->kernel_ns = d;
     /* The first, shorter interval stands for a whole period of the timer: its kernel CPU
      * is scaled by period / timer_ns. */

@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 
 #include "common/clock.h"
-#include "sigstate.h"
 #include "threadtimer.h"
 
 void sampleout_drop(int reason) { sampleout_drop_n(reason, 1); }

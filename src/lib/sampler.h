@@ -3,10 +3,8 @@
  * (a perf task-clock event per thread, threadtimer.h, that raises SIGTRAP on the thread
  * that used the CPU, or, where perf events are not allowed, a process CPU-time POSIX
  * timer raising SIGPROF, which the kernel's tick limits to CONFIG_HZ), the handler
- * installation, the memory of the rings and code tables, the handler's state
- * (sigstate.h: set up here before the first signal, torn down after quiesce), and the
- * quiesce protocol: sampler_stop returns only when no handler is running and none will
- * do work again.
+ * installation, the memory of the rings and code tables, and the quiesce protocol:
+ * sampler_stop returns only when no handler is running and none will do work again.
  */
 #ifndef PYPROF_SAMPLER_H
 #define PYPROF_SAMPLER_H

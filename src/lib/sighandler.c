@@ -76,7 +76,6 @@
 #include "safe_read.h"
 #include "sampleout.h"
 #include "sigdisp.h"
-#include "sigstate.h"
 #include "threadtimer.h"
 #include "walk.h"
 

@@ -1,6 +1,8 @@
 /*
- * sighandler: the sampling signal handler and the records the sample path commits to the
- * rings.  The state it reads, sighandler_g, is sigstate.h's.  What the handler
+ * sighandler: the sampling signal handler, the records the sample path commits to the
+ * rings, and the state it reads, `sighandler_state`.  Its one instance, sighandler_g, is
+ * sampler.c's: defined there, set up before the first signal can arrive and torn down
+ * only after sampler_stop's quiesce.  What the handler
  * reaches is in modules of its own: the frame walk (walk.h), code ids and CODE records
  * (codeid.h), the code table and its generations (codetable.h), the interpreter's
  * readers (pyread.h), the SAMPLE commit and counters (sampleout.h).  The wall-clock
@@ -94,6 +96,36 @@ typedef struct rrec_code {
 
 /* The deepest stack a sample records (PYPROF_MAX_DEPTH's upper bound). */
 #define SIGHANDLER_MAX_DEPTH 4096u
+
+typedef struct sighandler_state {
+    _Atomic int enabled;  /* handler does work only while set */
+    _Atomic int inflight; /* handlers running now (quiesce waits for 0) */
+    pyabi abi;
+    ring samples; /* rrec_sample */
+    ring codes;   /* rrec_code */
+    unsigned max_depth;
+    uint64_t period_ns;   /* for the handler's own time budget */
+    uint64_t t0_ns;       /* CLOCK_MONOTONIC at start */
+    uint64_t perf_cookie; /* si_perf_data tag of our perf events (threadtimer.h) */
+    int sample_signal;    /* SIGTRAP (perf) or SIGPROF */
+    /* Wall mode with a CPU timer per thread: a timer's signal samples its thread only
+     * for the passes that found it running (threadtimer_ask; wall.c). */
+    int wall_timed;
+    _Atomic uint64_t drops[PYPROF_DROP_COUNT];
+    _Atomic uint64_t signals;
+    _Atomic uint64_t handler_ns; /* time spent inside the handler */
+    /* Samples by stack depth and handler time (PYPROF_COST_* buckets). */
+    _Atomic uint64_t cost[PYPROF_COST_NDEPTH][PYPROF_COST_NTIME];
+    _Atomic int pthread_tid_offset; /* where glibc's thread descriptor keeps the tid, or 0 */
+    /* Native mode (PYPROF_NATIVE): set before the first signal; each sample then also
+     * walks the native stack (native.h) into up to native_max addresses. */
+    int native;
+    unsigned native_max;
+    _Atomic uint64_t native_ok, native_truncated, native_skipped, native_ns;
+} sighandler_state;
+
+/* Defined in sampler.c (see the top of this header). */
+extern sighandler_state sighandler_g;
 
 /* [sigsafe] The SA_SIGINFO handler for the sampling signals. */
 void sighandler_on_signal(int sig, siginfo_t *info, void *uc);

@@ -45,7 +45,6 @@
 #include "safe_read.h"
 #include "sampleout.h"
 #include "sighandler.h"
-#include "sigstate.h"
 #include "threadtimer.h"
 #include "walk.h"
 

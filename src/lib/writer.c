@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -69,7 +70,6 @@
 #include "common/logenc.h"
 #include "common/record.h"
 #include "diag.h"
-#include "doorbell.h"
 #include "common/growarray.h"
 #include "logfile.h"
 #include "modules.h"
@@ -163,6 +163,7 @@ static struct {
     /* thread */
     pthread_t thread;
     int thread_running;
+    sem_t wake; /* posted to wake the thread early (sem_post is sigsafe) */
     _Atomic int stop;
     _Atomic int finished;                /* the footer was written (or is being written) */
     _Atomic int end_requested, end_done; /* writer_request_end */
@@ -1256,7 +1257,7 @@ static void *writer_main(void *arg)
     uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
     while (!atomic_load(&W.stop)) {
         struct timespec dl = clock_mono_deadline(wake_ns);
-        doorbell_wait(&dl);
+        sem_clockwait(&W.wake, CLOCK_MONOTONIC, &dl);
         if (atomic_load(&W.stop))
             break;
         if (atomic_load(&W.end_requested)) {
@@ -1311,7 +1312,6 @@ static void *writer_main(void *arg)
                 finish_log(PYPROF_END_EXIT, 1, 0);
                 pthread_detach(pthread_self());
                 W.thread_running = 0;
-                doorbell_unlisten();
                 window_end_process();
             }
         }
@@ -1325,7 +1325,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
 {
     /* A new toggle window after a finished one: nothing of the last log is kept. */
     forget_all();
-    doorbell_reset();
+    sem_init(&W.wake, 0, 0);
     W.cfg = *cfg;
     calib_begin(cfg->period_ns); /* a new period (ctl period) is measured anew */
     W.abi = *abi;
@@ -1352,7 +1352,6 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
         return -1;
     }
     W.thread_running = 1;
-    doorbell_listen();
     return 0;
 }
 
@@ -1507,10 +1506,9 @@ void writer_finish(int end, int status_known, int status)
         return;
     if (W.thread_running) {
         atomic_store(&W.stop, 1);
-        doorbell_ring();
+        sem_post(&W.wake);
         pthread_join(W.thread, NULL);
         W.thread_running = 0;
-        doorbell_unlisten();
     }
     finish_log(end, status_known, status);
 }
@@ -1522,11 +1520,17 @@ int writer_request_end(int end, int status)
         return 0;
     W.end_req_kind = end;
     W.end_req_status = status;
-    doorbell_ring();
+    sem_post(&W.wake);
     return 1;
 }
 
 int writer_end_done(void) { return atomic_load(&W.end_done); }
+
+void writer_wake(void)
+{
+    if (W.thread_running && W.pid == getpid())
+        sem_post(&W.wake);
+}
 
 /* Frees every map and buffer and returns W to its initial state. */
 static void forget_all(void)
@@ -1551,7 +1555,6 @@ static void forget_all(void)
     free(W.threads);
     free(W.names);
     memset(&W, 0, sizeof W);
-    doorbell_unlisten(); /* as W.thread_running, now 0 */
     W.log.fd = -1;
     W.statm_fd = -1;
 }
@@ -1586,7 +1589,7 @@ int writer_request(int op, char *path, size_t cap)
         }
     uint64_t id = ++R.id;
     R.op = op;
-    doorbell_ring();
+    sem_post(&W.wake);
     int rc = 0;
     while (R.done != id && rc == 0)
         rc = pthread_cond_timedwait(&R.done_cond, &R.lock, &dl);

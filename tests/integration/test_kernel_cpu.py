@@ -10,7 +10,7 @@ closed, so a function's samples follow the CPU its threads were given on any hos
 The workload (workloads/kernel_cpu.py) runs three shapes of thread, each burning CPU in a
 function of its own and measuring that CPU with its own thread clock: 1,200 short
 threads of 0.5 ms (under a period each at 1 ms: each gets a sample with probability
-0.5), one thread that wakes 3,000 times to work 0.2 ms and sleep, and one busy thread.
+0.5), one thread that wakes 600 times to work 1 ms and sleep 1 ms, and one busy thread.
 Each function's samples are held to its measured CPU / period, within 15 %.  The counts
 are sums of independent per-period counts, each of variance at most its expectation, so
 with E = 600 (0.6 s at 1 ms) 15 % is 3.7 standard deviations.

@@ -21,9 +21,9 @@ from short_common import Spent, spin, thread_cpu, write_result
 
 SHORT_THREADS = int(os.environ.get("SHORT_THREADS", "1200"))
 SHORT_CPU = float(os.environ.get("SHORT_CPU", "0.0005"))
-SLEEPY_ROUNDS = int(os.environ.get("SLEEPY_ROUNDS", "3000"))
-SLEEPY_CPU = float(os.environ.get("SLEEPY_CPU", "0.0002"))
-SLEEPY_SLEEP = float(os.environ.get("SLEEPY_SLEEP", "0.0002"))
+SLEEPY_ROUNDS = int(os.environ.get("SLEEPY_ROUNDS", "600"))
+SLEEPY_CPU = float(os.environ.get("SLEEPY_CPU", "0.001"))
+SLEEPY_SLEEP = float(os.environ.get("SLEEPY_SLEEP", "0.001"))
 BUSY_CPU = float(os.environ.get("BUSY_CPU", "0.6"))
 
 spent = Spent()
