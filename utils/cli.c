@@ -556,9 +556,10 @@ double cli_clock_drift(const pyprof_footer *f, const char **way, const char **wh
 {
     double pct = 100.0 * ((double)f->clock_timer_ns / (double)f->clock_kernel_ns - 1.0);
     /* A timer that counts more than the kernel also counted time the kernel did not give
-     * the thread (a hypervisor's steal, interrupts); one that counts less missed CPU the
-     * kernel counts to the thread (its context switches, measured at 2-4 % for
-     * thread-heavy programs; a user-only timer's signals in kernel mode). */
+     * the thread (a hypervisor's steal, interrupts).  The library counts no interval's
+     * kernel CPU above the timer's, so one that counts less is rare: a fresh interval's
+     * share taken from the process's (the kernel counts a thread's context switches to
+     * it, which the timer does not). */
     *way = pct >= 0 ? "ahead of" : "behind";
     *why = pct >= 0 ? "hypervisor steal or interrupt time"
                     : "the kernel counts the threads' context switches, which the timer "

@@ -212,8 +212,9 @@ enum pyprof_record_type {
      * sampling timers counted over the intervals their signals closed, summed over the
      * sampled threads: what the signals stood for before any correction); uvarint
      * clock_kernel_ns (the CPU time the kernel accounted to the same threads over the same
-     * intervals, from their CPU clocks: a timer also counts time a hypervisor steals from
-     * the virtual CPU, which the kernel's clock leaves out); uvarint clock_corrected
+     * intervals, from their CPU clocks, each interval's at most what the timer counted:
+     * a timer also counts time a hypervisor steals from the virtual CPU, which the
+     * kernel's clock leaves out); uvarint clock_corrected
      * (bit 0 set: the samples stand for the kernel's CPU, each signal recording as many
      * samples as whole periods of its thread's CPU clock it closed, the remainder carried
      * to the next; clear: they stand for the timer's count, as in wall mode, where the

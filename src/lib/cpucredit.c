@@ -79,8 +79,8 @@ uint32_t cpucredit_signal(cpucredit *c, const cpucredit_now *now, uint64_t timer
     /* What the timer counted and the thread did not get is taken away; nothing is added
      * that the timer did not count: the kernel also counts a thread's context switches
      * and wake-ups to it, outside the timer's count, and that CPU would land on whatever
-     * stack the signal then finds (measured: +15 % on a thread waking 1,000 times a
-     * second). */
+     * stack the signal then finds (a thread waking every 0.4 ms got up to 15 % more
+     * samples on the Python code after its wake-ups than that code's CPU). */
     if (timer_ns && d > timer_ns)
         d = timer_ns;
     seen->kernel_ns = d;

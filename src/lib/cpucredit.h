@@ -14,11 +14,13 @@
  * How.  Each signal closes an interval the timer counted: the random first period, then
  * the steady one.  The handler reads the thread's own CPU clock; the kernel's CPU of the
  * interval, scaled to a whole period when the interval was the (shorter) first one, is
- * added to a credit, and the signal records floor(credit / period) samples, keeping the
- * remainder.  The credit starts at a uniformly random fraction of a period, so that the
- * rounding is unbiased: a thread's expected samples are its kernel CPU over the period,
- * one that ran for less than a period included (the timer's random first period gives
- * it its chance of a signal; the scaled first interval, what that signal is worth).
+ * added to a credit (at most what the timer counted: the kernel also counts a thread's
+ * switches and wake-ups to it, which the timer does not), and the signal records
+ * floor(credit / period) samples, keeping the remainder.  The credit starts at a uniformly
+ * random fraction of a period, so that the rounding is unbiased: a thread's expected samples
+ * are its kernel CPU over the period, one that ran for less than a period included (the timer's
+ * random first period gives it its chance of a signal; the scaled first interval, what that
+ * signal is worth).
  *
  * Where an interval starts matters.  Between two signals, each clock reading comes as
  * late after its timer's overflow as the other (the timer's interrupt, delivered 40-100
