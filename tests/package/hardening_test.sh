@@ -11,10 +11,10 @@
 #               (DIR/sdbase.stamp says it is whole)
 #   DIR/sdroot  a copy of sdbase made anew by each run, the package installed there
 #               (dpkg -i, apt-get -f install), left for a look
-# One unit per case below (oneshot: hardening/work.py spends half a second of CPU in spin),
-# and two daemons for `pyprof ctl`, with and without PrivateNetwork=.  The root is booted
-# with systemd-nspawn -b, letting perf_event_open through as a host does (nspawn refuses
-# it by default); pp-report.service (hardening/report.sh) collects what each unit did
+# One unit per case below (oneshot: hardening/work.py spends half a second of CPU in spin
+# and says what each thread spent there), and two daemons for `pyprof ctl`, with and
+# without PrivateNetwork=.  The root is booted with systemd-nspawn -b, letting
+# perf_event_open through as a host does (nspawn refuses it by default); pp-report.service (hardening/report.sh) collects what each unit did
 # into DIR/sdout and powers the container off; hardening/check.py checks it here.
 # Exit status 0 when every case is as expected; otherwise 1.
 set -eu
