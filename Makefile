@@ -47,7 +47,7 @@ ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
 UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm -ldw -lelf
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all help check check-layout print-layout deps demo test unit integration fuzz-replay fuzz test-package \
+.PHONY: all help check check-layout check-sigsafe print-layout deps demo test unit integration fuzz-replay fuzz test-package \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
         sid-root check-interpreters format format-check deb
@@ -68,6 +68,8 @@ help:
 	@echo "make bench        overhead, accuracy and cost per sample: table + $(BUILD)/bench.json"
 	@echo "make check-layout fail on an include, a link or a call against the layer direction,"
 	@echo "                  or a cycle within a layer not listed as known (CYCLES=report|fail)"
+	@echo "make check-sigsafe  fail on a call the signal path makes that src/lib/sigsafe.list"
+	@echo "                  does not allow (from the objects; in check)"
 	@echo "make format       reformat every tracked C source with .clang-format (clang-format 14)"
 	@echo "make format-check list the C sources that differ from .clang-format (in check)"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
@@ -181,6 +183,12 @@ check-exports: $(LIB)
 check-layout: all
 	@python3 tests/check_layout.py --self-test --cycles=$(or $(CYCLES),allow) --objects $(BUILD)/obj .
 
+# The signal path: from each entry point src/lib/sigsafe.list names, every call the
+# library's objects can make outside the library is one the list allows (with --san, the
+# sanitizers' own calls too); the self-test plants a printf on a cold path first.
+check-sigsafe: $(LIB)
+	@python3 tests/check_sigsafe.py --self-test $(if $(SAN),--san) src/lib/sigsafe.list $(LIB_OBJS)
+
 # The style is .clang-format's, as clang-format 14 lays it out (tests/check_format.sh).
 format:
 	@tests/check_format.sh --fix
@@ -194,7 +202,7 @@ print-layout:
 	@echo "UNIT_SRCS = $(CORE_SRCS) $(READ_SRCS) $(COMMON_SRCS)"
 
 # Build, unit tests and the static checks: the quick loop while changing code.
-check: all unit check-layout check-exports fuzz-replay format-check
+check: all unit check-layout check-sigsafe check-exports fuzz-replay format-check
 
 integration: all consumers sid-root
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
@@ -268,8 +276,8 @@ test-transparency: all
 check-interpreters: sid-root
 	@PYPROF_SAN=$(SAN) PYPROF_SID=$(abspath $(SID)) /usr/bin/python3 tests/check_interpreters.py
 
-test-core: check-interpreters all unit check-layout check-exports fuzz-replay integration test-transparency \
-           test-package
+test-core: check-interpreters all unit check-layout check-sigsafe check-exports fuzz-replay integration \
+           test-transparency test-package
 
 # The Debian package built, installed into a clean Debian root, used there and removed
 # (tests/package/install_test.sh; the root is made once, under build/package-test); then

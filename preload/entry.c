@@ -25,19 +25,20 @@
 #include <pyprof/pyprof.h>
 
 #include "common/config.h"
-#include "interpose.h"
 #include "lib/control.h"
 #include "lib/ctlcmd.h"
 #include "lib/ctlsock.h"
 #include "lib/diag.h"
+#include "lib/libc_next.h"
 #include "lib/procself.h"
 #include "lib/pyabi.h"
-#include "lib/sighandler.h"
+#include "lib/rrec.h"
 #include "lib/spans.h"
+#include "lib/procexit.h"
 #include "lib/window.h"
 #include "lib/writer.h"
 
-_Static_assert(CONFIG_MAX_DEPTH_MAX <= SIGHANDLER_MAX_DEPTH,
+_Static_assert(CONFIG_MAX_DEPTH_MAX <= RREC_MAX_DEPTH,
                "PYPROF_MAX_DEPTH may not exceed what a sample can record");
 
 #define EXPORT __attribute__((visibility("default")))
@@ -186,7 +187,7 @@ void entry_finish(int end, int known, int status)
 __attribute__((constructor)) static void pyprof_constructor(void)
 {
     home_pid = getpid();
-    interpose_init();
+    libc_next_init(); /* before any wrapper can run concurrently */
     /* Secure execution: nothing at all, not even later from an init hook. */
     if (getauxval(AT_SECURE)) {
         tried = 1;
@@ -198,7 +199,7 @@ __attribute__((constructor)) static void pyprof_constructor(void)
 __attribute__((destructor)) static void pyprof_destructor(void)
 {
     int status;
-    int known = window_noted_status(&status);
+    int known = procexit_noted_status(&status);
     entry_finish(PYPROF_END_EXIT, known, status);
 }
 

@@ -15,7 +15,7 @@ void entry_python_appeared(void);
 
 /* From an exit path: stops sampling and finalizes the log (first call only), unless
  * this is a vfork child of the profiled process.  `end` is enum pyprof_end.  The exit
- * status a hook learns before goes to window_note_status. */
+ * status a hook learns before goes to procexit_note_status. */
 void entry_finish(int end, int status_known, int status);
 
 /* Python's own main is running (the python executable, not an embedder): its

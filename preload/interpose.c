@@ -25,7 +25,7 @@
 #include "lib/pyabi.h"
 #include "lib/sigdisp.h"
 #include "lib/threadtimer.h"
-#include "lib/window.h"
+#include "lib/procexit.h"
 #include "procstat.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -81,9 +81,11 @@ typedef int (*dlclose_fn)(void *);
 dlopen_fn interpose_real_dlopen;
 static dlclose_fn real_dlclose;
 
-void interpose_init(void)
+/* The C library's dlopen and dlclose, found before any wrapper can run concurrently.
+ * The wrappers find them too when they run before this constructor (another object's
+ * constructor loading a plugin), in whatever order the loader runs this library's. */
+__attribute__((constructor)) static void interpose_resolve(void)
 {
-    libc_next_init();
     interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
     real_dlclose = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
 }
@@ -336,7 +338,7 @@ EXPORT py_status Py_InitializeFromConfig(const void *config)
             abort(); /* unreachable: whoever called this linked against libpython */           \
         entry_note_python_main(1);                                                             \
         int rc = real_##name args;                                                             \
-        window_note_status(rc);                                                                \
+        procexit_note_status(rc);                                                              \
         return rc;                                                                             \
     }
 
@@ -375,7 +377,7 @@ EXPORT void Py_Finalize(void)
 EXPORT void exit(int status)
 {
     REAL(exit, void (*)(int));
-    window_note_status(status);
+    procexit_note_status(status);
     real_exit(status);
     __builtin_unreachable();
 }

@@ -19,8 +19,4 @@
 #ifndef PYPROF_INTERPOSE_H
 #define PYPROF_INTERPOSE_H
 
-/* Resolves the C library's sigaction and pthread_create (lib/libc_next.h) before any
- * wrapper can run concurrently (called from the constructor). */
-void interpose_init(void);
-
 #endif

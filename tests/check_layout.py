@@ -182,44 +182,15 @@ def check_symbols(refs):
 # close it: those that go back up that order, as few as could be found (an exact search
 # up to EXACT_MAX objects, the back edges of a depth-first search beyond).
 #
-# The tree has such cycles today.  Each reference that closes one is listed below, with
-# why it is there, in the format the check prints ("layer: a.o -> b.o (symbols)").  By
-# default (--cycles=allow) a cycle that these references do not close fails, and so does
-# a reference along a listed one that the entry does not name; an entry whose reference
-# is gone, or no longer closes a cycle, or names a symbol no longer referenced fails as
-# stale, so the list is always exactly what the tree has.  --cycles=report never fails
-# on a cycle; --cycles=fail fails on every cycle, listed or not.
-HANDLER_STATE = ("the handler's state (sighandler_g) is defined in sampler.c, which sets it "
-                 "up and installs the handler, and read by the sample path it calls; defined "
-                 "in an object of its own it would close no cycle")
-EXPORT_HELPERS = ("the exporters' shared helpers (export.h: export_oom, export_memory_weights) "
-                  "are defined in cmd_export.c, the command that calls the exporters; in an "
-                  "object of their own they would close no cycle")
-KNOWN_CYCLES = {
-    "preload: entry.o -> interpose.o (interpose_init)":
-        "the constructor (entry.c) resolves the interposed symbols' next definitions "
-        "before anything else, and the interposers call the entry points back",
-    "src/lib: allocsample.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: codeid.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: native.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: sampleout.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: sighandler.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: wall.o -> sampler.o (sighandler_g)": HANDLER_STATE,
-    "src/lib: writer.o -> window.o (window_end_process)":
-        "once only the library's threads are left, the writer ends the process through "
-        "window.c, which starts and ends the writer",
-    "src/lib: allocsample.o -> writer.o (writer_wake)":
-        "a burst of sampled allocations wakes the writer early, and the writer drains and "
-        "sweeps allocation sampling",
-    "utils: export_callgrind.o -> cmd_export.o (export_oom)": EXPORT_HELPERS,
-    "utils: export_chrome.o -> cmd_export.o (export_oom)": EXPORT_HELPERS,
-    "utils: export_folded.o -> cmd_export.o (export_memory_weights, export_oom)":
-        EXPORT_HELPERS,
-    "utils: export_pprof.o -> cmd_export.o (export_oom)": EXPORT_HELPERS,
-    "utils: export_pstats.o -> cmd_export.o (export_oom)": EXPORT_HELPERS,
-    "utils: export_speedscope.o -> cmd_export.o (export_memory_weights, export_oom)":
-        EXPORT_HELPERS,
-}
+# The tree has none, so any cycle fails.  Were one ever to be kept, each reference that
+# closes it would be listed below, with why it is there, in the format the check prints
+# ("layer: a.o -> b.o (symbols)").  By default (--cycles=allow) a cycle that these
+# references do not close fails, and so does a reference along a listed one that the
+# entry does not name; an entry whose reference is gone, or no longer closes a cycle, or
+# names a symbol no longer referenced fails as stale, so the list is always exactly what
+# the tree has.  --cycles=report never fails on a cycle; --cycles=fail fails on every
+# cycle, listed or not.
+KNOWN_CYCLES = {}
 CYCLE_MODES = ("allow", "report", "fail")
 EXACT_MAX = 16
 CLOSER = re.compile(r"^(\S+): (\S+)\.o -> (\S+)\.o \(([^()]+)\)$")

@@ -99,22 +99,6 @@ static const export_format *find_format(const char *name)
     return NULL;
 }
 
-int export_oom(void)
-{
-    cli_error("out of memory");
-    return -1;
-}
-
-uint64_t *export_memory_weights(const profile *p, int by)
-{
-    allocs_counts c;
-    if (allocs_sum(p, &c) < 0)
-        return NULL;
-    uint64_t *w = allocs_stack_weights(p, &c, by);
-    allocs_counts_free(&c);
-    return w;
-}
-
 /* Writes the profile to `path` ("-": stdout).  Returns an exit code; a file that could
  * not be completed is removed, so no half-written export is left behind. */
 static int write_output(const export_format *fmt, const profile *p, const export_opts *o,

@@ -1,6 +1,7 @@
 /*
  * export: the file formats `pyprof export` writes, one writer per format in
- * utils/export_FORMAT.c, and the few helpers they share (cmd_export.c).  A writer turns
+ * utils/export_FORMAT.c, and the few helpers they share (export_common.c, below the
+ * writers: cmd_export.c calls the writers, the writers call the helpers).  A writer turns
  * a loaded, filtered profile into its format on an open stream; cmd_export.c owns the
  * command line, the output file and its errors.
  *

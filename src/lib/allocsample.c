@@ -11,7 +11,7 @@
  *   allocset_insert/remove          atomics on a mapped table (allocset.h)
  *   sighandler_sample_alloc         the sample path under the handler's own rules
  *   ring_reserve/commit, ring_used  the sample ring, lock-free
- *   writer_wake                     sem_post, on signal-safety(7)
+ *   doorbell_ring (doorbell.c)      getpid and sem_post, on signal-safety(7)
  */
 #include "allocsample.h"
 
@@ -25,7 +25,9 @@
 #include "allocset.h"
 #include "ring.h"
 #include "sighandler.h"
-#include "writer.h"
+#include "doorbell.h"
+#include "sigstate.h"
+#include "rrec.h"
 
 static uint64_t interval;
 static _Atomic uint64_t n_samples, n_frees, n_lost, n_frees_lost, n_untracked;
@@ -84,7 +86,7 @@ void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret)
     int rc = sighandler_sample_alloc(size, (uintptr_t)p, domain, flags, ret);
     const ring *r = &sighandler_g.samples;
     if (rc != 0 && ring_used(r) > r->size / 4)
-        writer_wake(); /* a burst: the writer drains now rather than at its next wake */
+        doorbell_ring(); /* a burst: the writer drains now rather than at its next wake */
     if (rc > 0) {
         atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
         return;

@@ -24,7 +24,7 @@
  *   allocsample_sweep()              [not sigsafe] the writer's periodic upkeep
  *   allocsample_after_fork_child()   [not sigsafe] the child forgets the parent's blocks
  *
- * The ring record of a free, RREC_FREE in the sample ring, is rrec_free.
+ * The ring record of a free, RREC_FREE in the sample ring, is rrec.h's rrec_free.
  */
 #ifndef PYPROF_ALLOCSAMPLE_H
 #define PYPROF_ALLOCSAMPLE_H
@@ -33,13 +33,6 @@
 #include <stdint.h>
 
 #include "allocset.h"
-
-typedef struct rrec_free {
-    uint8_t kind; /* RREC_FREE */
-    uint8_t pad[7];
-    uint64_t t_ns; /* monotonic, since sighandler_state.t0_ns */
-    uint64_t addr;
-} rrec_free;
 
 typedef struct allocsample_counts {
     uint64_t samples;    /* allocation samples committed */

@@ -26,7 +26,8 @@
 #include "codetable.h"
 #include "safe_read.h"
 #include "sampleout.h"
-#include "sighandler.h"
+#include "sigstate.h"
+#include "rrec.h"
 
 /* Longest name and file name copied, in characters; line tables in bytes. */
 #define NAME_MAX_CHARS 200u

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "ownthreads.h"
 #include "sigdisp.h"
+#include "procexit.h"
 #include "window.h"
 #include "writer.h"
 
@@ -83,7 +84,7 @@ static void *control_main(void *arg)
         if (sem_clockwait(&toggle_sem, CLOCK_MONOTONIC, &dl) == 0)
             window_toggle();
         else if (ownthreads_claim_end())
-            window_end_process();
+            procexit_alone();
     }
     return NULL;
 }

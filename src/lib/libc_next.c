@@ -25,15 +25,21 @@ static pthread_create_fn real_pthread_create;
 static dlopen_fn real_dlopen;
 static exit_fn real_exit;
 
+int libc_next_sigaction_found(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn fn = real_sigaction;
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return fn(sig, act, old);
+}
+
 int libc_next_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (!real_sigaction)
         real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-    if (!real_sigaction) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real_sigaction(sig, act, old);
+    return libc_next_sigaction_found(sig, act, old);
 }
 
 int libc_next_pthread_create(pthread_t *thread, const pthread_attr_t *attr,

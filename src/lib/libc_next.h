@@ -12,8 +12,14 @@
 #include <pthread.h>
 #include <signal.h>
 
-/* [sigsafe once resolved] The C library's sigaction.  -1 with ENOSYS when it has none. */
+/* [not sigsafe] The C library's sigaction, found (dlsym) at the first call.  -1 with
+ * ENOSYS when it has none. */
 int libc_next_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* [sigsafe] The same, for a signal handler: only the one found already (every handler
+ * of ours was installed through libc_next_sigaction, so it has been).  -1 with ENOSYS
+ * before that. */
+int libc_next_sigaction_found(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* [not sigsafe] The C library's pthread_create.  EAGAIN when it has none. */
 int libc_next_pthread_create(pthread_t *thread, const pthread_attr_t *attr,

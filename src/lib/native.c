@@ -47,7 +47,7 @@
 #include "common/clock.h"
 #include "libc_next.h"
 #include "safe_read.h"
-#include "sighandler.h"
+#include "sigstate.h"
 
 /* The modules a snapshot holds.  A process with more serves the first ones: walks
  * through the rest stop early (TRUNCATED), nothing worse. */

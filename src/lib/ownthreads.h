@@ -11,7 +11,7 @@
  *    every thread of the program has ended (the last one returned from its start
  *    routine or called pthread_exit): glibc would have ended the process with exit(0),
  *    and only our threads keep it alive.  The first to see it finishes what it owns and
- *    ends the process as glibc would (ownthreads_claim_end, window_end_process).  That
+ *    ends the process as glibc would (ownthreads_claim_end, procexit_alone).  That
  *    happens in a child forked from a thread other than main, whose only thread is the
  *    forking one.
  *
@@ -52,7 +52,7 @@ int ownthreads_program_gone(void);
 
 /* [not sigsafe] From a thread of the library: 1 for the first caller once the program's
  * threads are all gone; that caller finishes what it owns and then ends the process
- * (window_end_process, window.h).  0 otherwise. */
+ * (procexit_alone, procexit.h).  0 otherwise. */
 int ownthreads_claim_end(void);
 
 #endif

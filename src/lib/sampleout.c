@@ -14,6 +14,8 @@
 
 #include "common/clock.h"
 #include "threadtimer.h"
+#include "sigstate.h"
+#include "rrec.h"
 
 void sampleout_drop(int reason) { sampleout_drop_n(reason, 1); }
 

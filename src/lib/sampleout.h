@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "sighandler.h"
+#include "rrec.h"
 
 /* [sigsafe] Counts one sample lost for `reason` (PYPROF_DROP_*); _n: `n` samples. */
 void sampleout_drop(int reason);

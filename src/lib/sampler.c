@@ -62,13 +62,10 @@
 #include "spans.h"
 #include "threadtimer.h"
 #include "wall.h"
+#include "sigstate.h"
 
 #define SAMPLE_RING_BYTES (4u << 20)
 #define CODE_RING_BYTES (2u << 20)
-
-/* The handler's state (sighandler.h): this module's, set up before the first signal
- * and torn down only after quiesce; the sample path reads it and bumps its counters. */
-sighandler_state sighandler_g;
 
 static timer_t posix_timer;
 static int have_posix_timer;

@@ -144,5 +144,5 @@ void sigdisp_reset_default(int sig)
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     atomic_store(&held[sig].ours, 0);
-    libc_next_sigaction(sig, &dfl, NULL);
+    libc_next_sigaction_found(sig, &dfl, NULL);
 }

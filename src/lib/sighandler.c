@@ -4,42 +4,14 @@
  * (or, for sighandler_sample_alloc, inside the program's allocation calls, possibly in
  * its own signal handlers: the same path under the same rules).
  * It is async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno saved and
- * restored.  Every function it calls, and why that is safe:
- *
- *   clock_gettime(CLOCK_MONOTONIC)   on signal-safety(7); served by the vDSO
- *   memset                           on signal-safety(7) (POSIX.1-2008 TC2); an
- *                                    allocation sample's bare record
- *   syscall(SYS_gettid)              a raw system call, once per thread (then cached)
- *   pthread_self                     in glibc a load of the thread pointer (%fs)
- *   pthread_getspecific              not on the POSIX list; in glibc a lock-free read of
- *                                    the thread descriptor for keys < 32 (CPython's TSS
- *                                    key is created first thing at start, so it is small)
- *   __builtin_longjmp (safe_fail)    no libc; leaves only our own guarded reads
- *   ring_reserve/cancel              ours: one CAS on a preallocated buffer, never waits
- *   atomic_* on our counters         lock-free on x86_64
- *   pyread.h                         inline guarded readers of the interpreter
- *   walk (walk.c)                    the frame walk: guarded reads, codeid_of
- *   codeid_abandon (codeid.c)        cancels a half-made CODE record: ring_cancel, atomics
- *   codetable_enter/leave            atomics (codetable.c)
- *   sampleout_* (sampleout.c)        the SAMPLE commit, counters: atomics, ring_commit,
- *                                    the vDSO clock
- *   sigdisp_run_program              the program's own SIGTRAP handler, for traps that
- *                                    are not ours: called as the kernel would have
- *   calib_on_signal (calib.c)        a thread-local flag and counter
- *   threadtimer_take_asked           wall mode: a CAS on the thread's slot (the samples
- *                                    the wall pass asked of this thread's timer)
- *   gilstate_installed               wall mode: an atomic load (gilstate.c)
- *   threadtimer_on_signal            ours: atomics on a static table, raw system calls
- *                                    (perf_event_open, ioctl, mmap, close, munmap) and
- *                                    clock_gettime(CLOCK_THREAD_CPUTIME_ID) at every
- *                                    signal (a system call: the vDSO does not serve
- *                                    thread CPU clocks); memset of a local struct;
- *                                    cpucredit_signal, pure arithmetic
- *   native_walk (native.c)           native mode only: libunwind's unw_backtrace on a
- *                                    thread warmed up outside signal context, under its
- *                                    own guard, with the modules served from a snapshot
- * Each of walk.c, codeid.c, codetable.c, sampleout.c, native.c and pyread.h lists in its
- * own top comment what it calls in turn.
+ * restored.  What it calls of the library: the frame walk (walk.c: pyread.h's guarded
+ * readers, codeid.c, codetable.c), the sample's commit and counters (sampleout.c, the
+ * ring), the thread's timer (threadtimer.c: its credit, the samples wall mode asked of
+ * it), calib.c's counter, gilstate.c's flag, native.c's walk (native mode), and
+ * sigdisp.c for a trap that is not ours (the program's own handler, called as the kernel
+ * would have).  Everything any of them may call outside the library, and why that is
+ * safe, is src/lib/sigsafe.list: `make check-sigsafe` reads the built objects and fails
+ * on any other call reachable from this file's entry points.
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
  * region per sample: a fault or an implausible pointer abandons the sample (counted as
@@ -78,6 +50,8 @@
 #include "sigdisp.h"
 #include "threadtimer.h"
 #include "walk.h"
+#include "sigstate.h"
+#include "rrec.h"
 
 /* The most CPU time one sample really costs, with a wide margin: a walk stops at
  * WALK_LIMIT frames, and a 15,000-frame stack measured 0.1 ms per sample (median, p90

@@ -33,6 +33,7 @@
 #include "common/clock.h"
 #include "common/utf8.h"
 #include "sighandler.h"
+#include "rrec.h"
 
 #define SPAN_STR_MAX (PYPROF_SPAN_NAME_MAX + 3 * PYPROF_SPAN_ID_MAX + PYPROF_SPAN_INFO_MAX)
 

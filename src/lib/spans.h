@@ -60,20 +60,6 @@ void spans_forget_in_child(void);
  * the process started: only grows. */
 uint64_t spans_lost(void);
 
-/* The ring record (kind RREC_SPAN_START or RREC_SPAN_STOP of sighandler.h), followed by
- * its strings back to back: name, trace_id, parent_id, base_id, info (a stop has only
- * info).  t_ns is CLOCK_MONOTONIC less the samples' zero, like a sample's. */
-typedef struct rrec_span {
-    uint8_t kind;
-    uint8_t pad;
-    uint16_t name_len, trace_id_len, parent_id_len, base_id_len, info_len;
-    uint32_t tid;
-    uint64_t t_ns;
-    uint64_t span_id;
-    uint64_t parent_span;
-    char data[];
-} rrec_span;
-
 /* What the writer reads of one record. */
 typedef struct spans_rec {
     int kind;

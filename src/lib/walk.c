@@ -17,10 +17,13 @@
  * The set of frames seen (seen_set) is static and used by strict walks only, which
  * only the wall-clock sampler thread makes: no two walks share it at once.
  */
+#include <pyprof/format.h>
+
 #include "walk.h"
 
 #include "common/mix64.h"
 #include "codeid.h"
+#include "rrec.h"
 #include "safe_read.h"
 
 /* Frames followed at most.  A cycle in damaged memory is caught sooner (Floyd's

@@ -19,7 +19,7 @@
 
 #include "pyabi.h"
 #include "pyread.h"
-#include "sighandler.h"
+#include "rrec.h"
 
 /* Why a walk gave up. */
 enum { WALK_OK = 0, WALK_BAD = -1, WALK_CHANGED = -2, WALK_ROOM = -3 };

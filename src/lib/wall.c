@@ -44,14 +44,15 @@
 #include "pyread.h"
 #include "safe_read.h"
 #include "sampleout.h"
-#include "sighandler.h"
 #include "threadtimer.h"
 #include "walk.h"
+#include "sigstate.h"
+#include "rrec.h"
 
 /* The scratch of the one pass that runs at a time. */
-static uintptr_t wall_frames[SIGHANDLER_MAX_DEPTH];
-static frame_raw wall_raws[SIGHANDLER_MAX_DEPTH];
-static uint64_t wall_digests[SIGHANDLER_MAX_DEPTH];
+static uintptr_t wall_frames[RREC_MAX_DEPTH];
+static frame_raw wall_raws[RREC_MAX_DEPTH];
+static uint64_t wall_digests[RREC_MAX_DEPTH];
 static _Atomic int busy; /* a pass (wall thread) or a snapshot (control thread) runs */
 
 /* A stack that changed under the read: the thread is running Python right now.  Its
@@ -160,8 +161,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
 {
     sighandler_state *g = &sighandler_g;
     const pyabi *a = &g->abi;
-    unsigned max_depth = g->max_depth < SIGHANDLER_MAX_DEPTH ? g->max_depth
-                                                             : SIGHANDLER_MAX_DEPTH;
+    unsigned max_depth = g->max_depth < RREC_MAX_DEPTH ? g->max_depth : RREC_MAX_DEPTH;
     uint64_t cpu0 = 0;
     if (still == STILL_CPU && (cpu0 = thread_cpu_ns(tid)) == 0)
         return TRY_NONE; /* the thread has ended */

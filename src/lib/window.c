@@ -21,7 +21,7 @@
 #include "allochook.h"
 #include "diag.h"
 #include "gilstate.h"
-#include "libc_next.h"
+#include "procexit.h"
 #include "sampler.h"
 #include "threadtimer.h"
 #include "writer.h"
@@ -31,7 +31,6 @@ static _Atomic int active;   /* a window is open */
 static _Atomic int finished; /* the open window's end has begun */
 static _Atomic int ending;   /* the process is ending: no window starts again */
 static pid_t owner;
-static _Atomic int status_known, exit_status;
 static pyprof_config cfg;
 static pyabi abi;
 static char run_id[64];
@@ -93,7 +92,7 @@ static int start_next(void)
 {
     window++;
     atomic_store(&finished, 0);
-    atomic_store(&status_known, 0);
+    procexit_forget_status();
     return window_start();
 }
 
@@ -130,18 +129,6 @@ void window_end(int end, int known, int status)
     atomic_store(&active, 0);
 }
 
-void window_note_status(int status)
-{
-    atomic_store(&exit_status, status);
-    atomic_store(&status_known, 1);
-}
-
-int window_noted_status(int *status)
-{
-    *status = atomic_load(&exit_status);
-    return atomic_load(&status_known);
-}
-
 int window_forget_in_child(void)
 {
     /* The parent's control thread may have held it at the fork. */
@@ -154,12 +141,6 @@ int window_forget_in_child(void)
     writer_forget_in_child();
     atomic_store(&active, 0);
     atomic_store(&finished, 0);
-    atomic_store(&status_known, 0);
+    procexit_forget_status();
     return 1;
-}
-
-void window_end_process(void)
-{
-    window_note_status(0);
-    libc_next_exit(0);
 }

@@ -53,22 +53,9 @@ void window_toggle(void);
  * PYPROF_END_TOGGLE is the process's, and no window starts after it. */
 void window_end(int end, int status_known, int status);
 
-/* [sigsafe] The exit status the program is heading for, when a hook learns it
- * (Py_RunMain's return value, exit()'s argument); a window started later forgets it. */
-void window_note_status(int status);
-
-/* [sigsafe] 1 and the status in *status when one was noted (and not forgotten), else 0. */
-int window_noted_status(int *status);
-
 /* [not sigsafe] In a fork child (inside fork): the parent's window is not the child's.
  * Forgets it (sampler, writer) and the lock's state; returns 1 when a window was open,
  * for the child to start its own. */
 int window_forget_in_child(void);
-
-/* [not sigsafe] Only the library's threads are left (ownthreads_claim_end): the process
- * ends as glibc ends it after its last thread, exit(0), with the status noted as the
- * interposed exit notes it, through the C library's exit (libc_next.h), whose hooks
- * finish the log.  Does not return. */
-__attribute__((noreturn)) void window_end_process(void);
 
 #endif

@@ -48,7 +48,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -70,6 +69,7 @@
 #include "common/logenc.h"
 #include "common/record.h"
 #include "diag.h"
+#include "doorbell.h"
 #include "common/growarray.h"
 #include "logfile.h"
 #include "modules.h"
@@ -81,11 +81,11 @@
 #include "safe_read.h"
 #include "sampler.h"
 #include "codetable.h"
-#include "sighandler.h"
 #include "spans.h"
 #include "stackmap.h"
 #include "threadtimer.h"
-#include "window.h"
+#include "procexit.h"
+#include "rrec.h"
 
 #define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
 #define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
@@ -163,7 +163,6 @@ static struct {
     /* thread */
     pthread_t thread;
     int thread_running;
-    sem_t wake; /* posted to wake the thread early (sem_post is sigsafe) */
     _Atomic int stop;
     _Atomic int finished;                /* the footer was written (or is being written) */
     _Atomic int end_requested, end_done; /* writer_request_end */
@@ -1256,8 +1255,7 @@ static void *writer_main(void *arg)
     prctl(PR_SET_TIMERSLACK, WRITER_SLACK_NS, 0, 0, 0);
     uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
     while (!atomic_load(&W.stop)) {
-        struct timespec dl = clock_mono_deadline(wake_ns);
-        sem_clockwait(&W.wake, CLOCK_MONOTONIC, &dl);
+        doorbell_wait(wake_ns);
         if (atomic_load(&W.stop))
             break;
         if (atomic_load(&W.end_requested)) {
@@ -1312,7 +1310,8 @@ static void *writer_main(void *arg)
                 finish_log(PYPROF_END_EXIT, 1, 0);
                 pthread_detach(pthread_self());
                 W.thread_running = 0;
-                window_end_process();
+                doorbell_close();
+                procexit_alone();
             }
         }
     }
@@ -1325,7 +1324,6 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
 {
     /* A new toggle window after a finished one: nothing of the last log is kept. */
     forget_all();
-    sem_init(&W.wake, 0, 0);
     W.cfg = *cfg;
     calib_begin(cfg->period_ns); /* a new period (ctl period) is measured anew */
     W.abi = *abi;
@@ -1345,8 +1343,10 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     if (cfg->memory)
         W.statm_fd = ownfd_move(open("/proc/self/statm", O_RDONLY | O_CLOEXEC));
     /* The writer thread takes no signal of the program's, nor ours. */
+    doorbell_open();
     int rc = ownthreads_start(&W.thread, writer_main, NULL);
     if (rc != 0) {
+        doorbell_close();
         snprintf(err, errlen, "pyprof: cannot start the writer thread: %s; not profiling",
                  strerror(rc));
         return -1;
@@ -1506,9 +1506,10 @@ void writer_finish(int end, int status_known, int status)
         return;
     if (W.thread_running) {
         atomic_store(&W.stop, 1);
-        sem_post(&W.wake);
+        doorbell_ring();
         pthread_join(W.thread, NULL);
         W.thread_running = 0;
+        doorbell_close();
     }
     finish_log(end, status_known, status);
 }
@@ -1520,17 +1521,11 @@ int writer_request_end(int end, int status)
         return 0;
     W.end_req_kind = end;
     W.end_req_status = status;
-    sem_post(&W.wake);
+    doorbell_ring();
     return 1;
 }
 
 int writer_end_done(void) { return atomic_load(&W.end_done); }
-
-void writer_wake(void)
-{
-    if (W.thread_running && W.pid == getpid())
-        sem_post(&W.wake);
-}
 
 /* Frees every map and buffer and returns W to its initial state. */
 static void forget_all(void)
@@ -1589,7 +1584,7 @@ int writer_request(int op, char *path, size_t cap)
         }
     uint64_t id = ++R.id;
     R.op = op;
-    sem_post(&W.wake);
+    doorbell_ring();
     int rc = 0;
     while (R.done != id && rc == 0)
         rc = pthread_cond_timedwait(&R.done_cond, &R.lock, &dl);

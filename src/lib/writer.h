@@ -49,10 +49,6 @@ void writer_forget_in_child(void);
 /* Path of the log, once created ("" before). */
 const char *writer_path(void);
 
-/* [sigsafe] Wakes the writer to drain the rings now (a burst of allocation samples fills
- * the sample ring faster than the writer's own wake-ups would take it: sem_post). */
-void writer_wake(void);
-
 /* What the control thread may ask of the writer thread. */
 enum {
     WRITER_REQ_FLUSH = 1, /* drain the rings and flush the file */

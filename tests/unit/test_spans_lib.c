@@ -23,8 +23,8 @@
 
 #include "common/clock.h"
 #include "lib/ring.h"
-#include "lib/sighandler.h"
 #include "lib/spans.h"
+#include "lib/rrec.h"
 
 #define RING_BYTES (1u << 20)
 
