@@ -47,7 +47,7 @@ ARCHIVES  := $(BUILD)/libread.a $(BUILD)/libcore.a $(BUILD)/libcommon.a
 UNIT_LIBS := -lcmocka -llz4 -ldl -lpthread -lm -ldw -lelf
 UNIT_TESTS:= $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all help check check-layout check-sigsafe print-layout deps demo test unit integration fuzz-replay fuzz test-package \
+.PHONY: all help check check-layout check-sigsafe lint-python print-layout deps demo test unit integration fuzz-replay fuzz test-package \
         fuzz-build asan ubsan \
         bench install install-python clean check-exports test-core consumers test-transparency test-repeat \
         sid-root check-interpreters format format-check deb
@@ -70,6 +70,7 @@ help:
 	@echo "                  or a cycle within a layer not listed as known (CYCLES=report|fail)"
 	@echo "make check-sigsafe  fail on a call the signal path makes that src/lib/sigsafe.list"
 	@echo "                  does not allow (from the objects; in check)"
+	@echo "make lint-python  pyflakes over every Python file (in check)"
 	@echo "make format       reformat every tracked C source with .clang-format (clang-format 14)"
 	@echo "make format-check list the C sources that differ from .clang-format (in check)"
 	@echo "make install PREFIX=/usr/local    make clean (removes $(BUILD))"
@@ -126,7 +127,7 @@ DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
             libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14 systemd \
-            systemd-container
+            systemd-container pyflakes3
 # `make deb` needs only the package's Build-Depends (debian/control) and the packaging
 # tools: it runs this rule with DEB_PKGS set to PACKAGE_PKGS.
 PACKAGE_PKGS := debhelper dh-python lintian python3 liblz4-dev libdw-dev zlib1g-dev libcmocka-dev
@@ -189,6 +190,12 @@ check-layout: all
 check-sigsafe: $(LIB)
 	@python3 tests/check_sigsafe.py --self-test $(if $(SAN),--san) src/lib/sigsafe.list $(LIB_OBJS)
 
+# Every Python file of the tree (tests, bench, the Python package, examples) through
+# pyflakes: unused imports and names, undefined names, shadowed loop variables.
+PY_FILES = $(shell find . -name '*.py' -not -path './build/*' -not -path './.git/*')
+lint-python:
+	@/usr/bin/python3 -m pyflakes $(PY_FILES) && echo "lint-python: OK ($(words $(PY_FILES)) files)"
+
 # The style is .clang-format's, as clang-format 14 lays it out (tests/check_format.sh).
 format:
 	@tests/check_format.sh --fix
@@ -202,7 +209,7 @@ print-layout:
 	@echo "UNIT_SRCS = $(CORE_SRCS) $(READ_SRCS) $(COMMON_SRCS)"
 
 # Build, unit tests and the static checks: the quick loop while changing code.
-check: all unit check-layout check-sigsafe check-exports fuzz-replay format-check
+check: all unit check-layout check-sigsafe check-exports fuzz-replay format-check lint-python
 
 integration: all consumers sid-root
 	PYPROF_LIB=$(abspath $(LIB)) PYPROF_TOOL=$(abspath $(TOOL)) PYPROF_SAN=$(SAN) \
@@ -276,8 +283,8 @@ test-transparency: all
 check-interpreters: sid-root
 	@PYPROF_SAN=$(SAN) PYPROF_SID=$(abspath $(SID)) /usr/bin/python3 tests/check_interpreters.py
 
-test-core: check-interpreters all unit check-layout check-sigsafe check-exports fuzz-replay integration \
-           test-transparency test-package
+test-core: check-interpreters all unit check-layout check-sigsafe check-exports fuzz-replay lint-python \
+           integration test-transparency test-package
 
 # The Debian package built, installed into a clean Debian root, used there and removed
 # (tests/package/install_test.sh; the root is made once, under build/package-test); then

@@ -13,6 +13,7 @@ each on stderr; then exit status 1 when CI is "true" or "1" (CI sets it), else 0
 affected tests fail individually).
 """
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,9 +21,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "integration"))
 
-try:
-    import pytest  # noqa: F401  (pyprof_testlib imports it; only its test helpers use it)
-except ImportError:
+# pyprof_testlib imports pytest; only its test helpers use it.
+if importlib.util.find_spec("pytest") is None:
     import types
     sys.modules["pytest"] = types.ModuleType("pytest")
 

@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 
 import pytest
 

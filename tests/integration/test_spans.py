@@ -12,7 +12,6 @@ spans around a pause of profiling.
 
 import json
 import os
-import sys
 import uuid
 
 import pytest

@@ -100,7 +100,6 @@ def test_new_period_measured_anew(tmp_path):
     """A figure measured at 1 ms does not stand for a window at 10 ms (`ctl period`): the
     new window reports nothing until it has measured its own, and all the measuring of
     the process stays within its share of the CPU."""
-    import subprocess
     interp = t.by_id("py3.11")[0]
     # The program asks for the new period itself once the 1 ms figure is in its log
     # (pyprof ctl status has the log's path; the footer is read after the switch).
