@@ -49,6 +49,26 @@ def analyze_verify(units, unit):
                           env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % units))
 
 
+def settings(text):
+    """A drop-in's settings: its lines that are not comments or blank, in order."""
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_example_dropin_is_what_enable_writes(tmp_path):
+    """The packaged example (examples/systemd/pyprof.conf, for operators who install the
+    file by hand) sets exactly what `pyprof systemd enable` writes, for the same library:
+    the two are written in two places, and this holds them together."""
+    example = os.path.join(t.REPO, "examples", "systemd", "pyprof.conf")
+    with open(example) as f:
+        want = settings(f.read())
+    lib = next(ln.split("=", 2)[2] for ln in want if ln.startswith("Environment=LD_PRELOAD="))
+    root = tmp_path / "root"
+    res = t.tool("systemd", "enable", "--root", root, "--lib", lib, "demo")
+    assert res.returncode == 0, res
+    got = settings((root / (DROPIN % "demo.service")).read_text())
+    assert got == want, "\n".join(["enable wrote:"] + got + ["the example has:"] + want)
+
+
 def test_enable_writes_the_dropin(tmp_path):
     root = tmp_path / "root"
     res = t.tool("systemd", "enable", "--root", root, "demo")
