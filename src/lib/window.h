@@ -3,7 +3,7 @@
  * a window starts (writer, then sampler) and ends (sampler stopped, log finished) under
  * one lock; the window counter in each log's header; the configuration and interpreter
  * new windows start with; the end of the process (no window starts again once an exit
- * path has ended one) and the exit status the hooks learn.
+ * path has ended one).  The exit status the hooks learn is procexit.h's.
  *
  * Without PYPROF_SIGNAL there is one window, from the start to an exit path.  With it,
  * the process starts paused and each toggle (control.c) or the control socket's pause,
