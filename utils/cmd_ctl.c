@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_parse.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "ctlclient.h"
 
 const char cmd_ctl_usage[] =

@@ -13,6 +13,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_log.h"
+#include "cli_output.h"
+#include "cli_parse.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "jsonw.h"
 #include "read/allocs.h"
 #include "read/compare.h"

@@ -15,6 +15,9 @@
 
 #include "common/clock.h"
 #include "cli.h"
+#include "cli_parse.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "ctlclient.h"
 #include "jsonw.h"
 #include "livelog.h"

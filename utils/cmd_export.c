@@ -11,7 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "read/allocs.h"
+
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_log.h"
+#include "cli_parse.h"
+#include "cmd.h"
 #include "export.h"
 
 /* clang-format off */

@@ -45,10 +45,16 @@
 
 #include <pyprof/pyprof.h>
 
+#include "read/aggregate.h"
 #include "read/allocs.h"
 #include "read/calltree.h"
 #include "read/spans.h"
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_log.h"
+#include "cli_output.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "jsonw.h"
 
 /* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile

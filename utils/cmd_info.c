@@ -8,7 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/aggregate.h"
+
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_log.h"
+#include "cli_text.h"
+#include "cmd.h"
 
 /* clang-format off */
 const char cmd_info_usage[] =

@@ -1,10 +1,8 @@
 /*
  * cmd_report: `pyprof report` — the terminal summary of one or more logs, or the same
  * numbers as one JSON object (--json) for scripts and tests; with --memory, the summary of
- * their sampled allocations (what was allocated, what is still in use at the end, and
- * what was in use at the peak of the estimated heap, by function) instead of their
- * samples; with --gil, where wall-clock time went with the GIL (per thread held, waited
- * for, neither; per stack that waited, the stacks that held it meanwhile: gilwait.h).
+ * their sampled allocations instead of their samples (report_memory.c); with --gil, where
+ * wall-clock time went with the GIL (report_gil.c).  What the three share is report.c's.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -12,10 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "read/gilwait.h"
+#include "read/aggregate.h"
+#include "read/allocs.h"
 
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_log.h"
+#include "cli_parse.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "jsonw.h"
+#include "report.h"
+#include "report_gil.h"
+#include "report_memory.h"
 
 /* clang-format off */
 const char cmd_report_usage[] =
@@ -67,14 +75,6 @@ const char cmd_report_usage[] =
     "  pyprof report --gil logs/          # who waits for the GIL, behind whom\n";
 /* clang-format on */
 
-typedef struct report_opts {
-    int top_given;
-    size_t top;
-    int memory; /* --memory */
-    int by;     /* its ALLOCS_BY_* */
-    int gil;    /* --gil */
-} report_opts;
-
 /* Room for the functions' order, and the threads in report order.  Returns 0, or -1
  * when out of memory (both NULL). */
 static int orders(const profile *p, uint32_t **funcs, uint32_t **threads)
@@ -93,11 +93,7 @@ static void print_process_text(const profile *p, size_t i)
 {
     const profile_process *pr = &p->procs[i];
     char b1[64], b2[64], b3[64];
-    printf("\nprocess %" PRIu64 " (parent %" PRIu64 "), run %s", pr->pid, pr->ppid, pr->run_id);
-    if (pr->window)
-        printf(" window %" PRIu64, pr->window);
-    fputs(": ", stdout);
-    cli_print_argv(stdout, pr->argv, pr->argc);
+    report_print_process(pr);
     printf("\n  log      %s\n", pr->path);
     printf("  python   %s, %s clock, every %s (%s)", pr->python_version,
            cli_clock_name(pr->clock), cli_fmt_ns(pr->period_ns, b1, sizeof b1), pr->timer);
@@ -207,15 +203,6 @@ static int print_text(const profile *p, const aggregate_counts *a, size_t top)
     return CLI_EXIT_OK;
 }
 
-static void json_u64_or_null(jsonw *w, const char *key, int known, uint64_t v)
-{
-    jsonw_key(w, key);
-    if (known)
-        jsonw_u64(w, v);
-    else
-        jsonw_null(w);
-}
-
 /* The footer's cost section: handler, writer and thread-timer time, the threads' CPU
  * no timer counted (null for logs without it), the whole cost, the CPU the timers counted
  * against the kernel's (null without the clock section), and per stack-depth bucket the
@@ -231,16 +218,17 @@ static void print_cost_json(jsonw *w, const profile_process *pr)
     jsonw_begin_object(w);
     jsonw_key_u64(w, "handler_ns", f->handler_ns);
     jsonw_key_u64(w, "writer_ns", f->writer_ns);
-    json_u64_or_null(w, "timer_ns", f->has_timers, f->timer_ns);
-    json_u64_or_null(w, "untimed_ns", f->has_timers, f->untimed_ns);
-    json_u64_or_null(w, "signal_cost_ns", f->has_whole && f->signal_cost_ns, f->signal_cost_ns);
-    json_u64_or_null(w, "calib_signals", f->has_whole, f->calib_signals);
-    json_u64_or_null(w, "calib_ns", f->has_whole, f->calib_ns);
-    json_u64_or_null(w, "process_cpu_ns", f->has_whole, f->process_cpu_ns);
-    json_u64_or_null(w, "whole_ns", f->has_whole && f->signal_cost_ns,
-                     f->lib_cpu_ns + f->signals * f->signal_cost_ns);
-    json_u64_or_null(w, "clock_timer_ns", f->has_clock, f->clock_timer_ns);
-    json_u64_or_null(w, "clock_kernel_ns", f->has_clock, f->clock_kernel_ns);
+    report_json_u64_or_null(w, "timer_ns", f->has_timers, f->timer_ns);
+    report_json_u64_or_null(w, "untimed_ns", f->has_timers, f->untimed_ns);
+    report_json_u64_or_null(w, "signal_cost_ns", f->has_whole && f->signal_cost_ns,
+                            f->signal_cost_ns);
+    report_json_u64_or_null(w, "calib_signals", f->has_whole, f->calib_signals);
+    report_json_u64_or_null(w, "calib_ns", f->has_whole, f->calib_ns);
+    report_json_u64_or_null(w, "process_cpu_ns", f->has_whole, f->process_cpu_ns);
+    report_json_u64_or_null(w, "whole_ns", f->has_whole && f->signal_cost_ns,
+                            f->lib_cpu_ns + f->signals * f->signal_cost_ns);
+    report_json_u64_or_null(w, "clock_timer_ns", f->has_clock, f->clock_timer_ns);
+    report_json_u64_or_null(w, "clock_kernel_ns", f->has_clock, f->clock_kernel_ns);
     jsonw_key(w, "clock_corrected");
     if (f->has_clock)
         jsonw_bool(w, f->clock_corrected != 0);
@@ -250,7 +238,8 @@ static void print_cost_json(jsonw *w, const profile_process *pr)
     jsonw_begin_array(w);
     for (uint32_t d = 0; d < f->cost_ndepth; d++) {
         jsonw_begin_object(w);
-        json_u64_or_null(w, "max_depth", f->cost_depth_bound[d] != 0, f->cost_depth_bound[d]);
+        report_json_u64_or_null(w, "max_depth", f->cost_depth_bound[d] != 0,
+                                f->cost_depth_bound[d]);
         jsonw_key_u64(w, "samples", cli_cost_samples(f, d));
         jsonw_key_double(w, "median_ns", cli_cost_quantile_ns(f, d, 0.5), 0);
         jsonw_key_double(w, "p90_ns", cli_cost_quantile_ns(f, d, 0.9), 0);
@@ -272,27 +261,14 @@ static void print_native_json(jsonw *w, const profile_process *pr)
     }
     int has = pr->has_footer && f->has_native;
     jsonw_begin_object(w);
-    json_u64_or_null(w, "ok", has, f->native_ok);
-    json_u64_or_null(w, "truncated", has, f->native_truncated);
-    json_u64_or_null(w, "skipped", has, f->native_skipped);
-    json_u64_or_null(w, "walk_ns", has, f->native_ns);
+    report_json_u64_or_null(w, "ok", has, f->native_ok);
+    report_json_u64_or_null(w, "truncated", has, f->native_truncated);
+    report_json_u64_or_null(w, "skipped", has, f->native_skipped);
+    report_json_u64_or_null(w, "walk_ns", has, f->native_ns);
     jsonw_key_u64(w, "samples", pr->native_samples);
     jsonw_key_u64(w, "unmerged", pr->native_unmerged);
     jsonw_key_u64(w, "unresolved_addresses", pr->native_unresolved);
     jsonw_end_object(w);
-}
-
-/* The process's identity in --json outputs: pid, ppid, run_id, argv. */
-static void json_process_ident(jsonw *w, const profile_process *pr)
-{
-    jsonw_key_u64(w, "pid", pr->pid);
-    jsonw_key_u64(w, "ppid", pr->ppid);
-    jsonw_key_string(w, "run_id", pr->run_id);
-    jsonw_key(w, "argv");
-    jsonw_begin_array(w);
-    for (size_t k = 0; k < pr->argc; k++)
-        jsonw_string(w, pr->argv[k]);
-    jsonw_end_array(w);
 }
 
 static void print_process_json(jsonw *w, const profile *p, size_t i)
@@ -300,7 +276,7 @@ static void print_process_json(jsonw *w, const profile *p, size_t i)
     const profile_process *pr = &p->procs[i];
     const pyprof_footer *f = &pr->footer;
     jsonw_begin_object(w);
-    json_process_ident(w, pr);
+    report_json_process_ident(w, pr);
     jsonw_key_string(w, "exe", pr->exe);
     jsonw_key_string(w, "host", pr->host);
     jsonw_key_string(w, "python", pr->python_version);
@@ -337,14 +313,14 @@ static void print_process_json(jsonw *w, const profile *p, size_t i)
         jsonw_double(w, (double)f->achieved_hz_milli / 1000.0, 3);
     else
         jsonw_null(w);
-    json_u64_or_null(w, "library_cpu_ns", pr->has_footer, f->lib_cpu_ns);
+    report_json_u64_or_null(w, "library_cpu_ns", pr->has_footer, f->lib_cpu_ns);
     print_cost_json(w, pr);
     print_native_json(w, pr);
     jsonw_key(w, "rss");
     jsonw_begin_object(w);
-    json_u64_or_null(w, "start", pr->has_rss, pr->rss_start);
-    json_u64_or_null(w, "peak", pr->has_rss, pr->rss_peak);
-    json_u64_or_null(w, "end", pr->has_rss, pr->rss_end);
+    report_json_u64_or_null(w, "start", pr->has_rss, pr->rss_start);
+    report_json_u64_or_null(w, "peak", pr->has_rss, pr->rss_peak);
+    report_json_u64_or_null(w, "end", pr->has_rss, pr->rss_end);
     jsonw_end_object(w);
     jsonw_key_string(w, "path", pr->path);
     /* A rotated series is one process of several files. */
@@ -356,7 +332,7 @@ static void print_process_json(jsonw *w, const profile *p, size_t i)
     jsonw_key_u64(w, "span_stops_unmatched", pr->span_stops_unmatched);
     /* Starts and stops the library could not queue (the footer's span section; null
      * without it: no footer, or an older writer). */
-    json_u64_or_null(w, "spans_lost", pr->has_footer && f->has_spans, f->spans_lost);
+    report_json_u64_or_null(w, "spans_lost", pr->has_footer && f->has_spans, f->spans_lost);
     jsonw_end_object(w);
 }
 
@@ -425,442 +401,6 @@ static int print_json(const profile *p, const aggregate_counts *a, const report_
     free(order);
     free(threads);
     return CLI_EXIT_OK;
-}
-
-/* ---- --memory ----------------------------------------------------------------------- */
-
-static const char *fmt_bytes(double v, char *buf, size_t len)
-{
-    return cli_fmt_bytes(cli_bytes_count(v), buf, len);
-}
-
-static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
-
-static void print_memory_process(const profile *p, const allocs_counts *c, size_t i)
-{
-    const profile_process *pr = &p->procs[i];
-    const pyprof_footer *f = &pr->footer;
-    const allocs_cost *k = &c->process[i];
-    char b1[64], b2[64];
-    printf("\nprocess %" PRIu64 " (parent %" PRIu64 "), run %s", pr->pid, pr->ppid, pr->run_id);
-    if (pr->window)
-        printf(" window %" PRIu64, pr->window);
-    fputs(": ", stdout);
-    cli_print_argv(stdout, pr->argv, pr->argc);
-    printf("\n  log        %s\n", pr->path);
-    if (pr->alloc_interval)
-        printf("  sampling   one allocation per %s allocated, on average\n",
-               cli_fmt_bytes(pr->alloc_interval, b1, sizeof b1));
-    else
-        printf("  sampling   off (every allocation the log holds counts as itself)\n");
-    printf("  in the log %" PRIu64 " allocations, %" PRIu64 " frees", pr->allocs_read,
-           pr->frees_read);
-    if (pr->frees_unmatched)
-        printf(" (%" PRIu64 " of blocks whose allocation is not in the logs)",
-               pr->frees_unmatched);
-    if (pr->has_footer && f->has_alloc)
-        printf("\n  lost       allocations %" PRIu64 ", frees %" PRIu64
-               " (buffer full, or made inside a sample); blocks followed at the end %" PRIu64
-               "\n",
-               f->alloc_lost, f->frees_lost, f->alloc_live);
-    else
-        printf("\n  lost       unknown (the log has no footer)\n");
-    char b3[64];
-    printf("  kept       %" PRIu64 " allocations: %s allocated, %s in use at the end, %s at "
-           "the peak\n",
-           k->samples, fmt_bytes(k->alloc_bytes, b1, sizeof b1),
-           fmt_bytes(k->inuse_bytes, b2, sizeof b2), fmt_bytes(k->peak_bytes, b3, sizeof b3));
-}
-
-static void print_memory_funcs(const profile *p, const allocs_counts *c, const uint32_t *order,
-                               size_t n, int by, int total, size_t top)
-{
-    char b1[64], b2[64], b3[64];
-    double all = allocs_key(&c->all, by);
-    /* The last column: bytes allocated beside the in-use measures, in use at the end
-     * beside the bytes allocated. */
-    int other = by == ALLOCS_BY_ALLOC ? ALLOCS_BY_INUSE : ALLOCS_BY_ALLOC;
-    printf("\ntop functions by bytes %s %s (%s), of %s:\n",
-           by == ALLOCS_BY_INUSE  ? "in use at the end"
-           : by == ALLOCS_BY_PEAK ? "in use at the peak"
-                                  : "allocated",
-           total ? "under them" : "in them", total ? "total" : "self",
-           fmt_bytes(all, b1, sizeof b1));
-    printf("  %6s %10s %10s %7s %10s %10s  %s\n", total ? "total%" : "self%",
-           total ? "total" : "self", "objects", total ? "self%" : "total%",
-           total ? "self" : "total", other == ALLOCS_BY_ALLOC ? "allocated" : "in use",
-           "function");
-    for (size_t k = 0; k < n && k < top; k++) {
-        uint32_t f = order[k];
-        const allocs_cost *x = total ? &c->total[f] : &c->self[f];
-        const allocs_cost *y = total ? &c->self[f] : &c->total[f];
-        double xv = allocs_key(x, by), yv = allocs_key(y, by);
-        double objects = by == ALLOCS_BY_INUSE  ? x->inuse_objects
-                         : by == ALLOCS_BY_PEAK ? x->peak_objects
-                                                : x->alloc_objects;
-        printf("  %5.1f%% %10s %10" PRIu64 " %6.1f%% %10s %10s  ", pct(xv, all),
-               fmt_bytes(xv, b1, sizeof b1), cli_bytes_count(objects), pct(yv, all),
-               fmt_bytes(yv, b2, sizeof b2), fmt_bytes(allocs_key(x, other), b3, sizeof b3));
-        cli_print_func(stdout, &p->funcs[f]);
-        putchar('\n');
-    }
-    if (n > top)
-        printf("  ... %zu more (--top N)\n", n - top);
-}
-
-static int print_memory_text(const profile *p, const allocs_counts *c, const report_opts *o)
-{
-    char b1[64], b2[64];
-    /* The interval, when the processes share one (0: none has any). */
-    uint64_t interval = 0, lost = 0, frees_lost = 0;
-    int same = 1, footers = 1;
-    for (size_t i = 0; i < p->nprocs; i++) {
-        const profile_process *pr = &p->procs[i];
-        if (pr->alloc_interval && interval && pr->alloc_interval != interval)
-            same = 0;
-        if (pr->alloc_interval)
-            interval = pr->alloc_interval;
-        footers &= pr->has_footer && pr->footer.has_alloc;
-        lost += pr->footer.alloc_lost;
-        frees_lost += pr->footer.frees_lost;
-    }
-    printf("pyprof report --memory: %zu process%s, %" PRIu64 " allocations sampled", p->nprocs,
-           p->nprocs == 1 ? "" : "es", c->all.samples);
-    if (!same)
-        printf(" (at different intervals)");
-    else if (interval)
-        printf(" (one per %s allocated, on average)", cli_fmt_bytes(interval, b1, sizeof b1));
-    if (footers)
-        printf("; lost: %" PRIu64 " allocations, %" PRIu64 " frees\n", lost, frees_lost);
-    else
-        printf("; lost: unknown (a log has no footer)\n");
-    printf("  allocated  %s in %" PRIu64 " objects (estimated)\n",
-           fmt_bytes(c->all.alloc_bytes, b1, sizeof b1), cli_bytes_count(c->all.alloc_objects));
-    printf("  in use     %s in %" PRIu64 " objects at the end%s: %" PRIu64
-           " blocks sampled (%" PRIu64 " freed, %" PRIu64 " not followed to their free)\n",
-           fmt_bytes(c->all.inuse_bytes, b2, sizeof b2), cli_bytes_count(c->all.inuse_objects),
-           p->filter.has_to ? " (--to)" : "", c->all.inuse_samples, c->freed, c->untracked);
-    if (c->peak.found)
-        printf("  peak       %s in %" PRIu64 " objects at %.3f s from the start%s: %" PRIu64
-               " blocks sampled\n",
-               fmt_bytes(c->peak.bytes, b1, sizeof b1), cli_bytes_count(c->peak.objects),
-               c->peak.t_s, p->nprocs > 1 ? " (of the earliest process)" : "", c->peak.samples);
-    else
-        printf("  peak       none (no allocation followed to its free)\n");
-    for (size_t i = 0; i < p->nprocs; i++)
-        print_memory_process(p, c, i);
-    if (!c->all.samples) {
-        printf("\nno allocation samples\n");
-        return CLI_EXIT_OK;
-    }
-    printf("\nby allocator:\n  %-9s %9s %10s %10s %10s %10s\n", "domain", "samples",
-           "allocated", "objects", "in use", "objects");
-    for (int d = 0; d < PYPROF_ALLOC_DOMAINS; d++) {
-        const allocs_cost *k = &c->domain[d];
-        if (!k->samples)
-            continue;
-        printf("  %-9s %9" PRIu64 " %10s %10" PRIu64 " %10s %10" PRIu64 "\n",
-               allocs_domain_name(d), k->samples, fmt_bytes(k->alloc_bytes, b1, sizeof b1),
-               cli_bytes_count(k->alloc_objects), fmt_bytes(k->inuse_bytes, b2, sizeof b2),
-               cli_bytes_count(k->inuse_objects));
-    }
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    if (!order)
-        return cli_oom();
-    size_t n = allocs_sort_funcs(p, c, o->by, 0, order);
-    print_memory_funcs(p, c, order, n, o->by, 0, o->top);
-    n = allocs_sort_funcs(p, c, o->by, 1, order);
-    print_memory_funcs(p, c, order, n, o->by, 1, o->top);
-    free(order);
-    return CLI_EXIT_OK;
-}
-
-/* docs/JSON.md, "report memory": samples, what they stand for, and the in-use part. */
-static void json_cost(jsonw *w, const char *key, const allocs_cost *c)
-{
-    jsonw_key(w, key);
-    jsonw_begin_object(w);
-    jsonw_key_u64(w, "samples", c->samples);
-    jsonw_key_u64(w, "alloc_bytes", cli_bytes_count(c->alloc_bytes));
-    jsonw_key_u64(w, "alloc_objects", cli_bytes_count(c->alloc_objects));
-    jsonw_key_u64(w, "inuse_samples", c->inuse_samples);
-    jsonw_key_u64(w, "inuse_bytes", cli_bytes_count(c->inuse_bytes));
-    jsonw_key_u64(w, "inuse_objects", cli_bytes_count(c->inuse_objects));
-    jsonw_key_u64(w, "peak_samples", c->peak_samples);
-    jsonw_key_u64(w, "peak_bytes", cli_bytes_count(c->peak_bytes));
-    jsonw_key_u64(w, "peak_objects", cli_bytes_count(c->peak_objects));
-    jsonw_end_object(w);
-}
-
-static void print_memory_process_json(jsonw *w, const profile *p, const allocs_counts *c,
-                                      size_t i)
-{
-    const profile_process *pr = &p->procs[i];
-    const pyprof_footer *f = &pr->footer;
-    int has = pr->has_footer && f->has_alloc;
-    jsonw_begin_object(w);
-    json_process_ident(w, pr);
-    jsonw_key_string(w, "path", pr->path);
-    jsonw_key_u64(w, "files", pr->nfiles);
-    jsonw_key_u64(w, "alloc_interval", pr->alloc_interval);
-    jsonw_key_u64(w, "allocs_in_log", pr->allocs_read);
-    jsonw_key_u64(w, "frees_in_log", pr->frees_read);
-    jsonw_key_u64(w, "frees_unmatched", pr->frees_unmatched);
-    json_u64_or_null(w, "alloc_samples", has, f->alloc_samples);
-    json_u64_or_null(w, "alloc_frees", has, f->alloc_frees);
-    json_u64_or_null(w, "alloc_lost", has, f->alloc_lost);
-    json_u64_or_null(w, "frees_lost", has, f->frees_lost);
-    json_u64_or_null(w, "alloc_live", has, f->alloc_live);
-    json_cost(w, "total", &c->process[i]);
-    jsonw_end_object(w);
-}
-
-static int print_memory_json(const profile *p, const allocs_counts *c, const report_opts *o)
-{
-    uint32_t *order = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof *order);
-    if (!order)
-        return cli_oom();
-    jsonw w;
-    jsonw_init(&w, stdout, 0);
-    jsonw_begin_object(&w);
-    jsonw_key_string(&w, "memory",
-                     o->by == ALLOCS_BY_INUSE  ? "inuse"
-                     : o->by == ALLOCS_BY_PEAK ? "peak"
-                                               : "alloc");
-    json_cost(&w, "total", &c->all);
-    jsonw_key(&w, "peak");
-    jsonw_begin_object(&w);
-    jsonw_key(&w, "t_s");
-    if (c->peak.found)
-        jsonw_double(&w, c->peak.t_s, 6);
-    else
-        jsonw_null(&w);
-    jsonw_key_u64(&w, "bytes", cli_bytes_count(c->peak.bytes));
-    jsonw_key_u64(&w, "objects", cli_bytes_count(c->peak.objects));
-    jsonw_key_u64(&w, "samples", c->peak.samples);
-    jsonw_end_object(&w);
-    jsonw_key_u64(&w, "freed", c->freed);
-    jsonw_key_u64(&w, "untracked", c->untracked);
-    jsonw_break(&w, 1);
-    jsonw_key(&w, "domains");
-    jsonw_begin_object(&w);
-    for (int d = 0; d < PYPROF_ALLOC_DOMAINS; d++) {
-        jsonw_break(&w, 2);
-        json_cost(&w, allocs_domain_name(d), &c->domain[d]);
-    }
-    jsonw_end_object(&w);
-    jsonw_break(&w, 1);
-    jsonw_key(&w, "processes");
-    jsonw_begin_array(&w);
-    for (size_t i = 0; i < p->nprocs; i++) {
-        jsonw_break(&w, 2);
-        print_memory_process_json(&w, p, c, i);
-    }
-    jsonw_end_array(&w);
-    jsonw_break(&w, 1);
-    jsonw_key(&w, "functions");
-    jsonw_begin_array(&w);
-    size_t n = allocs_sort_funcs(p, c, o->by, 0, order);
-    if (o->top_given && n > o->top)
-        n = o->top;
-    for (size_t k = 0; k < n; k++) {
-        uint32_t f = order[k];
-        const profile_func *fn = &p->funcs[f];
-        jsonw_break(&w, 2);
-        jsonw_begin_object(&w);
-        cli_json_func(&w, fn);
-        json_cost(&w, "self", &c->self[f]);
-        json_cost(&w, "total", &c->total[f]);
-        jsonw_end_object(&w);
-    }
-    jsonw_end_array(&w);
-    jsonw_end_object(&w);
-    jsonw_finish(&w);
-    free(order);
-    return CLI_EXIT_OK;
-}
-
-static int report_memory(const profile *p, const report_opts *o, int json)
-{
-    int rc = cli_need_allocs(p);
-    if (rc >= 0)
-        return rc;
-    allocs_counts c;
-    if (allocs_sum(p, &c) < 0)
-        return cli_oom();
-    rc = json ? print_memory_json(p, &c, o) : print_memory_text(p, &c, o);
-    allocs_counts_free(&c);
-    return rc;
-}
-
-/* ---- --gil ---------------------------------------------------------------------------- */
-
-static const char *const gil_key[PYPROF_GIL_STATES] = {"unknown", "held", "wait", "other",
-                                                       "not_held"};
-
-/* A stack on one line, innermost first: "f (file:line) < caller (file:line) < ...", at
- * most `max` functions. */
-static void print_stack_line(const profile *p, uint32_t stack, unsigned max)
-{
-    const profile_stack *st = &p->stacks[stack];
-    if (!st->nframes) {
-        printf("(no Python frame)");
-        return;
-    }
-    unsigned shown = 0;
-    for (uint32_t k = st->nframes; k-- > 0 && shown < max; shown++) {
-        if (shown)
-            printf(" < ");
-        cli_print_func(stdout, &p->funcs[p->frames[st->first + k].func]);
-    }
-    if (st->nframes > max)
-        printf(" < ...");
-}
-
-static void json_stack(jsonw *w, const profile *p, uint32_t stack)
-{
-    const profile_stack *st = &p->stacks[stack];
-    jsonw_key(w, "stack");
-    jsonw_begin_array(w);
-    for (uint32_t k = st->nframes; k-- > 0;) {
-        const profile_frame *fr = &p->frames[st->first + k];
-        jsonw_begin_object(w);
-        cli_json_func(w, &p->funcs[fr->func]);
-        jsonw_key_i64(w, "at_line", fr->line);
-        jsonw_end_object(w);
-    }
-    jsonw_end_array(w);
-}
-
-static uint64_t gil_known(const uint64_t *samples)
-{
-    uint64_t n = 0;
-    for (int g = 1; g < PYPROF_GIL_STATES; g++)
-        n += samples[g];
-    return n;
-}
-
-static int print_gil_text(const profile *p, const gilwait_counts *c, const report_opts *o)
-{
-    uint64_t known = gil_known(c->samples);
-    printf("pyprof report --gil: %zu process%s, %zu samples, %" PRIu64 " with a GIL state\n",
-           p->nprocs, p->nprocs == 1 ? "" : "es", p->nsamples, known);
-    if (!known) {
-        printf("\n  no sample says where its thread stood with the GIL: the logs were not\n"
-               "  written in wall mode (PYPROF_CLOCK=wall)\n");
-        return CLI_EXIT_OK;
-    }
-    printf("\n  held %.1f%%, waiting for the GIL %.1f%%, neither %.1f%%",
-           cli_pct(c->samples[1], known), cli_pct(c->samples[2], known),
-           cli_pct(c->samples[3], known));
-    if (c->samples[PYPROF_GIL_NOT_HELD])
-        printf(", not held (waits not seen) %.1f%%", cli_pct(c->samples[4], known));
-    printf("\n  GIL waits with the holder's stack found: %.1f%%\n",
-           cli_pct(c->attributed, c->samples[PYPROF_GIL_WAIT]));
-    printf("\n  threads (share of each thread's samples)\n"
-           "      pid      tid     held     wait  neither  not held  name\n");
-    for (size_t i = 0; i < c->nthreads; i++) {
-        const gilwait_thread *t = &c->threads[i];
-        uint64_t n = gil_known(t->samples);
-        if (!n)
-            continue;
-        const profile_thread *th = &p->threads[t->thread];
-        printf("  %7" PRIu64 " %8" PRIu64 "  %6.1f%%  %6.1f%%  %6.1f%%   %6.1f%%  ",
-               p->procs[th->process].pid, th->tid, cli_pct(t->samples[1], n),
-               cli_pct(t->samples[2], n), cli_pct(t->samples[3], n), cli_pct(t->samples[4], n));
-        cli_put_line(stdout, th->name);
-        printf("\n");
-    }
-    if (!c->nstacks)
-        return CLI_EXIT_OK;
-    printf("\n  waiting for the GIL, by stack (share of all GIL waits), and who held it\n");
-    size_t n = c->nstacks < o->top ? c->nstacks : o->top;
-    for (size_t i = 0; i < n; i++) {
-        const gilwait_stack *s = &c->stacks[i];
-        printf("  %6.1f%%  ", cli_pct(s->samples, c->samples[PYPROF_GIL_WAIT]));
-        print_stack_line(p, s->stack, 4);
-        printf("\n");
-        for (size_t h = 0; h < s->nholders && h < 3; h++) {
-            printf("           %5.1f%% behind  ", cli_pct(s->holders[h].samples, s->samples));
-            print_stack_line(p, s->holders[h].stack, 4);
-            printf("\n");
-        }
-        if (s->attributed < s->samples)
-            printf("           %5.1f%% behind  (no holder sample within a period)\n",
-                   cli_pct(s->samples - s->attributed, s->samples));
-    }
-    return CLI_EXIT_OK;
-}
-
-static void json_gil_states(jsonw *w, const uint64_t *samples)
-{
-    for (int g = 0; g < PYPROF_GIL_STATES; g++)
-        jsonw_key_u64(w, gil_key[g], samples[g]);
-}
-
-/* docs/JSON.md, "report gil". */
-static int print_gil_json(const profile *p, const gilwait_counts *c, const report_opts *o)
-{
-    jsonw w;
-    jsonw_init(&w, stdout, 0);
-    jsonw_begin_object(&w);
-    jsonw_key_u64(&w, "samples", p->nsamples);
-    jsonw_key(&w, "states");
-    jsonw_begin_object(&w);
-    json_gil_states(&w, c->samples);
-    jsonw_end_object(&w);
-    jsonw_key_u64(&w, "attributed", c->attributed);
-    jsonw_break(&w, 1);
-    jsonw_key(&w, "threads");
-    jsonw_begin_array(&w);
-    for (size_t i = 0; i < c->nthreads; i++) {
-        const gilwait_thread *t = &c->threads[i];
-        const profile_thread *th = &p->threads[t->thread];
-        jsonw_break(&w, 2);
-        jsonw_begin_object(&w);
-        jsonw_key_u64(&w, "pid", p->procs[th->process].pid);
-        jsonw_key_u64(&w, "tid", th->tid);
-        jsonw_key_string(&w, "name", th->name);
-        json_gil_states(&w, t->samples);
-        jsonw_end_object(&w);
-    }
-    jsonw_end_array(&w);
-    jsonw_break(&w, 1);
-    jsonw_key(&w, "waits");
-    jsonw_begin_array(&w);
-    size_t n = o->top_given && c->nstacks > o->top ? o->top : c->nstacks;
-    for (size_t i = 0; i < n; i++) {
-        const gilwait_stack *s = &c->stacks[i];
-        jsonw_break(&w, 2);
-        jsonw_begin_object(&w);
-        jsonw_key_u64(&w, "samples", s->samples);
-        jsonw_key_u64(&w, "attributed", s->attributed);
-        json_stack(&w, p, s->stack);
-        jsonw_key(&w, "holders");
-        jsonw_begin_array(&w);
-        for (size_t h = 0; h < s->nholders; h++) {
-            jsonw_begin_object(&w);
-            jsonw_key_u64(&w, "samples", s->holders[h].samples);
-            json_stack(&w, p, s->holders[h].stack);
-            jsonw_end_object(&w);
-        }
-        jsonw_end_array(&w);
-        jsonw_end_object(&w);
-    }
-    jsonw_end_array(&w);
-    jsonw_end_object(&w);
-    jsonw_finish(&w);
-    return CLI_EXIT_OK;
-}
-
-static int report_gil(const profile *p, const report_opts *o, int json)
-{
-    gilwait_counts c;
-    if (gilwait_sum(p, &c) < 0)
-        return cli_oom();
-    int rc = json ? print_gil_json(p, &c, o) : print_gil_text(p, &c, o);
-    gilwait_counts_free(&c);
-    return rc;
 }
 
 static int report_option(void *ctx, int c, const char *arg)

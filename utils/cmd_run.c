@@ -26,7 +26,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "common/config.h"
+#include "read/aggregate.h"
 
 const char cmd_run_usage[] =
     "usage: pyprof run [options] [--] CMD [ARGS...]\n"

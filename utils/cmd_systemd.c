@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd.h"
 
 const char cmd_systemd_usage[] =
     "usage: pyprof systemd enable [--start] [--lib PATH] [--root DIR] [--force] SERVICE\n"

@@ -25,6 +25,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -47,6 +48,10 @@
 #include "read/idmap.h"
 #include "read/logset.h"
 #include "cli.h"
+#include "cli_fmt.h"
+#include "cli_log.h"
+#include "cli_parse.h"
+#include "cmd.h"
 #include "ctlclient.h"
 #include "livelog.h"
 

@@ -37,6 +37,11 @@
 #include "read/spans.h"
 #include "read/trace.h"
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_parse.h"
+#include "cli_text.h"
+#include "cmd.h"
 #include "jsonw.h"
 
 /* The trace page's template, as cmd_html.c embeds the viewer's. */

@@ -12,8 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/aggregate.h"
+#include "read/allocs.h"
 #include "read/calltree.h"
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_fmt.h"
+#include "cli_log.h"
+#include "cli_parse.h"
+#include "cmd.h"
 #include "jsonw.h"
 
 /* clang-format off */
@@ -258,10 +265,8 @@ static int print_tree(const profile *p, const calltree *t, const tree_opts *o)
             printf(o->memory ? "no allocation samples\n" : "no samples\n");
     }
     free(roots);
-    if (w.oom) {
-        cli_error("out of memory");
-        return CLI_EXIT_BAD_INPUT;
-    }
+    if (w.oom)
+        return cli_oom();
     return CLI_EXIT_OK;
 }
 

@@ -20,7 +20,6 @@
 #include <pyprof/pyprof.h>
 
 #include "read/callgraph.h"
-#include "cli.h"
 #include "export.h"
 
 typedef struct cg_out {

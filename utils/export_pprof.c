@@ -40,7 +40,9 @@
 
 #include "common/fnv.h"
 #include "common/growarray.h"
-#include "cli.h"
+#include "read/allocs.h"
+#include "cli_fmt.h"
+#include "cli_text.h"
 #include "export.h"
 
 /* ---- protobuf encoding -------------------------------------------------------------- */

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "read/callgraph.h"
-#include "cli.h"
+#include "cli_text.h"
 #include "export.h"
 
 typedef struct marshal_out {

@@ -10,6 +10,8 @@
 #include <pyprof/pyprof.h>
 
 #include "cli.h"
+#include "cli_output.h"
+#include "cmd.h"
 
 typedef struct command {
     const char *name;
