@@ -66,6 +66,7 @@
 
 #define SAMPLE_RING_BYTES (4u << 20)
 #define CODE_RING_BYTES (2u << 20)
+#define QUIESCE_MAX_NS 1000000000ull /* sampler_stop waits no longer for a late handler */
 
 static timer_t posix_timer;
 static int have_posix_timer;
@@ -134,12 +135,20 @@ static void prof_yielded(int sig)
     }
 }
 
+/* The sampling handler runs with the sampling signals blocked, and the terminating ones
+ * too: a SIGTERM, SIGINT or SIGHUP that arrives meanwhile is delivered the moment it
+ * returns (microseconds later), never inside it.  Inside it, control.c's handler would
+ * wait for the writer to finish the log while the writer waits for this very handler to
+ * leave (sampler_stop's quiesce), and the log would be cut short. */
 static int install_handler(int sig)
 {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTRAP);
     sigaddset(&mask, SIGPROF);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
     return sig == SIGTRAP
                ? sigdisp_take(sig, sighandler_on_signal, SA_RESTART, &mask, SIGDISP_KEEP, NULL)
                : sigdisp_take(sig, sighandler_on_signal, SA_RESTART, &mask, SIGDISP_YIELD,
@@ -386,10 +395,12 @@ void sampler_stop(void)
     /* A handler that read `enabled` before we cleared it may still be walking; wait for
      * it.  Handlers never block, so this ends in microseconds.  Never wait for our own
      * thread's handler (we may be running nested in it, from a program's signal handler
-     * that calls _exit), and never wait forever: after a second, go on; nothing we do
+     * that calls _exit), and never wait forever: after a second by the clock (not by a
+     * count of sleeps, which a thread's timer slack stretches), go on; nothing we do
      * next frees memory a late handler could touch. */
     int self = sighandler_inside();
-    for (int i = 0; atomic_load(&g->inflight) > self && i < 20000; i++) {
+    uint64_t give_up_ns = clock_mono_ns() + QUIESCE_MAX_NS;
+    while (atomic_load(&g->inflight) > self && clock_mono_ns() < give_up_ns) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
