@@ -121,6 +121,23 @@ typedef struct wthread {
     char name[PYNAMES_NAME_MAX]; /* as last emitted */
 } wthread;
 
+/* Every counter the footer reports that runs on outside the writer's own bookkeeping,
+ * as one snapshot: read when a file begins (its base) and when it ends, the footer is
+ * the difference (counters_read, counters_since).  A new counter is a field here, a line
+ * in counters_read, and the footer's field. */
+typedef struct counters {
+    sampler_stats st;         /* the handler's, since the sampler started */
+    uint64_t writer_ns;       /* the writer thread's CPU */
+    uint64_t timer_ns;        /* the timers' own upkeep (threadtimer_cpu_ns) */
+    uint64_t untimed_ns;      /* threads that ran without a timer of their own */
+    uint64_t wall_passes;     /* wall mode's passes over the threads */
+    uint64_t clock_timer_ns;  /* what the CPU timers counted ... */
+    uint64_t clock_kernel_ns; /* ... and what the kernel gave the threads of it */
+    uint64_t calib_ns;        /* the calibration's CPU (once per process) */
+    uint64_t spans_lost;      /* spans not recorded, since the process started */
+    allocsample_counts alloc; /* allocation sampling's, since the process started */
+} counters;
+
 static struct {
     /* configuration */
     pyprof_config cfg;
@@ -134,11 +151,7 @@ static struct {
     uint64_t series_unix_ns;  /* the first file's start (wall clock) */
     uint64_t file_rel0_ns;    /* this file's start of profiling, since sampler_t0 */
     uint64_t file_t0_mono_ns; /* the same on the monotonic clock */
-    sampler_stats base;       /* the handler's counters when this file began */
-    uint64_t base_writer_ns, base_timer_ns, base_untimed_ns, base_wall_passes, base_calib_ns;
-    uint64_t base_clock_timer_ns, base_clock_kernel_ns;
-    uint64_t base_spans_lost;              /* spans_lost() when this file began */
-    allocsample_counts base_alloc;         /* allocation counters when this file began */
+    counters base;            /* the counters when this file began */
     uint64_t alloc_written, frees_written; /* allocations and frees written in this file */
     uint64_t alloc_swept_ns;               /* the address set's last upkeep */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
@@ -1355,16 +1368,48 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     return 0;
 }
 
-/* The handler's counters since this file began (a rotated series' footers each count
- * their own file). */
-static void file_stats(sampler_stats *st)
+/* The counters now.  The ones that start with each window (the handler's, the timers',
+ * the wall passes', the writer thread's) read as zero when `window_started` is 0: the
+ * first file of a window begins before its sampler starts, so they count from zero; the
+ * process's own (calibration, spans, allocation sampling) are read as they are.  The
+ * writer thread's CPU is `writer_ns`, read by the caller (on that thread, or from it). */
+static void counters_read(counters *c, int window_started, uint64_t writer_ns)
 {
-    _Static_assert(sizeof *st % sizeof(uint64_t) == 0, "sampler_stats is all counters");
-    sampler_read_stats(st);
-    uint64_t *a = (uint64_t *)(void *)st;
-    const uint64_t *b = (const uint64_t *)(const void *)&W.base;
-    for (size_t i = 0; i < sizeof *st / sizeof(uint64_t); i++)
-        a[i] -= b[i];
+    memset(c, 0, sizeof *c);
+    if (window_started) {
+        sampler_read_stats(&c->st);
+        c->writer_ns = writer_ns;
+        c->timer_ns = threadtimer_cpu_ns();
+        c->untimed_ns = threadtimer_untimed_ns();
+        c->wall_passes = sampler_wall_passes();
+        threadtimer_clock(&c->clock_timer_ns, &c->clock_kernel_ns);
+    }
+    calib_result cal;
+    calib_get(&cal);
+    c->calib_ns = cal.cpu_ns;
+    c->spans_lost = spans_lost();
+    allocsample_stats(&c->alloc);
+}
+
+/* now - base, counter by counter (allocation sampling's `live` stays now's: it is a
+ * level, not a count). */
+static void counters_since(counters *d, const counters *now, const counters *base)
+{
+    _Static_assert(sizeof *d % sizeof(uint64_t) == 0, "counters are all uint64_t");
+    uint64_t *o = (uint64_t *)(void *)d;
+    const uint64_t *a = (const uint64_t *)(const void *)now;
+    const uint64_t *b = (const uint64_t *)(const void *)base;
+    for (size_t i = 0; i < sizeof *d / sizeof(uint64_t); i++)
+        o[i] = a[i] - b[i];
+    d->alloc.live = now->alloc.live;
+}
+
+/* This file's counters so far; the writer thread's CPU from the caller. */
+static void file_counters(counters *d, uint64_t writer_ns)
+{
+    counters now;
+    counters_read(&now, 1, writer_ns);
+    counters_since(d, &now, &W.base);
 }
 
 /* Where this file's counters start: now. */
@@ -1376,25 +1421,10 @@ static void file_begin(void)
     if (!W.seq)
         W.series_unix_ns = W.unix_start_ns;
     W.cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-    memset(&W.base, 0, sizeof W.base);
-    W.base_spans_lost = spans_lost();
-    if (W.seq) {
-        sampler_read_stats(&W.base);
-        W.base_writer_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-        W.base_timer_ns = threadtimer_cpu_ns();
-        W.base_untimed_ns = threadtimer_untimed_ns();
-        W.base_wall_passes = sampler_wall_passes();
-        threadtimer_clock(&W.base_clock_timer_ns, &W.base_clock_kernel_ns);
-    } else {
-        W.base_clock_timer_ns = W.base_clock_kernel_ns = 0;
-    }
-    /* Measured once per process, maybe in an earlier window's file. */
-    calib_result c;
-    calib_get(&c);
-    W.base_calib_ns = c.cpu_ns;
+    /* A later file of a series begins on the writer thread (rotate). */
+    counters_read(&W.base, W.seq != 0, W.seq ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0);
     W.samples = 0;
     W.alloc_written = W.frees_written = 0;
-    allocsample_stats(&W.base_alloc);
     W.last_t_us = 0;
     W.last_rss_emit_ns = 0; /* a new file begins with an RSS record */
     W.file_gen++;
@@ -1402,12 +1432,13 @@ static void file_begin(void)
 
 static void put_footer(int end, int status_known, int status)
 {
-    sampler_stats st;
-    file_stats(&st);
+    counters d;
+    file_counters(&d, W.writer_cpu_ns);
+    const sampler_stats st = d.st;
     uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - W.cpu_start_ns;
     calib_result cal;
     calib_get(&cal);
-    uint64_t calib_ns = cal.cpu_ns - W.base_calib_ns;
+    uint64_t calib_ns = d.calib_ns;
     logenc_footer_fields f = {
         .end_unix_ns = clock_ns(CLOCK_REALTIME),
         .duration_ns = clock_mono_ns() - sampler_t0_ns() - W.file_rel0_ns,
@@ -1417,9 +1448,9 @@ static void put_footer(int end, int status_known, int status)
         .status_known = status_known,
         .status = status,
         .handler_ns = st.handler_ns,
-        .writer_ns = W.writer_cpu_ns - W.base_writer_ns - calib_ns,
-        .timer_ns = threadtimer_cpu_ns() - W.base_timer_ns,
-        .untimed_ns = threadtimer_untimed_ns() - W.base_untimed_ns,
+        .writer_ns = d.writer_ns - calib_ns,
+        .timer_ns = d.timer_ns,
+        .untimed_ns = d.untimed_ns,
         .has_native = W.native,
         .native_ok = st.native_ok,
         .native_truncated = st.native_truncated,
@@ -1429,22 +1460,19 @@ static void put_footer(int end, int status_known, int status)
         .calib_signals = cal.signals,
         .calib_ns = calib_ns,
         .process_cpu_ns = cpu,
-        .spans_lost = spans_lost() - W.base_spans_lost,
+        .spans_lost = d.spans_lost,
         /* Wall mode's counts are the passes'; cpu mode's follow the kernel's CPU. */
         .clock_corrected = W.cfg.clock == PYPROF_CLOCK_CPU && !W.cfg.test_uncorrected,
     };
-    threadtimer_clock(&f.clock_timer_ns, &f.clock_kernel_ns);
-    f.clock_timer_ns -= W.base_clock_timer_ns;
-    f.clock_kernel_ns -= W.base_clock_kernel_ns;
+    f.clock_timer_ns = d.clock_timer_ns;
+    f.clock_kernel_ns = d.clock_kernel_ns;
     if (allochook_installed()) {
-        allocsample_counts ac;
-        allocsample_stats(&ac);
         f.has_alloc = 1;
         f.alloc_samples = W.alloc_written;
         f.alloc_frees = W.frees_written;
-        f.alloc_lost = ac.lost - W.base_alloc.lost;
-        f.frees_lost = ac.frees_lost - W.base_alloc.frees_lost;
-        f.alloc_live = ac.live;
+        f.alloc_lost = d.alloc.lost;
+        f.frees_lost = d.alloc.frees_lost;
+        f.alloc_live = d.alloc.live;
     }
     _Static_assert(sizeof f.drops == sizeof st.drops && sizeof f.cost == sizeof st.cost,
                    "the footer's counters are the sampler's");
@@ -1453,12 +1481,10 @@ static void put_footer(int end, int status_known, int status)
     /* The rate achieved: samples per CPU second (cpu clock); sampling passes over all
      * threads per second (wall clock). */
     uint64_t wall = f.duration_ns;
-    f.achieved_hz_milli =
-        W.cfg.clock == PYPROF_CLOCK_WALL
-            ? (wall ? (uint64_t)((double)(sampler_wall_passes() - W.base_wall_passes) * 1e12 /
-                                 (double)wall)
-                    : 0)
-            : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
+    f.achieved_hz_milli = W.cfg.clock == PYPROF_CLOCK_WALL
+                              ? (wall ? (uint64_t)((double)d.wall_passes * 1e12 / (double)wall)
+                                      : 0)
+                              : (cpu ? (uint64_t)((double)W.samples * 1e12 / (double)cpu) : 0);
     f.lib_cpu_ns = st.handler_ns + f.writer_ns + calib_ns + f.timer_ns;
     uint8_t buf[2048];
     rec_out o;
@@ -1613,13 +1639,13 @@ void writer_status(writer_status_info *st)
     st->window = W.window;
     st->samples = W.samples;
     st->snapshot_last = W.snapshot_last;
-    sampler_stats fs;
-    file_stats(&fs);
-    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
-        st->dropped += fs.drops[i];
     uint64_t writer_ns = 0;
     clockid_t cid;
     if (W.thread_running && pthread_getcpuclockid(W.thread, &cid) == 0)
-        writer_ns = clock_ns(cid) - W.base_writer_ns;
-    st->lib_cpu_ns = fs.handler_ns + writer_ns + (threadtimer_cpu_ns() - W.base_timer_ns);
+        writer_ns = clock_ns(cid);
+    counters d;
+    file_counters(&d, writer_ns);
+    for (int i = 0; i < PYPROF_DROP_COUNT; i++)
+        st->dropped += d.st.drops[i];
+    st->lib_cpu_ns = d.st.handler_ns + (writer_ns ? d.writer_ns : 0) + d.timer_ns;
 }
