@@ -80,6 +80,7 @@
 #include "pynames.h"
 #include "safe_read.h"
 #include "sampler.h"
+#include "codemap.h"
 #include "codetable.h"
 #include "spans.h"
 #include "stackmap.h"
@@ -104,17 +105,6 @@
 #define BATCH_BYTES (16u << 10)      /* events a BATCH gathers at most (bytes) ... */
 #define BATCH_EVENTS 256             /* ... and in number: what a cut inside one loses */
 #define ALLOCS_BYTES (8u << 10)      /* the same for an ALLOCS record */
-
-typedef struct code_info {
-    uint32_t id;
-    int32_t first_line;
-    uint8_t kind;
-    uint32_t lt_len;
-    uint8_t *lt;
-    uint8_t *rec; /* the CODE record's payload, for the next file of a series */
-    uint32_t rec_len;
-    unsigned file_gen; /* the file it was last written to (W.file_gen) */
-} code_info;
 
 typedef struct wthread {
     uint32_t tid, idx;
@@ -190,8 +180,7 @@ static struct {
     uint64_t samples;
     uint64_t cpu_start_ns, unix_start_ns;
     /* code map: open addressing on id */
-    code_info *codes;
-    size_t codes_cap, codes_n;
+    codemap codes;
     /* stack dedup: Python stacks, native stacks (native mode) */
     stackmap stacks, nstacks;
     /* native mode: decided when the log is opened; the modules the log announced */
@@ -464,48 +453,6 @@ static int open_log(void)
 
 /* ---- maps --------------------------------------------------------------------------- */
 
-static code_info *code_find(uint32_t id)
-{
-    if (!W.codes_cap)
-        return NULL;
-    size_t mask = W.codes_cap - 1;
-    for (size_t i = (id * 2654435761u) & mask;; i = (i + 1) & mask) {
-        if (W.codes[i].id == id)
-            return &W.codes[i];
-        if (W.codes[i].id == 0)
-            return NULL;
-    }
-}
-
-static code_info *code_insert_slot(uint32_t id)
-{
-    if ((W.codes_n + 1) * 2 > W.codes_cap) {
-        size_t ncap = W.codes_cap ? W.codes_cap * 2 : 1024;
-        code_info *n = calloc(ncap, sizeof *n);
-        if (!n)
-            return NULL;
-        code_info *old = W.codes;
-        size_t ocap = W.codes_cap;
-        W.codes = n;
-        W.codes_cap = ncap;
-        for (size_t i = 0; i < ocap; i++)
-            if (old[i].id) {
-                size_t j = (old[i].id * 2654435761u) & (ncap - 1);
-                while (n[j].id)
-                    j = (j + 1) & (ncap - 1);
-                n[j] = old[i];
-            }
-        free(old);
-    }
-    size_t mask = W.codes_cap - 1;
-    size_t i = (id * 2654435761u) & mask;
-    while (W.codes[i].id && W.codes[i].id != id)
-        i = (i + 1) & mask;
-    if (!W.codes[i].id)
-        W.codes_n++;
-    return &W.codes[i];
-}
-
 static void emit_thread(const wthread *t)
 {
     uint8_t buf[64 + PYNAMES_NAME_MAX];
@@ -601,7 +548,7 @@ static void sb_push(stackbuild *b, uint32_t code_id, int32_t line, int run_start
  * next file announces again the code its stacks use). */
 static void code_announce(uint32_t id)
 {
-    code_info *ci = id >= PYPROF_CODE_FIRST ? code_find(id) : NULL;
+    code_info *ci = id >= PYPROF_CODE_FIRST ? codemap_find(&W.codes, id) : NULL;
     if (!ci || ci->file_gen == W.file_gen || !ci->rec)
         return;
     ci->file_gen = W.file_gen;
@@ -688,7 +635,7 @@ static uint32_t native_stack_id(const rrec_sample *s, size_t len, uint8_t *flags
 
 static void take_code(const rrec_code *c)
 {
-    code_info *ci = code_insert_slot(c->code_id);
+    code_info *ci = codemap_slot(&W.codes, c->code_id);
     if (!ci)
         return;
     free(ci->lt);
@@ -750,12 +697,12 @@ static int32_t frame_line(uint32_t *code_id, int32_t offset)
 {
     if (*code_id < PYPROF_CODE_FIRST)
         return 0;
-    code_info *ci = code_find(*code_id);
+    code_info *ci = codemap_find(&W.codes, *code_id);
     if (!ci) {
         /* The CODE record was committed before this sample, but an older record of
          * another thread may still hold the code ring; take what is there now. */
         drain_codes();
-        ci = code_find(*code_id);
+        ci = codemap_find(&W.codes, *code_id);
     }
     if (!ci) {
         *code_id = PYPROF_CODE_UNREADABLE;
@@ -1112,22 +1059,7 @@ static void record_rss(int force)
 static void flip_rekey(void *ctx)
 {
     (void)ctx;
-    code_info *keep = W.codes;
-    size_t keep_cap = W.codes_cap;
-    W.codes = NULL;
-    W.codes_cap = W.codes_n = 0;
-    for (size_t i = 0; i < keep_cap; i++) {
-        if (!keep[i].id)
-            continue;
-        code_info *ci = codetable_holds(keep[i].id) ? code_insert_slot(keep[i].id) : NULL;
-        if (ci) {
-            *ci = keep[i];
-        } else {
-            free(keep[i].lt);
-            free(keep[i].rec);
-        }
-    }
-    free(keep);
+    codemap_keep(&W.codes, codetable_holds);
     stacks_reset();
     W.threads_n = 0;
 }
@@ -1559,17 +1491,13 @@ static void forget_all(void)
     logfile_free(&W.log);
     if (W.statm_fd >= 0)
         close(W.statm_fd);
-    for (size_t i = 0; i < W.codes_cap; i++) {
-        free(W.codes[i].lt);
-        free(W.codes[i].rec);
-    }
+    codemap_free(&W.codes);
     free(W.snap);
     free(W.batch_buf);
     free(W.batch_payload);
     free(W.allocs_buf);
     free(W.allocs_payload);
     blockmap_free(&W.blocks);
-    free(W.codes);
     stackmap_free(&W.stacks);
     stackmap_free(&W.nstacks);
     modules_free(&W.mods);
