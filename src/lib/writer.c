@@ -84,6 +84,7 @@
 #include "codetable.h"
 #include "spans.h"
 #include "stackmap.h"
+#include "threadmap.h"
 #include "threadtimer.h"
 #include "procexit.h"
 #include "rrec.h"
@@ -94,22 +95,14 @@
 #define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
 #define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
 #define ALLOC_SWEEP_EVERY_NS 1000000000ull /* the sampled-address set's upkeep */
-#define NAMES_EVERY_NS 1000000000ull       /* thread names re-read every second (renames) ... */
-#define NAMES_NEW_NS 10000000ull           /* ... and for a new thread, at most every 10 ms */
+#define NAMES_EVERY_NS 1000000000ull       /* thread names re-read every second (renames) */
 #define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
 #define CALIB_AFTER_NS 1000000000ull /* profiled this long before measuring (calib.h) ... */
 #define CALIB_SHARE 0.005            /* ... with at most this share of the process's CPU */
 #define CALIB_SLICE_NS 4000000ull    /* ... in slices of this much */
-#define NAMES_MAX 4096               /* threads whose names are read at a time */
-#define THREADS_MAX 4096             /* threads remembered before the map starts afresh */
 #define BATCH_BYTES (16u << 10)      /* events a BATCH gathers at most (bytes) ... */
 #define BATCH_EVENTS 256             /* ... and in number: what a cut inside one loses */
 #define ALLOCS_BYTES (8u << 10)      /* the same for an ALLOCS record */
-
-typedef struct wthread {
-    uint32_t tid, idx;
-    char name[PYNAMES_NAME_MAX]; /* as last emitted */
-} wthread;
 
 /* Every counter the footer reports that runs on outside the writer's own bookkeeping,
  * as one snapshot: read when a file begins (its base) and when it ends, the footer is
@@ -186,14 +179,8 @@ static struct {
     /* native mode: decided when the log is opened; the modules the log announced */
     int native;
     modules mods;
-    /* threads: tid -> idx */
-    wthread *threads;
-    size_t threads_n, threads_cap;
-    uint32_t next_thread_idx;
-    /* thread names, as last read from the interpreter */
-    pynames_entry *names;
-    int names_n;
-    uint64_t names_t_ns;
+    /* threads: tid -> idx, and their names */
+    threadmap tmap;
 } W = {.log = {.fd = -1}, .statm_fd = -1};
 
 const char *writer_path(void) { return W.log.path; }
@@ -453,62 +440,15 @@ static int open_log(void)
 
 /* ---- maps --------------------------------------------------------------------------- */
 
-static void emit_thread(const wthread *t)
+/* A thread's THREAD record (threadmap.h announces threads through it). */
+static void announce_thread(uint32_t idx, uint32_t tid, const char *name, void *ctx)
 {
+    (void)ctx;
     uint8_t buf[64 + PYNAMES_NAME_MAX];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
-    logenc_put_thread(&o, t->idx, t->tid, t->name);
+    logenc_put_thread(&o, idx, tid, name);
     emit(PYPROF_REC_THREAD, &o);
-}
-
-/* Reads the threads' Python names again; emits a THREAD record for every known thread
- * whose name changed (the reader keeps the newest). */
-static void refresh_names(void)
-{
-    if (!W.names && !(W.names = malloc(NAMES_MAX * sizeof *W.names)))
-        return;
-    W.names_n = pynames_collect(&W.abi, W.names, NAMES_MAX);
-    W.names_t_ns = clock_mono_ns();
-    for (int i = 0; i < W.names_n; i++)
-        for (size_t j = 0; j < W.threads_n; j++) {
-            wthread *t = &W.threads[j];
-            if (t->tid == W.names[i].tid && strcmp(t->name, W.names[i].name) != 0) {
-                snprintf(t->name, sizeof t->name, "%s", W.names[i].name);
-                emit_thread(t);
-            }
-        }
-}
-
-static const char *name_of(uint32_t tid)
-{
-    for (int i = 0; i < W.names_n; i++)
-        if (W.names[i].tid == tid)
-            return W.names[i].name;
-    return tid == (uint32_t)W.pid ? "MainThread" : "";
-}
-
-static uint32_t thread_idx(uint32_t tid)
-{
-    for (size_t i = 0; i < W.threads_n; i++)
-        if (W.threads[i].tid == tid)
-            return W.threads[i].idx;
-    /* A daemon that churns through threads for weeks: forget them all now and then (a
-     * thread seen again is announced again, as after a table flip). */
-    if (W.threads_n >= THREADS_MAX)
-        W.threads_n = 0;
-    if (grow_array((void **)&W.threads, &W.threads_cap, W.threads_n + 1, sizeof *W.threads,
-                   16) < 0)
-        return 0;
-    /* A thread seen for the first time: its name may be newer than our last read. */
-    if (!name_of(tid)[0] && clock_mono_ns() - W.names_t_ns >= NAMES_NEW_NS)
-        refresh_names();
-    wthread *t = &W.threads[W.threads_n++];
-    t->tid = tid;
-    t->idx = W.next_thread_idx++;
-    snprintf(t->name, sizeof t->name, "%s", name_of(tid));
-    emit_thread(t);
-    return t->idx;
 }
 
 /* Both maps start afresh together, so no id of the new generation refers to a record
@@ -753,7 +693,7 @@ static int sample_stack_gil(const rrec_sample *s, uint8_t gil, uint32_t *tidx, u
         sb_push(&b, PYPROF_CODE_CUT, (int32_t)s->cut, 0);
     for (size_t i = s->keep_inner; i-- > 0;)
         sb_frame(&b, &s->frames[i]);
-    *tidx = thread_idx(s->tid);
+    *tidx = threadmap_idx(&W.tmap, s->tid);
     *sid = b.n ? stack_id(&b) : 0;
     free(heap);
     return *sid || !b.n ? 0 : -1;
@@ -849,7 +789,7 @@ static void take_span(const void *rec, size_t len)
     spans_rec v;
     if (spans_parse(rec, len, &v) < 0)
         return;
-    uint32_t tidx = thread_idx(v.tid);
+    uint32_t tidx = threadmap_idx(&W.tmap, v.tid);
     uint64_t t_us = (uint64_t)file_us(v.t_ns);
     uint8_t buf[LOGENC_SPAN_MAX];
     rec_out o;
@@ -1061,7 +1001,7 @@ static void flip_rekey(void *ctx)
     (void)ctx;
     codemap_keep(&W.codes, codetable_holds);
     stacks_reset();
-    W.threads_n = 0;
+    threadmap_forget(&W.tmap);
 }
 
 static void flip_drain(void *ctx)
@@ -1112,7 +1052,7 @@ static void rotate(void)
     W.seq++;
     file_begin();
     stacks_reset();
-    W.threads_n = 0;
+    threadmap_forget(&W.tmap);
     W.snap_n = 0;
     modules_free(&W.mods);
     open_log();
@@ -1238,8 +1178,8 @@ static void *writer_main(void *arg)
             allochook_refresh(); /* modules a dlopen loaded past the tracked path */
             W.alloc_swept_ns = now;
         }
-        if (W.log.fd >= 0 && now - W.names_t_ns >= NAMES_EVERY_NS)
-            refresh_names();
+        if (W.log.fd >= 0 && now - threadmap_names_ns(&W.tmap) >= NAMES_EVERY_NS)
+            threadmap_refresh_names(&W.tmap);
         if (W.log.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
             flush_log();
             W.last_flush_ns = now;
@@ -1275,6 +1215,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     snprintf(W.run_id, sizeof W.run_id, "%s", meta->run_id ? meta->run_id : "");
     W.window = meta->window;
     W.pid = getpid();
+    threadmap_init(&W.tmap, &W.abi, (uint32_t)W.pid, announce_thread, NULL);
     file_begin();
     W.last_flush_ns = clock_mono_ns();
     /* The directory must be writable now, so a bad PYPROF_OUTPUT is reported at start. */
@@ -1501,8 +1442,7 @@ static void forget_all(void)
     stackmap_free(&W.stacks);
     stackmap_free(&W.nstacks);
     modules_free(&W.mods);
-    free(W.threads);
-    free(W.names);
+    threadmap_free(&W.tmap);
     memset(&W, 0, sizeof W);
     W.log.fd = -1;
     W.statm_fd = -1;
