@@ -22,7 +22,8 @@ GEN_NAME = re.compile(r"^gen_fn_(\d+)$")
 def test_stress(interp, tmp_path):
     interp.require()
     argv = [interp.path, STRESS]
-    env = {"PYPROF_PERIOD": "100us", "STRESS_SECONDS": "10"}
+    stats = tmp_path / "gen_fns.txt"
+    env = {"PYPROF_PERIOD": "100us", "STRESS_SECONDS": "10", "STRESS_STATS": str(stats)}
     prof, base = t.run_pair(argv, tmp_path, env=env,
                             base_env={"STRESS_SECONDS": "2"})
     t.assert_transparent(prof, base)
@@ -56,14 +57,22 @@ def test_stress(interp, tmp_path):
             bad.append(f)
     assert not bad, ("functions of exec'd code with a wrong name or first line:\n%s\n%s"
                      % ("\n".join(map(repr, bad[:20])), p.dump()))
-    # The workload burns 10 s of its CPU, one period of 100 us each (at least half of
-    # them in the log, however busy the machine), about 9 % of it in gen_fn_<i>, each
-    # of which runs for about one period: at least a hundredth of the periods have a
-    # distinct gen_fn_<i>.
-    periods = t.check_cpu_samples(p, float(env["STRESS_SECONDS"]))
-    assert len(seen) >= 0.01 * periods, (
-        "expected samples in at least %d distinct gen_fn_<i>, got %d\n%s"
-        % (0.01 * periods, len(seen), p.dump()))
+    # The workload burns 10 s of its CPU (at least half of its periods in the log,
+    # however busy the machine) and says how many gen_fn_<i> it ran and the CPU they
+    # took: L periods each on average, on this machine.  A period yields a sample with
+    # the chance r the log shows (samples over periods of the process's CPU: the rest
+    # were throttled or dropped), so a gen_fn_<i> is seen with a chance of about
+    # min(1, L r); at least half of what that makes are expected as distinct names.
+    t.check_cpu_samples(p, float(env["STRESS_SECONDS"]))
+    words = stats.read_text().split()
+    ran, gen_s = int(words[1]), float(words[3])
+    length = gen_s / ran / (p.proc["period_ns"] / 1e9)
+    r = p.proc["samples"] / (p.proc["cost"]["process_cpu_ns"] / p.proc["period_ns"])
+    want = 0.5 * ran * min(1.0, length * r)
+    assert len(seen) >= want, (
+        "expected samples in at least %d distinct gen_fn_<i> (%d ran, %.2f periods each, "
+        "%.2f of the periods sampled), got %d\n%s"
+        % (want, ran, length, r, len(seen), p.dump()))
     # No function anywhere with an empty or unprintable name.
     odd = [f for f in p.rep["functions"]
            if not f["name"] or any(ord(c) < 32 for c in f["name"])]

@@ -27,6 +27,10 @@ except NameError:
     xrange = range
 
 SECONDS = float(os.environ.get("STRESS_SECONDS", "10"))
+# $STRESS_STATS: a file that gets, at the end, how many gen_fn_<i> ran and the CPU they
+# took ("gen_fns N cpu_s S"), for the test's bound on how many a sampler can see.
+STATS = os.environ.get("STRESS_STATS")
+gen_cpu = [0.0]
 GENERATED_FILE = "<pyprof-stress-generated>"
 DEEP = 5000
 sys.setrecursionlimit(DEEP + 1000)
@@ -96,7 +100,9 @@ def exec_code():
                "    return s\n") % i
         ns = {}
         exec(compile(src, GENERATED_FILE, "exec"), ns)
+        t0 = cpu_clock()
         total += ns["gen_fn_%d" % i]()
+        gen_cpu[0] += cpu_clock() - t0
     return total
 
 
@@ -165,6 +171,9 @@ def main():
         if one_round() != first:
             ok = False
     close_loop()
+    if STATS:
+        with open(STATS, "w") as f:
+            f.write("gen_fns %d cpu_s %.6f\n" % (counter[0], gen_cpu[0]))
     print("stress result: %d" % first)
     print("stress rounds agree: %s" % ok)
     d = threading.Thread(target=spin_forever)
