@@ -1,7 +1,9 @@
 /*
  * cmd_top: `pyprof top PID|DIR` — a live view of a profiled process's hottest
  * functions, redrawn every interval from what the library appended to its log since
- * (the reader's follow mode), like top(1).
+ * (the reader's follow mode), like top(1).  This file is the command: its options,
+ * where the samples come from, and the loop; what is computed from them is
+ * top_model.c's, what is drawn and the terminal top_screen.c's.
  *
  * Where the samples come from.  For a PID, the log the process writes now is the `log:`
  * of its `status` reply (docs/CONTROL.md); when that log ends (its footer: rotated,
@@ -10,23 +12,10 @@
  * the next file of the same process and run: the next of its rotated series, or the
  * first of a later window.  A directory's logs and their order are logset.h's, as for
  * every command: its files whose header reads as a pyprof log's, whatever their names.
- *
- * What is shown.  The samples of the last interval of the log's own time (the window
- * ends at the newest sample, or slides on with the clock when none arrive), and
- * cumulative times since top started reading: a function's own time is that of the
- * samples taken in it, its total time that of the samples it was on the stack for
- * (once per sample, however often it recurses).  Functions are keyed by name, file and
- * first line, so they carry over from one file of the series to the next.
- *
- * The terminal.  On a terminal: the alternate screen, the cursor hidden, the keyboard
- * read key by key without echo (q, or Ctrl-C, quits), every line cut to the width so
- * nothing wraps, everything restored on the way out.  Elsewhere (a pipe, --once) plain
- * lines, one screen per interval.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,26 +23,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <pyprof/reader.h>
 
 #include "common/clock.h"
-#include "common/growarray.h"
-#include "common/utf8.h"
-#include "read/functab.h"
-#include "read/idmap.h"
 #include "read/logset.h"
 #include "cli.h"
-#include "cli_fmt.h"
 #include "cli_log.h"
 #include "cli_parse.h"
 #include "cmd.h"
 #include "ctlclient.h"
 #include "livelog.h"
+#include "top_model.h"
+#include "top_screen.h"
 
 const char cmd_top_usage[] =
     "usage: pyprof top [--interval SECONDS] [--once] PID|DIR\n"
@@ -93,30 +77,6 @@ const char cmd_top_usage[] =
     "  pyprof top /var/log/pyprof\n"
     "  pyprof top --once --interval 2 4242 > hot.txt\n";
 
-#define TOP_NONE UINT32_MAX
-#define TOP_IDLE_LAG_US 2000000 /* the window follows the clock once data is this late */
-
-/* A function's counts, across all the files read (its name, file and line: top.fn). */
-typedef struct top_func {
-    uint64_t own_us, total_us;   /* cumulative */
-    uint64_t win_own, win_total; /* samples in the window */
-} top_func;
-
-/* A stack of the current file, summed up: the function it was taken in and every
- * function on it, once. */
-typedef struct top_stack {
-    uint32_t own;
-    uint32_t nfuncs;
-    uint32_t *funcs;
-} top_stack;
-
-/* A sample of the window. */
-typedef struct top_recent {
-    int64_t t_us; /* on the series' axis */
-    uint32_t stack;
-    uint64_t tid;
-} top_recent;
-
 /* What the current file's header says, owned. */
 typedef struct top_info {
     uint64_t pid, window, seq, series_start_unix_ns, offset_us, start_unix_ns, period_ns;
@@ -128,7 +88,6 @@ enum top_state { ST_FOLLOWING, ST_WAITING, ST_PAUSED, ST_ENDED, ST_ERROR };
 
 typedef struct top {
     /* options */
-    double interval_s;
     int once;
     pid_t pid;       /* PID mode, else 0 */
     const char *dir; /* DIR mode */
@@ -139,29 +98,13 @@ typedef struct top {
     int have_info;
     top_info info;
     livelog log;
-    idmap code_func;   /* code_id -> function, this file */
-    idmap stack_sum;   /* stack_id -> top_stack, this file */
     uint64_t last_end; /* the footer's end of the file that ended */
 
     enum top_state state;
     char message[256];
 
-    /* across files */
-    profile_func *fn; /* the functions, interned in func_tab */
-    size_t nfuncs, cfn;
-    functab func_tab;
-    top_func *funcs; /* their counts, as many */
-    size_t cfuncs;
-    top_stack *stacks;
-    size_t nstacks, cstacks;
-    top_recent *recent;
-    size_t rhead, nrecent, crecent;
-    int64_t tmax_us;
-    uint64_t samples;
-
-    /* the terminal */
-    int interactive, raw;
-    struct termios saved;
+    top_model model; /* what is shown (its interval_s: --interval) */
+    top_screen_term term;
 } top;
 
 static volatile sig_atomic_t quit_flag, winch_flag;
@@ -186,113 +129,6 @@ static void set_message(top *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(t->message, sizeof t->message, fmt, ap);
     va_end(ap);
-}
-
-/* ---- functions and stacks ------------------------------------------------------------ */
-
-/* The function (name, file, line), added when new; TOP_NONE when out of memory. */
-static uint32_t func_get(top *t, const char *name, const char *file, int64_t line)
-{
-    /* Room for its counts first, so that every interned function has them. */
-    if (grow_array((void **)&t->funcs, &t->cfuncs, t->nfuncs + 1, sizeof *t->funcs, 64) < 0)
-        return TOP_NONE;
-    size_t had = t->nfuncs;
-    uint32_t f = functab_intern(&t->func_tab, name, file, line, PROFILE_FUNC_PYTHON);
-    if (f == IDMAP_EMPTY)
-        return TOP_NONE;
-    if (f == had)
-        memset(&t->funcs[f], 0, sizeof *t->funcs);
-    return f;
-}
-
-/* The function of a frame: TOP_NONE for a cut marker (or when out of memory). */
-static uint32_t frame_func(top *t, const pyprof_frame *fr)
-{
-    if (fr->code_id == PYPROF_CODE_CUT)
-        return TOP_NONE;
-    if (fr->code_id < PYPROF_CODE_FIRST)
-        return func_get(t, "[unreadable]", "", 0);
-    uint32_t f = idmap_get(&t->code_func, fr->code_id);
-    if (f != IDMAP_EMPTY)
-        return f;
-    const livelog_code *c = livelog_get_code(&t->log, fr->code_id);
-    if (!c) {
-        char name[48];
-        snprintf(name, sizeof name, "[code %" PRIu64 "]", fr->code_id);
-        return func_get(t, name, "", 0);
-    }
-    f = func_get(t, livelog_code_name(c), c->filename, c->first_line);
-    if (f != TOP_NONE)
-        (void)idmap_set(&t->code_func, fr->code_id, f);
-    return f;
-}
-
-/* The summary of the current file's stack `stack_id`; TOP_NONE when it is unknown. */
-static uint32_t stack_get(top *t, uint64_t stack_id)
-{
-    uint32_t s = idmap_get(&t->stack_sum, stack_id);
-    if (s != IDMAP_EMPTY)
-        return s;
-    const livelog_stack *ls = livelog_get_stack(&t->log, stack_id);
-    if (!ls || t->nstacks >= TOP_NONE - 1 ||
-        grow_array((void **)&t->stacks, &t->cstacks, t->nstacks + 1, sizeof *t->stacks, 64) < 0)
-        return TOP_NONE;
-    top_stack *st = &t->stacks[t->nstacks];
-    memset(st, 0, sizeof *st);
-    st->own = TOP_NONE;
-    st->funcs = malloc((ls->nframes ? ls->nframes : 1) * sizeof *st->funcs);
-    if (!st->funcs)
-        return TOP_NONE;
-    for (uint64_t k = ls->nframes; k-- > 0;) {
-        uint32_t f = frame_func(t, &ls->frames[k]);
-        if (f == TOP_NONE)
-            continue;
-        if (st->own == TOP_NONE && k == ls->nframes - 1)
-            st->own = f;
-        uint32_t j = 0;
-        while (j < st->nfuncs && st->funcs[j] != f)
-            j++;
-        if (j == st->nfuncs)
-            st->funcs[st->nfuncs++] = f;
-    }
-    if (idmap_set(&t->stack_sum, stack_id, (uint32_t)t->nstacks) < 0) {
-        free(st->funcs);
-        return TOP_NONE;
-    }
-    return (uint32_t)t->nstacks++;
-}
-
-static void add_sample(top *t, const pyprof_sample_rec *s)
-{
-    t->samples++;
-    uint32_t si = stack_get(t, s->stack_id);
-    if (si == TOP_NONE)
-        return;
-    const top_stack *st = &t->stacks[si];
-    if (st->own != TOP_NONE)
-        t->funcs[st->own].own_us += s->cpu_us;
-    for (uint32_t i = 0; i < st->nfuncs; i++)
-        t->funcs[st->funcs[i]].total_us += s->cpu_us;
-    if (t->rhead + t->nrecent >= t->crecent && t->rhead > t->crecent / 2) {
-        memmove(t->recent, t->recent + t->rhead, t->nrecent * sizeof *t->recent);
-        t->rhead = 0;
-    }
-    if (grow_array((void **)&t->recent, &t->crecent, t->rhead + t->nrecent + 1,
-                   sizeof *t->recent, 1024) < 0)
-        return;
-    const livelog_thread *th = livelog_get_thread(&t->log, s->thread_idx);
-    int64_t ts = s->t_us + (int64_t)t->info.offset_us;
-    t->recent[t->rhead + t->nrecent++] = (top_recent){
-        ts, si, th ? th->tid : (s->thread_idx | (1ull << 63))};
-    if (ts > t->tmax_us)
-        t->tmax_us = ts;
-    /* The window never ends before the newest sample: what is older than one interval
-     * before it will not be counted again (this bounds the catch-up of a long log). */
-    int64_t win_us = (int64_t)(t->interval_s * 1e6);
-    while (t->nrecent && t->recent[t->rhead].t_us <= t->tmax_us - win_us) {
-        t->rhead++;
-        t->nrecent--;
-    }
 }
 
 /* ---- files --------------------------------------------------------------------------- */
@@ -352,8 +188,7 @@ static void close_file(top *t)
         pyprof_reader_close(t->r);
     t->r = NULL;
     livelog_free(&t->log);
-    idmap_free(&t->code_func);
-    idmap_free(&t->stack_sum);
+    top_model_file_end(&t->model);
 }
 
 /* Starts reading `path`.  Returns 0, or -1 with the reason in the message (-2 when the
@@ -381,11 +216,9 @@ static int open_file(top *t, const char *path)
     }
     close_file(t);
     /* Another series (a new window) has its own time axis: the window starts over. */
-    if (t->have_info &&
-        (ni.series_start_unix_ns != t->info.series_start_unix_ns || ni.pid != t->info.pid)) {
-        t->rhead = t->nrecent = 0;
-        t->tmax_us = 0;
-    }
+    int new_series = t->have_info && (ni.series_start_unix_ns != t->info.series_start_unix_ns ||
+                                      ni.pid != t->info.pid);
+    top_model_file_start(&t->model, ni.offset_us, ni.start_unix_ns, new_series);
     if (t->have_info)
         info_free(&t->info);
     t->info = ni;
@@ -514,7 +347,7 @@ static void read_available(top *t)
         int n = pyprof_reader_next(t->r, &rec);
         if (n == 1) {
             if (rec.type == PYPROF_REC_SAMPLE)
-                add_sample(t, &rec.u.sample);
+                top_model_add_sample(&t->model, &t->log, &rec.u.sample);
             else if (rec.type == PYPROF_REC_FOOTER)
                 t->last_end = rec.u.footer.end;
             else if (livelog_add(&t->log, &rec) < 0) {
@@ -618,105 +451,6 @@ static int first_file_dir(top *t)
 
 /* ---- the screen ---------------------------------------------------------------------- */
 
-typedef struct screen {
-    char **lines;
-    size_t n, cap;
-    int cols, rows;
-} screen;
-
-/* Appends a line: control characters become '?', cut to the width in columns (one per
- * UTF-8 character). */
-static void screen_line(screen *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void screen_line(screen *s, const char *fmt, ...)
-{
-    char raw[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    if (grow_array((void **)&s->lines, &s->cap, s->n + 1, sizeof *s->lines, 32) < 0)
-        return;
-    char *out = malloc(strlen(raw) + 1);
-    if (!out)
-        return;
-    size_t o = 0;
-    int col = 0;
-    for (const char *p = raw; *p;) {
-        size_t k = utf8_char_len((const uint8_t *)p, SIZE_MAX);
-        if (!k) { /* not UTF-8: one '?' */
-            k = 1;
-            if (col >= s->cols)
-                break;
-            out[o++] = '?';
-            col++;
-            p += k;
-            continue;
-        }
-        if (col >= s->cols)
-            break;
-        if (k == 1)
-            out[o++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
-        else
-            memcpy(out + o, p, k), o += k;
-        col++;
-        p += k;
-    }
-    out[o] = 0;
-    s->lines[s->n++] = out;
-}
-
-/* Columns `s` takes on a terminal: one per UTF-8 character. */
-static size_t columns(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
-static void screen_free(screen *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->lines[i]);
-    free(s->lines);
-    memset(s, 0, sizeof *s);
-}
-
-static void term_size(int *cols, int *rows)
-{
-    struct winsize ws;
-    *cols = 80;
-    *rows = 24;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
-        *cols = ws.ws_col;
-        if (ws.ws_row > 0)
-            *rows = ws.ws_row;
-    }
-}
-
-static int cmp_func(const void *a, const void *b, void *arg)
-{
-    const top *t = arg;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    const top_func *x = &t->funcs[i], *y = &t->funcs[j];
-    if (x->win_own != y->win_own)
-        return x->win_own > y->win_own ? -1 : 1;
-    if (x->own_us != y->own_us)
-        return x->own_us > y->own_us ? -1 : 1;
-    if (x->win_total != y->win_total)
-        return x->win_total > y->win_total ? -1 : 1;
-    if (x->total_us != y->total_us)
-        return x->total_us > y->total_us ? -1 : 1;
-    return strcmp(t->fn[i].name, t->fn[j].name);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static const char *state_text(const top *t)
 {
     switch (t->state) {
@@ -733,179 +467,27 @@ static const char *state_text(const top *t)
     }
 }
 
-/* The window's samples counted into the functions; returns how many, and the threads
- * among them. */
-static uint64_t count_window(top *t, size_t *nthreads)
-{
-    int64_t win_us = (int64_t)(t->interval_s * 1e6);
-    int64_t end = t->tmax_us;
-    if (t->have_info) {
-        uint64_t now = clock_ns(CLOCK_REALTIME);
-        int64_t now_us = now > t->info.start_unix_ns
-                             ? (int64_t)((now - t->info.start_unix_ns) / 1000) +
-                                   (int64_t)t->info.offset_us
-                             : 0;
-        if (now_us - TOP_IDLE_LAG_US > end)
-            end = now_us - TOP_IDLE_LAG_US;
-    }
-    while (t->nrecent && t->recent[t->rhead].t_us <= end - win_us) {
-        t->rhead++;
-        t->nrecent--;
-    }
-    for (size_t i = 0; i < t->nfuncs; i++)
-        t->funcs[i].win_own = t->funcs[i].win_total = 0;
-    uint64_t *tids = malloc((t->nrecent ? t->nrecent : 1) * sizeof *tids);
-    for (size_t i = 0; i < t->nrecent; i++) {
-        const top_recent *rc = &t->recent[t->rhead + i];
-        const top_stack *st = &t->stacks[rc->stack];
-        if (st->own != TOP_NONE)
-            t->funcs[st->own].win_own++;
-        for (uint32_t k = 0; k < st->nfuncs; k++)
-            t->funcs[st->funcs[k]].win_total++;
-        if (tids)
-            tids[i] = rc->tid;
-    }
-    *nthreads = 0;
-    if (tids && t->nrecent) {
-        qsort(tids, t->nrecent, sizeof *tids, cmp_u64);
-        for (size_t i = 0; i < t->nrecent; i++)
-            *nthreads += !i || tids[i] != tids[i - 1];
-    }
-    free(tids);
-    return t->nrecent;
-}
-
-static void build_screen(top *t, screen *s)
-{
-    term_size(&s->cols, &s->rows);
-    size_t nthreads;
-    uint64_t win = count_window(t, &nthreads);
-    char pb[32];
-    if (t->have_info) {
-        screen_line(s, "pyprof top - pid %" PRIu64 ": %s", t->info.pid, t->info.prog);
-        screen_line(s,
-                    "Python %s  clock %s  period %s  samples %" PRIu64 " (+%" PRIu64
-                    " in %gs)  threads %zu",
-                    t->info.pyver, cli_clock_name(t->info.clock),
-                    cli_fmt_ns(t->info.period_ns, pb, sizeof pb), t->samples, win,
-                    t->interval_s, nthreads);
-    } else {
-        screen_line(s, "pyprof top - pid %ld", (long)t->pid);
-        screen_line(s, "no log yet");
-    }
-    if (t->message[0]) {
-        screen_line(s, "[%s] %s", state_text(t), t->message);
-    } else {
-        /* The path's end says most: cut from the left to fit. */
-        char pre[96];
-        int n = snprintf(pre, sizeof pre, "[%s] window %" PRIu64 " seq %" PRIu64 ": ",
-                         state_text(t), t->info.window, t->info.seq);
-        const char *path = t->path ? t->path : "";
-        size_t room = s->cols > n + 4 ? (size_t)(s->cols - n) : 4;
-        size_t len = strlen(path);
-        if (len > room)
-            screen_line(s, "%s...%s", pre, path + len - (room - 3));
-        else
-            screen_line(s, "%s%s", pre, path);
-    }
-    screen_line(s, "%s", "");
-    screen_line(s, "%7s %7s %9s %10s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
-                "Function (file:line)");
-    uint32_t *order = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof *order);
-    if (!order)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < t->nfuncs; i++)
-        if (t->funcs[i].own_us || t->funcs[i].win_total)
-            order[n++] = (uint32_t)i;
-    qsort_r(order, n, sizeof *order, cmp_func, (void *)t);
-    size_t room = s->rows > 6 ? (size_t)s->rows - 5 : 1;
-    for (size_t i = 0; i < n && i < room; i++) {
-        const top_func *f = &t->funcs[order[i]];
-        const profile_func *fn = &t->fn[order[i]];
-        char num[64], where[64] = "";
-        int pre = snprintf(num, sizeof num, "%6.1f%% %6.1f%% %8.2fs %9.2fs  ",
-                           cli_pct(f->win_own, win), cli_pct(f->win_total, win),
-                           (double)f->own_us / 1e6, (double)f->total_us / 1e6);
-        if (fn->file[0])
-            snprintf(where, sizeof where, ":%" PRId64 ")", fn->line);
-        /* What does not fit is the file's start: its name and the line stay in view. */
-        const char *file = fn->file, *cut = "";
-        long fit = (long)s->cols - pre - (long)columns(fn->name) - 2 - (long)strlen(where);
-        size_t flen = columns(file);
-        if (fn->file[0] && (long)flen > fit && fit > 8) {
-            cut = "...";
-            while (*file && (long)columns(file) > fit - 3)
-                file++;
-        }
-        screen_line(s, "%s%s%s%s%s%s", num, fn->name, fn->file[0] ? " (" : "", cut, file,
-                    where);
-    }
-    free(order);
-}
-
+/* One screen on stdout (top_screen.c), told where the samples come from. */
 static void draw(top *t)
 {
-    screen s = {0};
-    build_screen(t, &s);
-    if (t->interactive) {
-        fputs("\033[H", stdout);
-        for (size_t i = 0; i < s.n && (int)i < s.rows; i++) {
-            fputs(s.lines[i], stdout);
-            fputs("\033[K", stdout);
-            if ((int)i + 1 < s.rows)
-                fputs("\r\n", stdout);
-        }
-        fputs("\033[J", stdout);
-    } else {
-        for (size_t i = 0; i < s.n; i++)
-            puts(s.lines[i]);
-        if (!t->once)
-            putchar('\n');
-    }
-    fflush(stdout);
-    screen_free(&s);
+    const top_screen_source src = {
+        .have_info = t->have_info,
+        .pid = t->info.pid,
+        .window = t->info.window,
+        .seq = t->info.seq,
+        .period_ns = t->info.period_ns,
+        .clock = t->info.clock,
+        .prog = t->info.prog,
+        .pyver = t->info.pyver,
+        .asked_pid = (long)t->pid,
+        .path = t->path,
+        .state = state_text(t),
+        .message = t->message,
+    };
+    top_screen_draw(&t->term, t->once, &src, &t->model);
 }
 
-/* ---- the terminal and the loop ------------------------------------------------------- */
-
-static void term_enter(top *t)
-{
-    if (!t->interactive)
-        return;
-    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->saved) == 0) {
-        struct termios raw = t->saved;
-        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG);
-        raw.c_cc[VMIN] = 0;
-        raw.c_cc[VTIME] = 0;
-        if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0)
-            t->raw = 1;
-    }
-    fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout);
-    fflush(stdout);
-}
-
-static void term_leave(top *t)
-{
-    if (!t->interactive)
-        return;
-    fputs("\033[?25h\033[?1049l", stdout);
-    fflush(stdout);
-    if (t->raw)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &t->saved);
-    t->raw = 0;
-}
-
-/* Reads the keys waiting on stdin; returns 1 when one of them quits. */
-static int read_keys(void)
-{
-    char buf[64];
-    ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-    for (ssize_t i = 0; i < n; i++)
-        if (buf[i] == 'q' || buf[i] == 'Q' || buf[i] == 3 /* Ctrl-C */)
-            return 1;
-    return 0;
-}
+/* ---- the loop ------------------------------------------------------------------------ */
 
 static void top_free(top *t)
 {
@@ -913,17 +495,7 @@ static void top_free(top *t)
     if (t->have_info)
         info_free(&t->info);
     free(t->path);
-    for (size_t i = 0; i < t->nfuncs; i++) {
-        free(t->fn[i].name);
-        free(t->fn[i].file);
-    }
-    free(t->fn);
-    functab_free(&t->func_tab);
-    free(t->funcs);
-    for (size_t i = 0; i < t->nstacks; i++)
-        free(t->stacks[i].funcs);
-    free(t->stacks);
-    free(t->recent);
+    top_model_free(&t->model);
 }
 
 static int run_loop(top *t)
@@ -938,7 +510,7 @@ static int run_loop(top *t)
     sa.sa_handler = on_winch;
     sigaction(SIGWINCH, &sa, NULL);
 
-    uint64_t step = (uint64_t)(t->interval_s * 1e9);
+    uint64_t step = (uint64_t)(t->model.interval_s * 1e9);
     if (t->once) {
         uint64_t until = clock_mono_ns() + step;
         while (!quit_flag) {
@@ -953,7 +525,7 @@ static int run_loop(top *t)
         draw(t);
         return CLI_EXIT_OK;
     }
-    term_enter(t);
+    top_screen_enter(&t->term);
     draw(t);
     uint64_t next = clock_mono_ns() + step;
     while (!quit_flag) {
@@ -968,18 +540,18 @@ static int run_loop(top *t)
         }
         int ms = (int)((next - now + 999999) / 1000000);
         struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-        int n = poll(&p, t->raw ? 1 : 0, ms);
-        if (n > 0 && (p.revents & POLLIN) && read_keys())
+        int n = poll(&p, t->term.raw ? 1 : 0, ms);
+        if (n > 0 && (p.revents & POLLIN) && top_screen_read_keys())
             break;
-        if (n > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) && t->raw)
+        if (n > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) && t->term.raw)
             break;
         if (winch_flag) {
             winch_flag = 0;
-            fputs("\033[2J", stdout);
+            top_screen_clear();
             draw(t);
         }
     }
-    term_leave(t);
+    top_screen_leave(&t->term);
     return CLI_EXIT_OK;
 }
 
@@ -993,8 +565,7 @@ int cmd_top(int argc, char **argv)
     };
     top t;
     memset(&t, 0, sizeof t);
-    functab_init(&t.func_tab, &t.fn, &t.nfuncs, &t.cfn);
-    t.interval_s = 1;
+    top_model_init(&t.model);
     int c;
     opterr = 0;
     optind = 1;
@@ -1011,7 +582,7 @@ int cmd_top(int argc, char **argv)
                                        "--interval: '%s' is not a number of seconds "
                                        "from 0.1 to 3600",
                                        optarg);
-            t.interval_s = v;
+            t.model.interval_s = v;
             break;
         }
         case 'o':
@@ -1054,7 +625,7 @@ int cmd_top(int argc, char **argv)
             return rc;
         }
     }
-    t.interactive = !t.once && isatty(STDOUT_FILENO);
+    t.term.interactive = !t.once && isatty(STDOUT_FILENO);
     read_available(&t);
     rc = run_loop(&t);
     top_free(&t);

@@ -41,6 +41,7 @@
 #include "common/fnv.h"
 #include "common/growarray.h"
 #include "read/allocs.h"
+#include "read/idmap.h"
 #include "cli_fmt.h"
 #include "cli_text.h"
 #include "export.h"
@@ -113,64 +114,43 @@ static void pb_msg(pb *b, uint32_t field, pb *sub)
 
 /* ---- tables: strings and locations ---------------------------------------------------- */
 
+/* The string table: each string once, indexed in order of first sight; the index is the
+ * reader library's idtab (idmap.h), hashed by FNV-1a, compared here. */
 typedef struct strtab {
     const char **strs;
     size_t n, cap;
-    uint32_t *slots; /* index + 1; 0 is empty */
-    size_t nslots;
+    idtab index;
 } strtab;
-
-static int strtab_grow(strtab *t)
-{
-    size_t n = t->nslots ? 2 * t->nslots : 1024;
-    uint32_t *s = calloc(n, sizeof *s);
-    const char **strs = realloc(t->strs, n / 2 * sizeof *strs);
-    if (!s || !strs) {
-        free(s);
-        if (strs)
-            t->strs = strs;
-        return -1;
-    }
-    t->strs = strs;
-    t->cap = n / 2;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t j = fnv_str(FNV_OFFSET, t->strs[i]) & (n - 1);
-        while (s[j])
-            j = (j + 1) & (n - 1);
-        s[j] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->nslots = n;
-    return 0;
-}
 
 /* The index of `s` in the string table, added when new; -1 when out of memory.  The
  * string is not copied: it must outlive the table. */
 static int64_t strtab_index(strtab *t, const char *s)
 {
-    if (t->n + 1 > t->cap && strtab_grow(t) < 0)
+    uint64_t h = fnv_str(FNV_OFFSET, s);
+    size_t pos;
+    for (uint32_t i = idtab_first(&t->index, h, &pos); i != IDTAB_NONE;
+         i = idtab_next(&t->index, h, &pos))
+        if (!strcmp(t->strs[i], s))
+            return i;
+    if (t->n >= IDTAB_NONE || idtab_reserve(&t->index, t->n + 1) < 0 ||
+        grow_array((void **)&t->strs, &t->cap, t->n + 1, sizeof *t->strs, 512) < 0)
         return -1;
-    size_t mask = t->nslots - 1, j = fnv_str(FNV_OFFSET, s) & mask;
-    for (; t->slots[j]; j = (j + 1) & mask)
-        if (!strcmp(t->strs[t->slots[j] - 1], s))
-            return t->slots[j] - 1;
     t->strs[t->n] = s;
-    t->slots[j] = (uint32_t)++t->n;
-    return (int64_t)t->n - 1;
+    idtab_add(&t->index, h, (uint32_t)t->n);
+    return (int64_t)t->n++;
 }
 
 static void strtab_free(strtab *t)
 {
     free(t->strs);
-    free(t->slots);
+    idtab_free(&t->index);
 }
 
-/* Location ids by (function, line): key func << 32 | line, id from 1. */
+/* Location ids by (function, line), from 1 in order of first sight: an idmap (idmap.h)
+ * from the key func << 32 | line. */
 typedef struct loctab {
-    uint64_t *keys;
-    uint32_t *ids; /* 0: empty slot */
-    size_t n, nslots;
+    idmap ids;
+    uint32_t n;
 } loctab;
 
 static uint64_t loc_key(const profile_frame *f)
@@ -178,49 +158,19 @@ static uint64_t loc_key(const profile_frame *f)
     return (uint64_t)f->func << 32 | (uint32_t)f->line;
 }
 
-static int loctab_grow(loctab *t)
-{
-    size_t n = t->nslots ? 2 * t->nslots : 1024;
-    uint64_t *k = calloc(n, sizeof *k);
-    uint32_t *v = calloc(n, sizeof *v);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -1;
-    }
-    for (size_t i = 0; i < t->nslots; i++) {
-        if (!t->ids[i])
-            continue;
-        size_t j = (t->keys[i] * 0x9e3779b97f4a7c15ull >> 20) & (n - 1);
-        while (v[j])
-            j = (j + 1) & (n - 1);
-        k[j] = t->keys[i];
-        v[j] = t->ids[i];
-    }
-    free(t->keys);
-    free(t->ids);
-    t->keys = k;
-    t->ids = v;
-    t->nslots = n;
-    return 0;
-}
-
 /* The location id of frame `f`, numbered in order of first sight; 0 when out of memory.
  * *is_new tells the caller to describe it. */
 static uint32_t loctab_id(loctab *t, const profile_frame *f, int *is_new)
 {
     *is_new = 0;
-    if ((t->n + 1) * 2 > t->nslots && loctab_grow(t) < 0)
-        return 0;
     uint64_t key = loc_key(f);
-    size_t mask = t->nslots - 1, j = (key * 0x9e3779b97f4a7c15ull >> 20) & mask;
-    for (; t->ids[j]; j = (j + 1) & mask)
-        if (t->keys[j] == key)
-            return t->ids[j];
-    t->keys[j] = key;
-    t->ids[j] = (uint32_t)++t->n;
+    uint32_t id = idmap_get(&t->ids, key);
+    if (id != IDMAP_EMPTY)
+        return id;
+    if (t->n + 1 >= IDMAP_EXCLUDED || idmap_set(&t->ids, key, t->n + 1) < 0)
+        return 0;
     *is_new = 1;
-    return t->ids[j];
+    return ++t->n;
 }
 
 /* ---- the profile ------------------------------------------------------------------------ */
@@ -548,8 +498,7 @@ cleanup:
     free(w.line.b);
     free(strings.b);
     strtab_free(&w.strings);
-    free(w.locs.keys);
-    free(w.locs.ids);
+    idmap_free(&w.locs.ids);
     free(w.func_mapping);
     return rc < 0 ? export_oom() : 0;
 }
