@@ -595,8 +595,15 @@ void allochook_after_dlopen(void)
     refresh();
 }
 
-void allochook_refresh(void)
+#define TICK_EVERY_NS 1000000000ull /* the upkeep's spacing */
+
+void allochook_tick(uint64_t now)
 {
-    if (atomic_load(&installed) && !atomic_load(&loader_suspect))
+    static uint64_t last;
+    if (!atomic_load(&installed) || (last && now - last < TICK_EVERY_NS))
+        return;
+    last = now;
+    allocsample_sweep();
+    if (!atomic_load(&loader_suspect))
         refresh();
 }

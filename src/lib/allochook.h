@@ -21,16 +21,19 @@
  *
  * Interface:
  *   allochook_install(interval, err, errlen)  [not sigsafe] the hooks, once per
- *                       process, when profiling first starts (window.c).  0, or -1 with one
- * line in err (a part that could not be hooked is said in err and the rest works: check
- * err[0]). allochook_recheck()     [not sigsafe] wraps the Python domains again where the
+ *                       process, when profiling first starts (window.c).  0, or -1 with
+ *                       one line in err (a part that could not be hooked is said in err
+ *                       and the rest works: check err[0])
+ *   allochook_recheck()     [not sigsafe] wraps the Python domains again where the
  *                       interpreter's start replaced them (the writer, at its first log)
  *   allochook_installed()   [sigsafe] 1 once the hooks are in place
  *   allochook_after_dlopen()  [not sigsafe] hooks the modules the program's dlopen just
  *                       loaded (the interposed dlopen, once it returned)
- *   allochook_refresh()     [not sigsafe] hooks modules loaded past the interposed dlopen
- *                       (the writer, now and then; not in a fork child until its loader
- *                       is seen to work)
+ *   allochook_tick(now)     [not sigsafe] the cron's call, every round (window.c; `now`
+ *                       on the monotonic clock): once a second, the sampled-address set's
+ *                       upkeep (allocsample_sweep) and hooks for the modules loaded past
+ *                       the interposed dlopen (not in a fork child until its loader is
+ *                       seen to work)
  *   allochook_python_hooked() [not sigsafe] 1 when the Python domains are wrapped
  *   allochook_after_fork_child()  [not sigsafe] the child's locks, and the parent's
  *                       sampled blocks forgotten (they are not the child's log's)
@@ -47,7 +50,7 @@ int allochook_install(uint64_t interval, char *err, size_t errlen);
 int allochook_installed(void);
 void allochook_recheck(void);
 void allochook_after_dlopen(void);
-void allochook_refresh(void);
+void allochook_tick(uint64_t now);
 int allochook_python_hooked(void);
 void allochook_own_thread(void);
 void allochook_after_fork_child(void);

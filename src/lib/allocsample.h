@@ -21,7 +21,7 @@
  *                                    inline: the address set's filter, then
  *                                    allocsample_freed when it may hold p
  *   allocsample_stats(&s)            [sigsafe] the counters, for the footer
- *   allocsample_sweep()              [not sigsafe] the writer's periodic upkeep
+ *   allocsample_sweep()              [not sigsafe] the periodic upkeep (allochook_tick)
  *   allocsample_after_fork_child()   [not sigsafe] the child forgets the parent's blocks
  *
  * The ring record of a free, RREC_FREE in the sample ring, is rrec.h's rrec_free.

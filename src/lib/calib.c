@@ -227,3 +227,17 @@ void calib_get(calib_result *out)
 }
 
 int calib_done(void) { return atomic_load(&done); }
+
+int calib_tick(uint64_t profiled_ns)
+{
+    if (atomic_load(&done) || !threadtimer_armed() || profiled_ns < CALIB_AFTER_NS)
+        return 0;
+    calib_result c;
+    calib_get(&c);
+    double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) -
+                     (double)c.spent_ns;
+    if (allowed < (double)CALIB_SLICE_NS)
+        return 0;
+    calib_step(CALIB_SLICE_NS);
+    return 1;
+}

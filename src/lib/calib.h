@@ -13,8 +13,8 @@
  * and signal; the handler returns at once for it), and the units a signal landed in,
  * with the unit after each, are compared with the units no signal touched.  The
  * difference, per signal, is the cost outside the handler's sample.  The measuring
- * is done in slices, a few milliseconds at a time, that the writer spaces out so that
- * it never takes more than a small share of the process's CPU (writer.c); it ends after
+ * is done in slices, a few milliseconds at a time, that the cron spaces out so that
+ * it never takes more than a small share of the process's CPU (calib_tick); it ends after
  * CALIB_SIGNALS signals or CALIB_BUDGET_NS of CPU in all, so a 100 Hz period gets fewer
  * signals than 1 kHz.  docs/ARCHITECTURE.md explains how the log's whole cost is put
  * together from it.
@@ -35,20 +35,30 @@ typedef struct calib_result {
                          * period is measured anew: see calib_begin) */
 } calib_result;
 
-/* [not sigsafe] On the writer thread (it unblocks SIGTRAP for the slice and blocks it
- * again), while the threads' timers are armed: one slice of measuring, of about
- * `budget_ns` of CPU; the estimate is updated from every slice so far.  Returns 1 once
- * the measuring is over (enough signals, the whole budget spent, or no timer to measure
- * with), else 0. */
+/* [not sigsafe] On the cron thread (window.c; it unblocks SIGTRAP for the slice and
+ * blocks it again), while the threads' timers are armed: one slice of measuring, of
+ * about `budget_ns` of CPU; the estimate is updated from every slice so far.  Returns 1
+ * once the measuring is over (enough signals, the whole budget spent, or no timer to
+ * measure with), else 0. */
 int calib_step(uint64_t budget_ns);
+
+/* [not sigsafe] The cron's call, every round of a cpu-mode window with a log: a slice of
+ * calib_step when one is due -- once the process has been profiled for `profiled_ns` of
+ * at least CALIB_AFTER_NS (a short-lived process never pays for it), while the threads'
+ * perf timers are armed, and only while the measuring has taken less than CALIB_SHARE
+ * of the process's CPU.  Returns 1 when a slice ran. */
+#define CALIB_AFTER_NS 1000000000ull
+#define CALIB_SHARE 0.005
+#define CALIB_SLICE_NS 4000000ull
+int calib_tick(uint64_t profiled_ns);
 
 /* [not sigsafe] At the start of a window, before its writer runs: a measurement made at
  * another period (`pyprof ctl period` starts a window with a new one) does not stand
  * for this one, and is forgotten; the same period keeps it. */
 void calib_begin(uint64_t period_ns);
 
-/* [not sigsafe] Releases the timer calib_step keeps between slices, if any: by the
- * writer thread before it ends (the timer is that thread's).  calib_step makes a new one
+/* [not sigsafe] Releases the timer calib_step keeps between slices, if any: when the
+ * window's log is finished (the timer is the cron thread's).  calib_step makes a new one
  * when it needs it. */
 void calib_release(void);
 

@@ -4,8 +4,8 @@
  * Signal handlers: control_on_toggle and control_on_terminate run inside a signal
  * handler, and call only what signal-safety(7) lists (sem_post, nanosleep,
  * pthread_sigmask, raise, and sigaction through sigdisp_reset_default), the program's
- * own handler (sigdisp_run_program) and the writer's atomic flags
- * (writer_request_end, writer_end_done).  The rest of the file runs on ordinary threads.
+ * own handler (sigdisp_run_program) and the window's atomic flags
+ * (window_request_end, window_end_done).  The rest of the file runs on ordinary threads.
  */
 #include "control.h"
 
@@ -22,9 +22,7 @@
 #include "common/clock.h"
 #include "ownthreads.h"
 #include "sigdisp.h"
-#include "procexit.h"
 #include "window.h"
-#include "writer.h"
 
 /* How long a terminating signal waits for the log to be finished, at most. */
 #define TERMINATE_WAIT_MS 3000
@@ -48,16 +46,16 @@ static void control_on_toggle(int sig, siginfo_t *info, void *uc)
     errno = saved_errno;
 }
 
-/* While the program leaves the signal at its default action: has the writer finish the
- * log (waiting at most TERMINATE_WAIT_MS), then restores the default action and raises
- * the signal again, so the process ends as it would have. */
+/* While the program leaves the signal at its default action: has the cron end the
+ * window and finish its log (waiting at most TERMINATE_WAIT_MS), then restores the default
+ * action and raises the signal again, so the process ends as it would have. */
 static void control_on_terminate(int sig, siginfo_t *info, void *uc)
 {
     (void)info;
     (void)uc;
     int saved_errno = errno;
-    if (writer_request_end(PYPROF_END_SIGNAL, sig)) {
-        for (int i = 0; i < TERMINATE_WAIT_MS && !writer_end_done(); i++) {
+    if (window_request_end(PYPROF_END_SIGNAL, sig)) {
+        for (int i = 0; i < TERMINATE_WAIT_MS && !window_end_done(); i++) {
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
         }
@@ -79,12 +77,12 @@ static void *control_main(void *arg)
     ownthreads_name_self("control");
     for (;;) {
         /* Woken by the toggle's handler; every 200 ms it also looks whether only the
-         * library's threads are left (a paused process has no writer to look). */
+         * library's threads are left (a paused process has no cron to look). */
         struct timespec dl = clock_mono_deadline(200000000u);
         if (sem_clockwait(&toggle_sem, CLOCK_MONOTONIC, &dl) == 0)
             window_toggle();
-        else if (ownthreads_claim_end())
-            procexit_alone();
+        else
+            window_end_if_alone();
     }
     return NULL;
 }

@@ -46,7 +46,7 @@ static size_t status(char *out, size_t cap)
     window_config(&cfg);
     int active = window_is_open();
     writer_status_info w;
-    writer_status(&w);
+    writer_status(&w, window_cron_cpu_ns());
     char rot[64];
     if (cfg.rotate_ns)
         snprintf(rot, sizeof rot, "%llu s",

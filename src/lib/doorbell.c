@@ -1,5 +1,5 @@
 /*
- * doorbell: the writer thread's wake-up (doorbell.h).  doorbell_ring runs in signal
+ * doorbell: the cron thread's wake-up (doorbell.h).  doorbell_ring runs in signal
  * handlers and allocation hooks: an atomic load, getpid and sem_post.
  */
 #include "doorbell.h"

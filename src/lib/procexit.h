@@ -3,9 +3,9 @@
  * program is heading for, noted by the hooks that learn it (preload/interpose.c: exit()'s
  * argument, Py_RunMain's return value) and read where the log is finished
  * (preload/entry.c); and the end of a process whose own threads are all gone
- * (ownthreads_claim_end), which the writer thread or, while paused, the control thread
- * carries out.  Below window.c, which forgets the status when a window starts, and
- * writer.c, which ends the process from its own thread.
+ * (ownthreads_claim_end), which window_end_if_alone carries out (window.c: the cron or,
+ * while paused, the control thread).  Below window.c, which forgets the status when a
+ * window starts.
  *
  * Interface:
  *   procexit_note_status(status)    [sigsafe] the status the program is heading for

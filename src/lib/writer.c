@@ -1,12 +1,12 @@
 /*
  * writer: from the handler's rings to the compressed log.  See writer.h.
  *
- * The writer thread wakes every WAKE_NS, takes every committed CODE record (kept in a map
- * for the line tables) and SAMPLE record, turns each frame's instruction offset into a
- * line, interns the stack as a sequence of (code id, line) from the outermost frame
- * (stackmap.h), and emits THREAD/CODE/STACK records the first time they are needed and
- * an event of a BATCH record for every sample (see Batches).  The records' payloads are
- * logenc.h's; the file, its name and its LZ4 frame are logfile.h's, flushed every
+ * Each round (writer_round, called by the window's cron thread: window.c) takes every
+ * committed CODE record (kept in a map for the line tables) and SAMPLE record, turns each
+ * frame's instruction offset into a line, interns the stack as a sequence of (code id, line)
+ * from the outermost frame (stackmap.h), and emits THREAD/CODE/STACK records the first time
+ * they are needed and an event of a BATCH record for every sample (see Batches).  The records'
+ * payloads are logenc.h's; the file, its name and its LZ4 frame are logfile.h's, flushed every
  * PYPROF_FLUSH so a killed process leaves a log readable up to the last flush; what the
  * header says about the process is procself.h's.  All the writer's memory is its own
  * heap, never touched by the handler.
@@ -89,17 +89,11 @@
 #include "procexit.h"
 #include "rrec.h"
 
-#define WAKE_IDLE_NS 100000000ull /* the writer drains every 100 ms ... */
-#define WAKE_BUSY_NS 5000000ull   /* ... or every 5 ms while the ring fills fast */
-#define WRITER_SLACK_NS 4000000ul /* how late a wake may be (prctl PR_SET_TIMERSLACK) */
-#define RSS_EVERY_NS 20000000ull  /* RSS read at a wake, at most every 20 ms ... */
-#define RSS_SAME_NS 1000000000ull /* ... and written when it changed, or every second */
-#define ALLOC_SWEEP_EVERY_NS 1000000000ull /* the sampled-address set's upkeep */
-#define NAMES_EVERY_NS 1000000000ull       /* thread names re-read every second (renames) */
-#define ALONE_EVERY_NS 200000000ull  /* are the program's threads all gone? (ownthreads.h) */
-#define CALIB_AFTER_NS 1000000000ull /* profiled this long before measuring (calib.h) ... */
-#define CALIB_SHARE 0.005            /* ... with at most this share of the process's CPU */
-#define CALIB_SLICE_NS 4000000ull    /* ... in slices of this much */
+#define WAKE_IDLE_NS 100000000ull    /* the writer drains every 100 ms ... */
+#define WAKE_BUSY_NS 5000000ull      /* ... or every 5 ms while the ring fills fast */
+#define RSS_EVERY_NS 20000000ull     /* RSS read at a wake, at most every 20 ms ... */
+#define RSS_SAME_NS 1000000000ull    /* ... and written when it changed, or every second */
+#define NAMES_EVERY_NS 1000000000ull /* thread names re-read every second (renames) */
 #define BATCH_BYTES (16u << 10)      /* events a BATCH gathers at most (bytes) ... */
 #define BATCH_EVENTS 256             /* ... and in number: what a cut inside one loses */
 #define ALLOCS_BYTES (8u << 10)      /* the same for an ALLOCS record */
@@ -136,7 +130,6 @@ static struct {
     uint64_t file_t0_mono_ns; /* the same on the monotonic clock */
     counters base;            /* the counters when this file began */
     uint64_t alloc_written, frees_written; /* allocations and frees written in this file */
-    uint64_t alloc_swept_ns;               /* the address set's last upkeep */
     /* a snapshot being collected from the ring (RREC_SNAP ... RREC_SNAP_END) */
     logenc_snap_thread *snap;
     size_t snap_n, snap_cap;
@@ -156,14 +149,11 @@ static struct {
     int allocs_failed;                    /* they could not be had: ALLOC, FREE records */
     blockmap blocks;
     int statm_fd;
-    /* thread */
-    pthread_t thread;
-    int thread_running;
-    _Atomic int stop;
-    _Atomic int finished;                /* the footer was written (or is being written) */
-    _Atomic int end_requested, end_done; /* writer_request_end */
-    int end_req_kind, end_req_status;
-    uint64_t writer_cpu_ns;
+    /* the rounds */
+    int started;            /* writer_start succeeded: rounds will come */
+    _Atomic int finished;   /* the footer was written (or is being written) */
+    uint64_t rounds;        /* writer_round's calls */
+    uint64_t writer_cpu_ns; /* the rounds' thread's CPU, at the footer */
     /* state */
     int64_t last_t_us;
     uint64_t last_rss_t_ns;    /* the last read of the RSS (since sampler_t0) */
@@ -1103,106 +1093,43 @@ static int rotation_due(uint64_t now)
     return W.cfg.rotate_bytes && W.log.written >= W.cfg.rotate_bytes;
 }
 
-/* A slice of measuring what a signal costs (calib.h), if one is due: in cpu mode with
- * the threads' perf timers, once the process has been profiled for CALIB_AFTER_NS (a
- * short-lived process never pays for it), and only while the measuring has taken less
- * than CALIB_SHARE of the process's CPU.  Returns 1 when a slice ran. */
-static int calib_slice(uint64_t now)
+uint64_t writer_round(uint64_t now)
 {
-    if (calib_done() || W.cfg.clock != PYPROF_CLOCK_CPU || !threadtimer_armed() ||
-        W.log.fd < 0 || now - sampler_t0_ns() < CALIB_AFTER_NS)
-        return 0;
-    calib_result c;
-    calib_get(&c);
-    double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) -
-                     (double)c.spent_ns;
-    if (allowed < (double)CALIB_SLICE_NS)
-        return 0;
-    calib_step(CALIB_SLICE_NS);
-    return 1;
+    const ring *sr = sampler_sample_ring();
+    if (!W.rounds++) {
+        /* The handler's first pass over the sample ring would take each page's
+         * first-touch fault itself, inside the sample (on a virtual machine, an exit to
+         * the hypervisor): they are taken here instead, once, without changing a byte.
+         * A kernel without MADV_POPULATE_WRITE (before 5.14) refuses, and the handler
+         * faults them in as before. */
+        madvise(sr->buf, sr->size, MADV_POPULATE_WRITE);
+    }
+    /* The header says whether samples carry native stacks: wait until the sampler has
+     * decided (it starts right after the writer). */
+    if (W.log.fd < 0 && !W.log.failed && sampler_native() >= 0 &&
+        (interpreter_running() || ring_used(sr)))
+        open_log();
+    /* Come back often only while the handler fills the ring faster than an idle period
+     * could take (more than an eighth of it per round). */
+    uint64_t next = ring_used(sr) > sr->size / 8 ? WAKE_BUSY_NS : WAKE_IDLE_NS;
+    drain();
+    if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
+        record_rss(0);
+    serve_request();
+    if (rotation_due(now))
+        rotate();
+    if (codetable_flip_wanted())
+        flip_tables();
+    if (W.log.fd >= 0 && now - threadmap_names_ns(&W.tmap) >= NAMES_EVERY_NS)
+        threadmap_refresh_names(&W.tmap);
+    if (W.log.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
+        flush_log();
+        W.last_flush_ns = now;
+    }
+    return next;
 }
 
-static void *writer_main(void *arg)
-{
-    (void)arg;
-    ownthreads_name_self("writer");
-    safe_read_unblock_faults(); /* pynames reads interpreter memory under the guard */
-    /* The handler's first pass over the sample ring would take each page's first-touch
-     * fault itself, inside the sample (on a virtual machine, an exit to the hypervisor):
-     * they are taken here instead, once, without changing a byte.  A kernel without
-     * MADV_POPULATE_WRITE (before 5.14) refuses, and the handler faults them in as before. */
-    const ring *sr = sampler_sample_ring();
-    madvise(sr->buf, sr->size, MADV_POPULATE_WRITE);
-    /* Nothing here needs to wake on the dot: a wide timer slack lets the kernel serve
-     * this thread's timeouts with an interrupt that happens anyway (the tick, another
-     * timer) instead of one of their own, which on a virtual machine costs exits to the
-     * hypervisor. */
-    prctl(PR_SET_TIMERSLACK, WRITER_SLACK_NS, 0, 0, 0);
-    uint64_t wake_ns = WAKE_IDLE_NS, alone_checked_ns = clock_mono_ns();
-    while (!atomic_load(&W.stop)) {
-        doorbell_wait(wake_ns);
-        if (atomic_load(&W.stop))
-            break;
-        if (atomic_load(&W.end_requested)) {
-            /* A terminating signal: the process ends when its handler returns. */
-            sampler_stop();
-            W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-            finish_log(W.end_req_kind, 1, W.end_req_status);
-            return NULL;
-        }
-        /* The header says whether samples carry native stacks: wait until the sampler
-         * has decided (it starts right after the writer). */
-        if (W.log.fd < 0 && !W.log.failed && sampler_native() >= 0 &&
-            (interpreter_running() || ring_used(sampler_sample_ring())))
-            open_log();
-        /* Wake often only while the handler fills the ring faster than an idle period
-         * could take (more than an eighth of it per wake). */
-        wake_ns = ring_used(sampler_sample_ring()) > sampler_sample_ring()->size / 8
-                      ? WAKE_BUSY_NS
-                      : WAKE_IDLE_NS;
-        drain();
-        uint64_t now = clock_mono_ns();
-        if (calib_slice(now)) {
-            drain();
-            now = clock_mono_ns();
-        }
-        if (now - sampler_t0_ns() - W.last_rss_t_ns >= RSS_EVERY_NS)
-            record_rss(0);
-        serve_request();
-        if (rotation_due(now))
-            rotate();
-        if (codetable_flip_wanted())
-            flip_tables();
-        if (allochook_installed() && now - W.alloc_swept_ns >= ALLOC_SWEEP_EVERY_NS) {
-            allocsample_sweep();
-            allochook_refresh(); /* modules a dlopen loaded past the tracked path */
-            W.alloc_swept_ns = now;
-        }
-        if (W.log.fd >= 0 && now - threadmap_names_ns(&W.tmap) >= NAMES_EVERY_NS)
-            threadmap_refresh_names(&W.tmap);
-        if (W.log.fd >= 0 && now - W.last_flush_ns >= W.cfg.flush_ns) {
-            flush_log();
-            W.last_flush_ns = now;
-        }
-        if (now - alone_checked_ns >= ALONE_EVERY_NS) {
-            alone_checked_ns = now;
-            if (ownthreads_claim_end()) {
-                /* Only the library's threads are left: the process ends as glibc would
-                 * have ended it, exit(0), with the log finished here first and this
-                 * thread out of the way of the exit hooks (which find it finished). */
-                sampler_stop();
-                W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-                finish_log(PYPROF_END_EXIT, 1, 0);
-                pthread_detach(pthread_self());
-                W.thread_running = 0;
-                doorbell_close();
-                procexit_alone();
-            }
-        }
-    }
-    W.writer_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    return NULL;
-}
+int writer_writing(void) { return W.log.fd >= 0; }
 
 int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *meta, char *err,
                  size_t errlen)
@@ -1228,16 +1155,7 @@ int writer_start(const pyprof_config *cfg, const pyabi *abi, const writer_meta *
     }
     if (cfg->memory)
         W.statm_fd = ownfd_move(open("/proc/self/statm", O_RDONLY | O_CLOEXEC));
-    /* The writer thread takes no signal of the program's, nor ours. */
-    doorbell_open();
-    int rc = ownthreads_start(&W.thread, writer_main, NULL);
-    if (rc != 0) {
-        doorbell_close();
-        snprintf(err, errlen, "pyprof: cannot start the writer thread: %s; not profiling",
-                 strerror(rc));
-        return -1;
-    }
-    W.thread_running = 1;
+    W.started = 1;
     return 0;
 }
 
@@ -1366,8 +1284,7 @@ static void put_footer(int end, int status_known, int status)
     emit(PYPROF_REC_FOOTER, &o);
 }
 
-/* Writes what is left, the footer, and closes the log: once, by the writer thread (for a
- * terminating signal) or by writer_finish once that thread has stopped. */
+/* Writes what is left, the footer, and closes the log: once (writer_finish). */
 static void finish_log(int end, int status_known, int status)
 {
     if (atomic_exchange(&W.finished, 1))
@@ -1395,36 +1312,15 @@ static void finish_log(int end, int status_known, int status)
         close(W.statm_fd);
         W.statm_fd = -1;
     }
-    /* Whoever finished it, the log is complete: a terminating signal may go on. */
-    atomic_store(&W.end_done, 1);
 }
 
-void writer_finish(int end, int status_known, int status)
+void writer_finish(int end, int status_known, int status, uint64_t rounds_cpu_ns)
 {
     if (W.pid != getpid())
         return;
-    if (W.thread_running) {
-        atomic_store(&W.stop, 1);
-        doorbell_ring();
-        pthread_join(W.thread, NULL);
-        W.thread_running = 0;
-        doorbell_close();
-    }
+    W.writer_cpu_ns = rounds_cpu_ns;
     finish_log(end, status_known, status);
 }
-
-int writer_request_end(int end, int status)
-{
-    if (!W.thread_running || W.pid != getpid() || atomic_load(&W.finished) ||
-        atomic_exchange(&W.end_requested, 1))
-        return 0;
-    W.end_req_kind = end;
-    W.end_req_status = status;
-    doorbell_ring();
-    return 1;
-}
-
-int writer_end_done(void) { return atomic_load(&W.end_done); }
 
 /* Frees every map and buffer and returns W to its initial state. */
 static void forget_all(void)
@@ -1450,7 +1346,7 @@ static void forget_all(void)
 
 void writer_forget_in_child(void)
 {
-    /* The writer thread does not exist here: start from a clean state, without touching
+    /* The cron thread does not exist here: start from a clean state, without touching
      * the parent's file beyond closing our copy of its descriptor.  The parent's
      * finished files are the parent's to remove. */
     forget_all();
@@ -1465,7 +1361,7 @@ void writer_forget_in_child(void)
 
 int writer_request(int op, char *path, size_t cap)
 {
-    if (!W.thread_running || W.pid != getpid() || atomic_load(&W.finished))
+    if (!W.started || W.pid != getpid() || atomic_load(&W.finished))
         return -1;
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
@@ -1494,7 +1390,7 @@ int writer_request(int op, char *path, size_t cap)
     return rc;
 }
 
-void writer_status(writer_status_info *st)
+void writer_status(writer_status_info *st, uint64_t rounds_cpu_ns)
 {
     memset(st, 0, sizeof *st);
     if (W.pid != getpid())
@@ -1507,10 +1403,7 @@ void writer_status(writer_status_info *st)
     st->window = W.window;
     st->samples = W.samples;
     st->snapshot_last = W.snapshot_last;
-    uint64_t writer_ns = 0;
-    clockid_t cid;
-    if (W.thread_running && pthread_getcpuclockid(W.thread, &cid) == 0)
-        writer_ns = clock_ns(cid);
+    uint64_t writer_ns = rounds_cpu_ns;
     counters d;
     file_counters(&d, writer_ns);
     for (int i = 0; i < PYPROF_DROP_COUNT; i++)

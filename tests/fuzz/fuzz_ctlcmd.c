@@ -48,9 +48,9 @@
 
 /* ---- the live library, which the parse never reaches ---------------------------------- */
 
-void writer_status(writer_status_info *st)
+void writer_status(writer_status_info *st, uint64_t rounds_cpu_ns)
 {
-    (void)st;
+    (void)st, (void)rounds_cpu_ns;
     abort();
 }
 
@@ -86,6 +86,7 @@ void window_lock(void) { abort(); }
 void window_unlock(void) { abort(); }
 int window_is_open(void) { abort(); }
 void window_pause(void) { abort(); }
+uint64_t window_cron_cpu_ns(void) { abort(); }
 
 void window_config(pyprof_config *out)
 {
