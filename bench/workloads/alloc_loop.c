@@ -1,6 +1,6 @@
 /*
- * alloc_loop.c: the C malloc loop of bench/run.py's alloc part (compiled there with
- * cc -O2 into the bench's scratch directory; no Python in the process).
+ * alloc_loop.c: the C malloc loop of the bench's alloc part (bench/parts/alloc.py
+ * compiles it with cc -O2 into the bench's scratch directory; no Python in the process).
  *
  *     alloc_loop N [OUT.json]
  *
@@ -11,8 +11,8 @@
  * library would hook.  Times its own loop with the process's CPU clock
  * (CLOCK_PROCESS_CPUTIME_ID) and the monotonic clock, and writes both with N to OUT.json
  * (start-up and exit left out), with the CPU time of each of its CHUNKS equal parts
- * (windows: bench/run.py takes the faster ones as the cleaner measure).  Exit status 0,
- * or 1 when a malloc failed.
+ * (windows: the bench takes the faster ones as the cleaner measure, bench/stats.py's
+ * ratio_q).  Exit status 0, or 1 when a malloc failed.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@ and three functions whose allocated bytes are known exactly.
 
 usage: alloc_mix.py ROUNDS [OUT.json]
 Each round does the same fixed work, so a run's length depends only on ROUNDS and on
-how fast the interpreter (and whatever profiles it) goes; bench/run.py calibrates
-ROUNDS to about 1.5 s of CPU.  Python 3 only.
+how fast the interpreter (and whatever profiles it) goes; the bench's alloc part
+(bench/parts/alloc.py) calibrates ROUNDS to about 1.5 s of CPU.  Python 3 only.
 
   do_json      json.dumps and json.loads of nested dicts (orders with lines)
   churn        dicts, lists and str built and thrown away (split, join, format, sort)

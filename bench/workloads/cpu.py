@@ -2,8 +2,8 @@
 
 usage: cpu.py ROUNDS
 Each round does the same fixed amount of work, so a run's length depends only on ROUNDS
-and on how fast the interpreter (and whatever profiles it) goes.  bench/run.py calibrates
-ROUNDS to about a second on the machine it runs on.
+and on how fast the interpreter (and whatever profiles it) goes.  The bench
+(bench/calibrate.py) calibrates ROUNDS to about a second on the machine it runs on.
 """
 import json
 import re

@@ -5,11 +5,11 @@ A socketserver.ThreadingMixIn TCP server on 127.0.0.1 (ephemeral port), served b
 main thread; a client thread sends REQUESTS requests one after another (connect, send a
 line, read the answer to the end), then shuts the server down.  Each request is handled
 in a new thread that does LOOP iterations of an inline loop (deep.py's) before it answers:
-bench/run.py sizes LOOP to about 1.5 ms of CPU, well under one 10 ms sampling period, so
-most handler threads live for less than a period.  server_close() joins the handler
-threads and the process exits.  With OUT.json, writes the CPU time the handlers' loops
-took (each measured with its thread's CPU clock), the requests answered and the loop's
-size.  Exits 1 if an answer was missing or wrong.
+the bench (bench/calibrate.py) sizes LOOP to about 1.5 ms of CPU, well under one 10 ms
+sampling period, so most handler threads live for less than a period.  server_close()
+joins the handler threads and the process exits.  With OUT.json, writes the CPU time the
+handlers' loops took (each measured with its thread's CPU clock), the requests answered
+and the loop's size.  Exits 1 if an answer was missing or wrong.
 """
 import json
 import socket

@@ -1,6 +1,6 @@
 /*
- * thread_create.c: the C loop of thread_create.py (bench/run.py compiles it with
- * cc -O2 -shared -fPIC -pthread and the workload loads it through ctypes).
+ * thread_create.c: the C loop of thread_create.py (bench/parts/threads.py compiles it
+ * with cc -O2 -shared -fPIC -pthread and the workload loads it through ctypes).
  *
  *     int create_join(int n)
  *

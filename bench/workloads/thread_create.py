@@ -4,9 +4,9 @@ usage: thread_create.py N OUT.json [CLIB.so]
 Times the loop itself (time.perf_counter around it, and the process's CPU time,
 time.process_time, around it) and writes both, with N, to OUT.json.  Without CLIB the
 threads are threading.Thread objects whose target returns at once; with CLIB (compiled
-by bench/run.py from thread_create.c) the loop is C's: create_join(N) makes N pthreads
-whose start routine returns at once, each joined before the next is made, called through
-ctypes (which lets go of the GIL), so the figure is pthread_create + thread exit +
+by bench/parts/threads.py from thread_create.c) the loop is C's: create_join(N) makes N
+pthreads whose start routine returns at once, each joined before the next is made, called
+through ctypes (which lets go of the GIL), so the figure is pthread_create + thread exit +
 pthread_join with no Python thread state in them.
 """
 import json
