@@ -86,12 +86,24 @@ $(LIB): $(LIB_OBJS) preload/exports.map
 	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
 	    -Wl,-z,nodelete -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
-# The HTML viewer's page is embedded in cmd_html.o by an .incbin of this file.
 # The tool looks for the library in the directory it was built for, too.
 $(BUILD)/obj/utils/cli.o: CPPFLAGS += -DPYPROF_LIBDIR='"$(LIBDIR)"'
-$(BUILD)/obj/utils/cmd_html.o: utils/html/viewer.html
-$(BUILD)/obj/utils/cmd_trace.o: utils/html/trace.html
-$(BUILD)/obj/utils/cmd_diff.o: utils/html/diff.html
+
+# The HTML pages: each template of utils/html/ with its /*PYPROF_INCLUDE name*/ lines
+# replaced by the parts the pages share (the head, common.js, flame.js), into
+# $(BUILD)/html/, which cmd_html.o, cmd_trace.o and cmd_diff.o embed with an .incbin
+# (docs/HTML.md, "How it is made").
+HTML_PARTS := utils/html/head.html utils/html/common.js utils/html/flame.js
+$(BUILD)/html/%.html: utils/html/%.html $(HTML_PARTS) utils/html/include.awk
+	@mkdir -p $(dir $@)
+	LC_ALL=C awk -v dir=utils/html -f utils/html/include.awk $< > $@.tmp || \
+	    { rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
+$(BUILD)/obj/utils/cmd_html.o: $(BUILD)/html/viewer.html
+$(BUILD)/obj/utils/cmd_trace.o: $(BUILD)/html/trace.html
+$(BUILD)/obj/utils/cmd_diff.o: $(BUILD)/html/diff.html
+$(BUILD)/obj/utils/cmd_html.o $(BUILD)/obj/utils/cmd_trace.o $(BUILD)/obj/utils/cmd_diff.o: \
+    CPPFLAGS += -DPYPROF_HTML_DIR='"$(BUILD)/html"'
 
 $(TOOL): $(TOOL_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(TOOL_LIBS)

@@ -2,8 +2,9 @@
  * cmd_html: `pyprof html` — one self-contained page (no network) with a flame graph, a
  * timeline of samples per thread, RSS over time and process/thread selectors.
  *
- * The page is the template utils/html/viewer.html, embedded into the binary at build time
- * (the .incbin below), with the profile spliced in as one JSON document in a
+ * The page is the template utils/html/viewer.html with the parts the pages share (the
+ * Makefile puts them in), embedded into the binary at build time (the .incbin below),
+ * with the profile spliced in as one JSON document in a
  * <script type="application/json"> element.  The work that grows with the number of
  * samples is done here, so the page stays fast on millions of them (docs/HTML.md):
  *
@@ -57,14 +58,15 @@
 #include "cmd.h"
 #include "jsonw.h"
 
-/* The template, between pyprof_viewer_html and pyprof_viewer_html_end.  The Makefile
- * makes this object depend on the file; the path is relative to the top of the source
- * tree, where make runs the compiler. */
+/* The page, between pyprof_viewer_html and pyprof_viewer_html_end: the template
+ * utils/html/viewer.html with the parts the pages share put in, as the Makefile assembles
+ * it in PYPROF_HTML_DIR (its build directory's html/) before it builds this object.  The
+ * path is relative to the top of the source tree, where make runs the compiler. */
 __asm__(".section .rodata\n"
         ".globl pyprof_viewer_html\n"
         ".hidden pyprof_viewer_html\n"
         "pyprof_viewer_html:\n"
-        ".incbin \"utils/html/viewer.html\"\n"
+        ".incbin \"" PYPROF_HTML_DIR "/viewer.html\"\n"
         ".globl pyprof_viewer_html_end\n"
         ".hidden pyprof_viewer_html_end\n"
         "pyprof_viewer_html_end:\n"
