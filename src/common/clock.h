@@ -1,11 +1,12 @@
 /*
  * clock: nanosecond readings of the POSIX clocks, and deadlines for the timed waits of
- * the library's threads.  clock_gettime is on signal-safety(7), so clock_ns may be
- * called from a signal handler.
+ * the library's threads, and the wait for in-flight calls to leave.  clock_gettime is on
+ * signal-safety(7), so clock_ns may be called from a signal handler.
  */
 #ifndef PYPROF_CLOCK_H
 #define PYPROF_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -36,6 +37,22 @@ static inline struct timespec clock_mono_deadline(uint64_t ns)
     uint64_t t = clock_mono_ns() + ns;
     struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
     return ts;
+}
+
+/* [not sigsafe] Waits until `*count` is at most `keep` (the calls in progress that a
+ * gate just closed: signal handlers, span calls), sleeping 50 us between looks, for at
+ * most `max_ns` by the clock -- not by a count of sleeps, which the caller's timer
+ * slack stretches.  Returns 1 when they left, 0 when it gave up. */
+static inline int clock_wait_at_most(_Atomic int *count, int keep, uint64_t max_ns)
+{
+    uint64_t give_up_ns = clock_mono_ns() + max_ns;
+    while (atomic_load(count) > keep) {
+        if (clock_mono_ns() >= give_up_ns)
+            return 0;
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    return 1;
 }
 
 #endif

@@ -398,12 +398,7 @@ void sampler_stop(void)
      * that calls _exit), and never wait forever: after a second by the clock (not by a
      * count of sleeps, which a thread's timer slack stretches), go on; nothing we do
      * next frees memory a late handler could touch. */
-    int self = sighandler_inside();
-    uint64_t give_up_ns = clock_mono_ns() + QUIESCE_MAX_NS;
-    while (atomic_load(&g->inflight) > self && clock_mono_ns() < give_up_ns) {
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
-    }
+    clock_wait_at_most(&g->inflight, sighandler_inside(), QUIESCE_MAX_NS);
     if (g->native && diag_is_verbose()) {
         uint64_t ok = atomic_load(&g->native_ok), cut = atomic_load(&g->native_truncated);
         uint64_t walks = ok + cut;

@@ -149,13 +149,9 @@ void spans_open(ring *r, uint64_t t0_ns)
 void spans_close(void)
 {
     atomic_store(&gate, 0);
-    /* At most a second by the clock (a count of sleeps would stretch with the caller's
-     * timer slack): a call parked in a signal handler of its thread is not waited for. */
-    uint64_t give_up_ns = clock_mono_ns() + 1000000000ull;
-    while (atomic_load(&inflight) > tls_depth && clock_mono_ns() < give_up_ns) {
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
-    }
+    /* At most a second: a call parked in a signal handler of its thread is not waited
+     * for. */
+    clock_wait_at_most(&inflight, tls_depth, 1000000000ull);
 }
 
 void spans_forget_in_child(void)
