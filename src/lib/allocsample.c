@@ -107,7 +107,7 @@ void allocsample_freed(const void *p)
     if (atomic_load(&g->enabled)) {
         rrec_free *r = ring_reserve(&g->samples, sizeof *r);
         if (r) {
-            r->kind = RREC_FREE;
+            r->head.kind = RREC_FREE;
             r->t_ns = clock_mono_ns() - g->t0_ns;
             r->addr = (uint64_t)(uintptr_t)p;
             ring_commit(&g->samples, r);

@@ -118,7 +118,7 @@ static rrec_code *emit_code(const pyabi *a, uintptr_t code, uint32_t id, int32_t
     r->filename_len = (uint16_t)copy_str(a, filename, p, FILE_MAX_CHARS);
     p += r->filename_len;
     safe_copy(p, linetable + (uintptr_t)a->bytes_data, lt_len);
-    r->kind = RREC_CODE;
+    r->head.kind = RREC_CODE;
     r->lt_kind = (uint8_t)a->linetable_kind;
     r->flags = flags;
     r->code_id = id;

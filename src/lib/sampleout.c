@@ -1,16 +1,20 @@
 /*
- * sampleout: committing a sample and counting what samples cost and lose (sampleout.h).
+ * sampleout: reserving and committing the records that carry a stack, and counting what
+ * samples cost and lose (sampleout.h).
  *
  * SIGNAL-HANDLER CODE: every function here runs inside the sampling signal handler (and
  * on the wall-clock sampler thread).  What they call, and why that is safe:
  *   atomic_fetch_add on sighandler_g's counters   lock-free on x86_64
  *   clock_gettime(CLOCK_MONOTONIC) (clock.h)      on signal-safety(7); served by the vDSO
- *   ring_commit                                   ours: a store on a preallocated buffer
+ *   ring_reserve, ring_commit                     ours: a CAS and a store on a preallocated
+ *                                                 buffer
+ *   memset                                        of a record just reserved
  * No malloc, no lock, no stdio, no interpreter memory, errno untouched.
  */
 #include "sampleout.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 #include "common/clock.h"
 #include "threadtimer.h"
@@ -36,20 +40,33 @@ void sampleout_cost(uint32_t depth, uint64_t ns)
     atomic_fetch_add_explicit(&sighandler_g.cost[d][t], 1, memory_order_relaxed);
 }
 
-uint32_t sampleout_commit(rrec_sample *r, uint32_t tid)
+uint64_t sampleout_now_ns(void) { return clock_mono_ns() - sighandler_g.t0_ns; }
+
+void *sampleout_reserve(int kind, unsigned nframes, unsigned nnative)
 {
-    return sampleout_commit_kind(r, tid, RREC_SAMPLE);
+    size_t fixed = rrec_stack_kind_size(kind);
+    uint8_t *r = ring_reserve(&sighandler_g.samples, fixed + (size_t)nframes * sizeof(rframe) +
+                                                         (size_t)nnative * sizeof(uint64_t));
+    if (!r)
+        return NULL;
+    memset(r, 0, fixed);
+    ((rrec_head *)(void *)r)->kind = (uint8_t)kind;
+    return r;
 }
 
-uint32_t sampleout_commit_kind(rrec_sample *r, uint32_t tid, int kind)
+uint32_t sampleout_commit(rrec_head *h, uint32_t tid)
 {
-    return sampleout_commit_repeat(r, tid, kind, 0, 0, PYPROF_GIL_UNKNOWN);
+    rrec_stack *st = rrec_stack_of(h);
+    st->tid = tid;
+    st->t_ns = sampleout_now_ns();
+    uint32_t depth = (uint32_t)st->nframes + st->cut;
+    ring_commit(&sighandler_g.samples, (void *)h);
+    return depth;
 }
 
-uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_t repeat,
-                                 uint32_t how, uint8_t gil)
+uint32_t sampleout_commit_sample(rrec_sample *r, uint32_t tid, uint32_t repeat, uint32_t how,
+                                 uint8_t gil)
 {
-    sighandler_state *g = &sighandler_g;
     r->repeat = repeat;
     uint32_t held = THREADTIMER_ASKED_N(how, THREADTIMER_HELD);
     uint32_t wait = THREADTIMER_ASKED_N(how, THREADTIMER_WAIT);
@@ -60,10 +77,5 @@ uint32_t sampleout_commit_repeat(rrec_sample *r, uint32_t tid, int kind, uint32_
     r->repeat_gil = gil == PYPROF_GIL_UNKNOWN    ? PYPROF_GIL_UNKNOWN
                     : gil == PYPROF_GIL_NOT_HELD ? PYPROF_GIL_NOT_HELD
                                                  : PYPROF_GIL_OTHER;
-    r->kind = (uint8_t)kind;
-    r->tid = tid;
-    r->t_ns = clock_mono_ns() - g->t0_ns;
-    uint32_t depth = (uint32_t)r->nframes + r->cut;
-    ring_commit(&g->samples, (void *)r);
-    return depth;
+    return sampleout_commit(&r->head, tid);
 }

@@ -58,8 +58,8 @@ void sampler_read_stats(sampler_stats *out);
 /* Counts a sample lost outside the handler (the writer's, say) under `reason`. */
 void sampler_count_drop(int reason);
 
-/* The rings the handlers fill and the writer drains: samples (rrec_sample) and code
- * records (rrec_code), both in sighandler.h.  Valid from sampler_start until the next
+/* The rings the handlers fill and the writer drains: the sample ring (every rrec.h kind
+ * but RREC_CODE) and the code ring (rrec_code).  Valid from sampler_start until the next
  * one, or a fork child's sampler_forget_in_child. */
 ring *sampler_sample_ring(void);
 ring *sampler_code_ring(void);

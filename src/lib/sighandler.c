@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -156,25 +155,24 @@ typedef struct alloc_info {
     uint8_t domain, flags;
 } alloc_info;
 
-/* Commits sample r as allocation `al`'s record. */
-static uint32_t commit_alloc(rrec_sample *r, const alloc_info *al)
+/* Commits allocation record r as `al`'s. */
+static uint32_t commit_alloc(rrec_alloc *r, const alloc_info *al)
 {
-    r->alloc_domain = al->domain;
-    r->alloc_flags = al->flags;
-    r->alloc_size = al->size;
-    r->alloc_addr = al->addr;
-    sampleout_commit_kind(r, sighandler_tid(), RREC_ALLOC);
+    r->domain = al->domain;
+    r->flags = al->flags;
+    r->size = al->size;
+    r->addr = al->addr;
+    sampleout_commit(&r->head, sighandler_tid());
     return 1;
 }
 
 /* An allocation sample of a thread without a readable Python stack: the record alone. */
 static uint32_t commit_alloc_bare(const alloc_info *al, int unreadable)
 {
-    rrec_sample *r = ring_reserve(&sighandler_g.samples, sizeof(rrec_sample));
+    rrec_alloc *r = sampleout_reserve(RREC_ALLOC, 0, 0);
     if (!r)
         return 0;
-    memset(r, 0, sizeof *r);
-    r->unreadable_tail = (uint8_t)unreadable;
+    r->stack.unreadable_tail = (uint8_t)unreadable;
     return commit_alloc(r, al);
 }
 
@@ -190,13 +188,13 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     const pyabi *a = &g->abi;
 
     /* Assigned between the setjmp and a possible longjmp, so volatile (C11 7.13.2.1). */
-    rrec_sample *volatile r = NULL;
+    void *volatile r = NULL;
     safe_jmpbuf jb;
     if (!SAFE_GUARD_BEGIN(jb)) {
         /* A read failed: give up the sample and any half-made CODE record. */
         codeid_abandon();
         if (r)
-            ring_cancel(&g->samples, (void *)r);
+            ring_cancel(&g->samples, r);
         if (al)
             return commit_alloc_bare(al, 1);
         sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
@@ -227,7 +225,7 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     /* Native mode: room for the native chain after the frames, with the handler's own
      * frames and the signal trampoline (an allocation sample: the hooks' frames) that the
      * walk starts with. */
-    size_t native_room = g->native ? (g->native_max + NATIVE_SLACK) * sizeof(uint64_t) : 0;
+    unsigned native_cap = g->native ? g->native_max + NATIVE_SLACK : 0;
     /* The record asks for room for the frames this thread's last sample had, and a
      * quarter more, not for max_depth: a record of max_depth frames (2 KB at the
      * default) on every sample walks the ring onto a fresh page every other sample,
@@ -238,10 +236,11 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     if (room >= g->max_depth)
         room = 0;
     walk_out o = {.a = a, .t = t, .runs = g->native};
+    int kind = al ? RREC_ALLOC : RREC_SAMPLE;
+    rrec_stack *st;
     int rc;
     for (;;) {
-        unsigned n = room ? room : g->max_depth;
-        r = ring_reserve(&g->samples, sizeof(rrec_sample) + n * sizeof(rframe) + native_room);
+        r = sampleout_reserve(kind, room ? room : g->max_depth, native_cap);
         if (!r) {
             SAFE_GUARD_END();
             if (!al)
@@ -249,57 +248,51 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
             return 0;
         }
         o.room = room;
-        rc = walk(&o, frame, (rrec_sample *)r, g->max_depth);
+        st = rrec_stack_of(r);
+        rc = walk(&o, frame, st, g->max_depth);
         if (rc != WALK_ROOM || !room)
             break;
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         r = NULL;
         room = 0;
     }
     if (rc != WALK_OK) {
         SAFE_GUARD_END();
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         if (al)
             return commit_alloc_bare(al, 1);
         sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
         return 0;
     }
     SAFE_GUARD_END();
-    tls_last_frames = r->nframes;
+    tls_last_frames = st->nframes;
     if (al) {
-        r->nnative = 0;
-        r->native_flags = 0;
         if (g->native) {
             /* The chain from the allocator's caller outwards; its innermost address made
              * one inside the call instruction, as an interrupted one would be exact. */
             uint8_t flags;
-            uint64_t *nat = rrec_native((rrec_sample *)r);
-            r->nnative = (uint16_t)native_walk(nat, g->native_max + NATIVE_SLACK, al->ret,
-                                               &flags);
-            if (r->nnative && nat[0] == al->ret)
+            uint64_t *nat = rrec_native(st);
+            st->nnative = (uint16_t)native_walk(nat, native_cap, al->ret, &flags);
+            if (st->nnative && nat[0] == al->ret)
                 nat[0] = al->ret - 1;
-            r->native_flags = flags;
+            st->native_flags = flags;
         }
-        return commit_alloc((rrec_sample *)r, al);
+        return commit_alloc(r, al);
     }
-    if (r->nframes == 0 && !r->unreadable_tail) {
+    if (st->nframes == 0 && !st->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python, no Python frame yet. */
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         sampleout_drop_n(PYPROF_DROP_NO_PYTHON, 1 + (uint64_t)repeat);
         return 0;
     }
-    r->nnative = 0;
-    r->native_flags = 0;
     if (g->native) {
         /* Outside the Python walk's guard: native_walk has its own, and a fault inside
          * libunwind costs only the native part. */
         uint8_t flags;
-        r->nnative = (uint16_t)native_walk(rrec_native((rrec_sample *)r),
-                                           g->native_max + NATIVE_SLACK, pc, &flags);
-        r->native_flags = flags;
+        st->nnative = (uint16_t)native_walk(rrec_native(st), native_cap, pc, &flags);
+        st->native_flags = flags;
     }
-    return sampleout_commit_repeat((rrec_sample *)r, sighandler_tid(), RREC_SAMPLE, repeat, how,
-                                   gil);
+    return sampleout_commit_sample(r, sighandler_tid(), repeat, how, gil);
 }
 
 /* The signal handler's sample of its own thread, standing for `repeat` samples more

@@ -1,10 +1,10 @@
 /*
  * sighandler: the sampling signal handler.  The state it reads is sigstate.h's, the
  * records it commits to the rings are rrec.h's.  What the handler reaches is in modules
- * of its own: the frame walk (walk.h), code ids and CODE records
- * (codeid.h), the code table and its generations (codetable.h), the interpreter's
- * readers (pyread.h), the SAMPLE commit and counters (sampleout.h).  The wall-clock
- * pass, which reads the same way from the sampler's own thread, is wall.h.
+ * of its own: the frame walk (walk.h), code ids and CODE records (codeid.h), the code
+ * table and its generations (codetable.h), the interpreter's readers (pyread.h), the
+ * records' reserve and commit and the counters (sampleout.h).  The wall-clock pass,
+ * which reads the same way from the sampler's own thread, is wall.h.
  */
 #ifndef PYPROF_SIGHANDLER_H
 #define PYPROF_SIGHANDLER_H

@@ -20,7 +20,7 @@ typedef struct sighandler_state {
     _Atomic int enabled;  /* handler does work only while set */
     _Atomic int inflight; /* handlers running now (quiesce waits for 0) */
     pyabi abi;
-    ring samples; /* rrec_sample */
+    ring samples; /* rrec.h: every kind but RREC_CODE */
     ring codes;   /* rrec_code */
     unsigned max_depth;
     uint64_t period_ns;   /* for the handler's own time budget */

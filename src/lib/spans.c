@@ -89,7 +89,7 @@ static uint64_t put(int kind, uint64_t span_id, uint64_t parent_span, const char
         atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
         return 0;
     }
-    r->kind = (uint8_t)kind;
+    r->head.kind = (uint8_t)kind;
     r->pad = 0;
     r->name_len = lens[0];
     r->trace_id_len = lens[1];
@@ -166,7 +166,7 @@ uint64_t spans_lost(void) { return atomic_load(&lost); }
 int spans_parse(const void *rec, size_t len, spans_rec *out)
 {
     const rrec_span *r = rec;
-    if (len < sizeof *r || (r->kind != RREC_SPAN_START && r->kind != RREC_SPAN_STOP))
+    if (len < sizeof *r || (r->head.kind != RREC_SPAN_START && r->head.kind != RREC_SPAN_STOP))
         return -1;
     if (r->name_len > PYPROF_SPAN_NAME_MAX || r->trace_id_len > PYPROF_SPAN_ID_MAX ||
         r->parent_id_len > PYPROF_SPAN_ID_MAX || r->base_id_len > PYPROF_SPAN_ID_MAX ||
@@ -176,7 +176,7 @@ int spans_parse(const void *rec, size_t len, spans_rec *out)
                    r->info_len;
     if (total > len - sizeof *r)
         return -1;
-    out->kind = r->kind;
+    out->kind = r->head.kind;
     out->tid = r->tid;
     out->t_ns = r->t_ns;
     out->span_id = r->span_id;

@@ -1,5 +1,5 @@
 /*
- * walk: a thread's Python frames into a SAMPLE record (walk.h).
+ * walk: a thread's Python frames into a record's stack (walk.h).
  *
  * SIGNAL-HANDLER CODE: walk runs inside the sampling signal handler (and on the
  * wall-clock sampler thread), inside the caller's guarded region.  It is
@@ -68,10 +68,10 @@ static inline int run_boundary_hidden(const pyabi *a, const frame_raw *f)
     return (a->minor >= 12 && f->owner >= PYREAD_OWNER_CSTACK) || f->is_entry;
 }
 
-static inline void mark_run(rrec_sample *r, int idx)
+static inline void mark_run(rframe *fr, int idx)
 {
     if (idx >= 0)
-        r->frames[idx].code_id |= RFRAME_RUN_START;
+        fr[idx].code_id |= RFRAME_RUN_START;
 }
 
 /* The code ids one walk of the thread's own stack has looked up, by code object
@@ -94,9 +94,9 @@ static inline unsigned memo_slot(uintptr_t code)
 
 static inline __attribute__((always_inline)) void
 record_frame(walk_out *o, int kind, int self, walk_memo *memo, uintptr_t frame,
-             const frame_raw *f, uintptr_t code, int32_t offset, rrec_sample *r, unsigned i)
+             const frame_raw *f, uintptr_t code, int32_t offset, rframe *fr, unsigned i)
 {
-    r->frames[i].offset = offset;
+    fr[i].offset = offset;
     if (!self) {
         o->frames[i] = frame;
         o->raws[i] = *f;
@@ -105,20 +105,20 @@ record_frame(walk_out *o, int kind, int self, walk_memo *memo, uintptr_t frame,
     }
     unsigned m = memo_slot(code);
     if (memo->code[m] == code) {
-        r->frames[i].code_id = memo->id[m];
+        fr[i].code_id = memo->id[m];
     } else {
         uint32_t id = codeid_of(o->a, o->t, code, 0, NULL, NULL);
-        r->frames[i].code_id = id;
+        fr[i].code_id = id;
         if (id != PYPROF_CODE_UNREADABLE) {
             memo->code[m] = code;
             memo->id[m] = id;
         }
     }
     if (o->runs && (kind == PYABI_FRAME_OBJECT || f->is_entry))
-        r->frames[i].code_id |= RFRAME_RUN_START;
+        fr[i].code_id |= RFRAME_RUN_START;
 }
 
-/* Walks the thread's frames into r->frames, innermost first.  Stacks deeper than
+/* Walks the thread's frames into st's frames, innermost first.  Stacks deeper than
  * max_depth keep the innermost max_depth/2 frames and the outermost rest, in two passes:
  * the first records the inner frames and only counts the others (no code lookup), the
  * second goes back to where the inner part ended, skips the middle and records the outer
@@ -135,15 +135,16 @@ record_frame(walk_out *o, int kind, int self, walk_memo *memo, uintptr_t frame,
  *
  * Returns WALK_OK, WALK_BAD when the top of the stack is not a valid frame or the chain
  * is cyclic or absurdly long (the sample is rejected), WALK_CHANGED as above, WALK_ROOM
- * when r has room for fewer frames than the stack needs (o->room).
+ * when st has room for fewer frames than the stack needs (o->room).
  *
  * walk_as is the walk for a frame kind (`kind`, a->frame_kind) and a caller (`self`:
  * the signal handler, looking code ids up; else the wall clock, recording frames) known
  * at compile time: walk instantiates it four times, so that the loop of each carries no
  * test of either, which measurably matters at a few nanoseconds a frame. */
 static inline __attribute__((always_inline)) int
-walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int kind, int self)
+walk_as(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth, int kind, int self)
 {
+    rframe *fr = rrec_frames(st);
     const pyabi *a = o->a;
     int strict = !self && o->strict;
     unsigned room = o->room && o->room < max_depth ? o->room : max_depth;
@@ -160,7 +161,7 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
     if (self)
         for (unsigned m = 0; m < MEMO_SLOTS; m++)
             memo.code[m] = 0;
-    r->unreadable_tail = 0;
+    st->unreadable_tail = 0;
     if (strict)
         seen_stamp++;
     while (frame) {
@@ -201,7 +202,7 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
                 return WALK_CHANGED;
             if (total == 0)
                 return WALK_BAD;
-            r->unreadable_tail = 1;
+            st->unreadable_tail = 1;
             break;
         }
         uintptr_t code;
@@ -210,7 +211,7 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
         if (shown < 0) {
             if (total == 0 || strict)
                 return WALK_BAD;
-            r->unreadable_tail = 1; /* the rest of the chain cannot be trusted */
+            st->unreadable_tail = 1; /* the rest of the chain cannot be trusted */
             break;
         }
         if (shown) {
@@ -220,12 +221,13 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
             if (total < max_depth) {
                 if (total >= room)
                     return WALK_ROOM;
-                record_frame(o, kind, self, &memo, frame, &f, code, offset, r, (unsigned)total);
+                record_frame(o, kind, self, &memo, frame, &f, code, offset, fr,
+                             (unsigned)total);
                 last_rec = (int)total;
             }
             total++;
         } else if (runs && run_boundary_hidden(a, &f)) {
-            mark_run(r, last_rec);
+            mark_run(fr, last_rec);
         }
         if (!prev) {
             top = frame;
@@ -247,11 +249,11 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
          safe_ptr(top + (uintptr_t)a->fr_code) != top_raw.code))
         return WALK_CHANGED;
     if (total <= max_depth) {
-        r->nframes = (uint16_t)total;
-        r->keep_inner = (uint16_t)total;
-        r->cut = 0;
+        st->nframes = (uint16_t)total;
+        st->keep_inner = (uint16_t)total;
+        st->cut = 0;
         if (runs)
-            mark_run(r, (int)total - 1);
+            mark_run(fr, (int)total - 1);
         return WALK_OK;
     }
     /* Second pass: skip the middle, record the outer end. */
@@ -269,7 +271,7 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
         if (kind == PYABI_FRAME_INTERP && pyread_frame_popped(a, &f)) {
             if (!self)
                 return WALK_CHANGED; /* it was not popped in the first pass */
-            r->unreadable_tail = 1;
+            st->unreadable_tail = 1;
             break;
         }
         uintptr_t code;
@@ -278,36 +280,36 @@ walk_as(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth, int ki
         if (shown < 0) {
             if (strict)
                 return WALK_CHANGED; /* it was valid in the first pass */
-            r->unreadable_tail = 1;
+            st->unreadable_tail = 1;
             break;
         }
         if (shown) {
             last_rec = -1;
             if (seen++ >= skip) {
-                record_frame(o, kind, self, &memo, frame, &f, code, offset, r, n);
+                record_frame(o, kind, self, &memo, frame, &f, code, offset, fr, n);
                 last_rec = (int)n++;
             }
         } else if (runs && run_boundary_hidden(a, &f)) {
-            mark_run(r, last_rec);
+            mark_run(fr, last_rec);
         }
         prev = frame;
         prev_raw = f;
         frame = f.back;
     }
-    r->nframes = (uint16_t)n;
-    r->keep_inner = (uint16_t)keep_inner;
-    r->cut = (uint32_t)skip;
+    st->nframes = (uint16_t)n;
+    st->keep_inner = (uint16_t)keep_inner;
+    st->cut = (uint32_t)skip;
     if (runs)
-        mark_run(r, (int)n - 1);
+        mark_run(fr, (int)n - 1);
     return WALK_OK;
 }
 
-int walk(walk_out *o, uintptr_t frame, rrec_sample *r, unsigned max_depth)
+int walk(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth)
 {
     int self = !o->frames;
     if (o->a->frame_kind == PYABI_FRAME_OBJECT)
-        return self ? walk_as(o, frame, r, max_depth, PYABI_FRAME_OBJECT, 1)
-                    : walk_as(o, frame, r, max_depth, PYABI_FRAME_OBJECT, 0);
-    return self ? walk_as(o, frame, r, max_depth, PYABI_FRAME_INTERP, 1)
-                : walk_as(o, frame, r, max_depth, PYABI_FRAME_INTERP, 0);
+        return self ? walk_as(o, frame, st, max_depth, PYABI_FRAME_OBJECT, 1)
+                    : walk_as(o, frame, st, max_depth, PYABI_FRAME_OBJECT, 0);
+    return self ? walk_as(o, frame, st, max_depth, PYABI_FRAME_INTERP, 1)
+                : walk_as(o, frame, st, max_depth, PYABI_FRAME_INTERP, 0);
 }

@@ -13,12 +13,12 @@
  *                                                atomics on threadtimer's slot table
  *   gilstate_watch, gilstate_waiters             atomics on gilstate's table
  *   codetable_enter/leave                        atomics (codetable.c)
- *   ring_reserve/cancel, sampleout_*             ours: the rings and counters
+ *   ring_reserve/commit/cancel, sampleout_*      ours: the rings and counters
  *   clock_gettime(CLOCK_MONOTONIC)               the vDSO
  *   clock_gettime(a thread's CPU clock)          a system call (on signal-safety(7))
  *   pthread_tid_read                             a guarded read of a glibc descriptor
  *   syscall(SYS_tgkill, pid, tid, 0), getpid     existence tests of the threads listed
- *   memset                                       of our own static table
+ *   memset                                       our static table, a snapshot's end record
  *   open, read, close of /proc/self/task/TID/stat a snapshot's thread states (all three
  *                                                on signal-safety(7))
  *
@@ -60,8 +60,8 @@ static _Atomic int busy; /* a pass (wall thread) or a snapshot (control thread) 
  * unreadable marker: the function running is known, its callers are not.  (Reading
  * again until a whole stack holds still would favour the moments it does, such as long
  * C calls, over the Python code that keeps changing it: the functions' shares would be
- * wrong, not just their callers.)  Returns 1 when r holds that frame. */
-static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
+ * wrong, not just their callers.)  Returns 1 when stack st holds that frame. */
+static int innermost_only(walk_out *o, uintptr_t ts, rrec_stack *st)
 {
     const pyabi *a = o->a;
     uintptr_t frame = pyread_top_frame(a, ts);
@@ -83,12 +83,13 @@ static int innermost_only(walk_out *o, uintptr_t ts, rrec_sample *r)
             uint32_t id = codeid_of(a, o->t, code, frame, &f, &changed);
             if (changed || id == PYPROF_CODE_UNREADABLE)
                 return 0;
-            r->frames[0].code_id = id;
-            r->frames[0].offset = offset;
-            r->nframes = 1;
-            r->keep_inner = 1;
-            r->cut = 0;
-            r->unreadable_tail = 1;
+            rframe *fr = rrec_frames(st);
+            fr[0].code_id = id;
+            fr[0].offset = offset;
+            st->nframes = 1;
+            st->keep_inner = 1;
+            st->cut = 0;
+            st->unreadable_tail = 1;
             return 1;
         }
         frame = f.back;
@@ -165,13 +166,13 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
     uint64_t cpu0 = 0;
     if (still == STILL_CPU && (cpu0 = thread_cpu_ns(tid)) == 0)
         return TRY_NONE; /* the thread has ended */
-    rrec_sample *volatile r = NULL;
+    void *volatile r = NULL;
     safe_jmpbuf jb;
     if (!SAFE_GUARD_BEGIN(jb)) {
         /* A read failed: memory that moved on under the read, most likely. */
         codeid_abandon();
         if (r)
-            ring_cancel(&g->samples, (void *)r);
+            ring_cancel(&g->samples, r);
         if (still == STILL_GIL)
             return TRY_RUNNING;
         return still == STILL_CPU && thread_cpu_ns(tid) != cpu0 ? TRY_RUNNING : TRY_UNREADABLE;
@@ -189,7 +190,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
         SAFE_GUARD_END();
         return TRY_NONE;
     }
-    r = ring_reserve(&g->samples, sizeof(rrec_sample) + max_depth * sizeof(rframe));
+    r = sampleout_reserve(kind, max_depth, 0);
     if (!r) {
         SAFE_GUARD_END();
         sampleout_drop(PYPROF_DROP_RING_FULL);
@@ -203,9 +204,10 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
                   .ts = ts,
                   /* A thread that holds still needs no hand-over-hand read. */
                   .strict = still == STILL_UNSHOWN && a->frame_kind == PYABI_FRAME_OBJECT};
-    int rc = walk(&o, frame, (rrec_sample *)r, max_depth);
+    rrec_stack *st = rrec_stack_of(r);
+    int rc = walk(&o, frame, st, max_depth);
     int changed = 0;
-    for (unsigned i = 0; rc == WALK_OK && i < r->nframes; i++) {
+    for (unsigned i = 0; rc == WALK_OK && i < st->nframes; i++) {
         /* By the identity read with the frame: the thread went on meanwhile, and may
          * have freed that code object and made another at its address. */
         uint32_t id = codeid_of_digest(a, t, wall_raws[i].code, wall_digests[i], wall_frames[i],
@@ -214,7 +216,7 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
             rc = WALK_CHANGED;
         else if (id == PYPROF_CODE_UNREADABLE)
             rc = WALK_BAD; /* no name for it: the stack is not recorded half-named */
-        r->frames[i].code_id = id;
+        rrec_frames(st)[i].code_id = id;
     }
     if (still == STILL_GIL) {
         atomic_thread_fence(memory_order_acquire); /* the frames read before the GIL */
@@ -224,47 +226,46 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
         if (rc != WALK_OK || !pyread_gil(a, &last, &switches, &locked) || last != last0 ||
             switches != switches0) {
             SAFE_GUARD_END();
-            ring_cancel(&g->samples, (void *)r);
+            ring_cancel(&g->samples, r);
             return TRY_RUNNING;
         }
     }
     if (still == STILL_CPU && thread_cpu_ns(tid) != cpu0) {
         SAFE_GUARD_END();
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         return TRY_RUNNING;
     }
     for (int i = 0; rc == WALK_CHANGED && i < 3; i++)
-        if (innermost_only(&o, ts, (rrec_sample *)r))
+        if (innermost_only(&o, ts, st))
             rc = WALK_OK;
     uint8_t gil = kind == RREC_SAMPLE ? gil_of(a, ts, pth) : PYPROF_GIL_UNKNOWN;
     SAFE_GUARD_END();
     if (rc != WALK_OK) {
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         return rc == WALK_CHANGED ? TRY_CHANGED : TRY_UNREADABLE;
     }
-    if (r->nframes == 0 && !r->unreadable_tail) {
+    if (st->nframes == 0 && !st->unreadable_tail) {
         /* Only hidden frames: C code entering or leaving Python. */
-        ring_cancel(&g->samples, (void *)r);
+        ring_cancel(&g->samples, r);
         return TRY_NONE;
     }
-    /* Never native, and no RFRAME_RUN_START marks (walk_out.runs is 0): a thread that
-     * keeps running cannot be unwound from here. */
-    r->nnative = 0;
-    r->native_flags = 0;
+    /* Never native (the stack's nnative stays 0), and no RFRAME_RUN_START marks
+     * (walk_out.runs is 0): a thread that keeps running cannot be unwound from here. */
     if (kind == RREC_SNAP) {
-        r->snap_id = snap_id;
-        r->snap_flags = (uint8_t)(snap_flags |
-                                  (r->unreadable_tail && r->nframes == 1 ? PYPROF_SNAP_F_CHANGED
-                                                                         : 0));
-        r->os_state = os_state;
+        rrec_snap *sn = r;
+        sn->snap_id = snap_id;
+        sn->flags = (uint8_t)(snap_flags |
+                              (st->unreadable_tail && st->nframes == 1 ? PYPROF_SNAP_F_CHANGED
+                                                                       : 0));
+        sn->os_state = os_state;
+        *depth = sampleout_commit(&sn->head, tid);
+        return TRY_TAKEN;
     }
     /* A thread found still takes over the samples its timer was asked for and has not
      * taken yet (it stopped running first). */
-    uint32_t asked = kind == RREC_SAMPLE && still != STILL_UNSHOWN && g->wall_timed
-                         ? threadtimer_take_asked_tid(tid)
-                         : 0;
-    *depth = sampleout_commit_repeat((rrec_sample *)r, tid, kind, THREADTIMER_ASKED(asked),
-                                     asked, gil);
+    uint32_t asked = still != STILL_UNSHOWN && g->wall_timed ? threadtimer_take_asked_tid(tid)
+                                                             : 0;
+    *depth = sampleout_commit_sample(r, tid, THREADTIMER_ASKED(asked), asked, gil);
     return TRY_TAKEN;
 }
 
@@ -558,21 +559,23 @@ int wall_snapshot(uint32_t snapshot_id)
         if (rc == TRY_TAKEN)
             continue;
         /* No Python frame, or none readable: the thread is listed all the same. */
-        rrec_sample *r = ring_reserve(&g->samples, sizeof(rrec_sample));
+        rrec_snap *r = sampleout_reserve(RREC_SNAP, 0, 0);
         if (!r)
             continue;
-        memset(r, 0, sizeof *r);
         r->snap_id = snapshot_id;
-        r->snap_flags = (uint8_t)(flags | (rc == TRY_CHANGED ? PYPROF_SNAP_F_CHANGED : 0));
+        r->flags = (uint8_t)(flags | (rc == TRY_CHANGED ? PYPROF_SNAP_F_CHANGED : 0));
         r->os_state = state;
-        sampleout_commit_kind(r, tid_of[i], RREC_SNAP);
+        sampleout_commit(&r->head, tid_of[i]);
     }
     codetable_leave(t);
-    rrec_sample *end = ring_reserve(&g->samples, sizeof(rrec_sample));
+    rrec_snap_end *end = ring_reserve(&g->samples, sizeof *end);
     if (end) {
         memset(end, 0, sizeof *end);
+        end->head.kind = RREC_SNAP_END;
         end->snap_id = snapshot_id;
-        sampleout_commit_kind(end, n, RREC_SNAP_END);
+        end->nthreads = n;
+        end->t_ns = sampleout_now_ns();
+        ring_commit(&g->samples, end);
     }
     atomic_store(&busy, 0);
     return end ? 0 : -1;

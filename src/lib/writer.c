@@ -522,19 +522,20 @@ static uint32_t stack_id(const stackbuild *b)
     return id;
 }
 
-/* The id of a sample's native stack (addresses innermost first in the record), emitting
- * its NSTACK record the first time; 0 when it has none, or on failure.  A chain longer
- * than the format allows keeps its inner part and is flagged truncated. */
-static uint32_t native_stack_id(const rrec_sample *s, size_t len, uint8_t *flags)
+/* The id of a record's native stack (stack st, `room` bytes from st to the record's end;
+ * addresses innermost first), emitting its NSTACK record the first time; 0 when it has
+ * none, or on failure.  A chain longer than the format allows keeps its inner part and
+ * is flagged truncated. */
+static uint32_t native_stack_id(const rrec_stack *st, size_t room, uint8_t *flags)
 {
-    size_t nn = s->nnative;
-    if (!nn || sizeof *s + (size_t)s->nframes * sizeof(rframe) + nn * sizeof(uint64_t) > len)
+    size_t nn = st->nnative;
+    if (!nn || rrec_stack_bytes(st) > room)
         return 0;
     if (nn > PYPROF_NSTACK_MAX) {
         nn = PYPROF_NSTACK_MAX;
         *flags |= PYPROF_NATIVE_F_TRUNCATED;
     }
-    const uint64_t *in = rrec_native((rrec_sample *)s);
+    const uint64_t *in = rrec_native(st);
     uint64_t small[512];
     uint64_t *a = nn <= 512 ? small : malloc(nn * sizeof *a);
     if (!a)
@@ -657,11 +658,12 @@ static int64_t file_us(uint64_t t_ns)
     return t_ns > W.file_rel0_ns ? (int64_t)((t_ns - W.file_rel0_ns) / 1000) : 0;
 }
 
-/* A sample's thread index and Python stack id, with what they need announced first;
- * its GIL state is `gil`.  Returns 0, or -1 when the stack could not be interned. */
-static int sample_stack_gil(const rrec_sample *s, uint8_t gil, uint32_t *tidx, uint32_t *sid)
+/* A record's stack (rrec_stack: a sample's, a snapshot thread's, an allocation's): its
+ * thread's index and its Python stack's id, with what they need announced first; its GIL
+ * state is `gil`.  Returns 0, or -1 when the stack could not be interned. */
+static int stack_ids(const rrec_stack *st, uint8_t gil, uint32_t *tidx, uint32_t *sid)
 {
-    size_t n = (size_t)s->nframes + 3; /* the markers, the GIL state's word */
+    size_t n = (size_t)st->nframes + 3; /* the markers, the GIL state's word */
     logenc_frame fbuf[SB_SMALL];
     uint64_t wbuf[SB_SMALL];
     uint32_t rbuf[SB_SMALL];
@@ -675,46 +677,43 @@ static int sample_stack_gil(const rrec_sample *s, uint8_t gil, uint32_t *tidx, u
         b.f = (logenc_frame *)(b.w + n);
         b.runs = (uint32_t *)(b.f + n);
     }
-    if (s->unreadable_tail)
+    const rframe *fr = rrec_frames(st);
+    if (st->unreadable_tail)
         sb_push(&b, PYPROF_CODE_UNREADABLE, 0, 0);
-    for (size_t i = s->nframes; i-- > s->keep_inner;)
-        sb_frame(&b, &s->frames[i]);
-    if (s->cut)
-        sb_push(&b, PYPROF_CODE_CUT, (int32_t)s->cut, 0);
-    for (size_t i = s->keep_inner; i-- > 0;)
-        sb_frame(&b, &s->frames[i]);
-    *tidx = threadmap_idx(&W.tmap, s->tid);
+    for (size_t i = st->nframes; i-- > st->keep_inner;)
+        sb_frame(&b, &fr[i]);
+    if (st->cut)
+        sb_push(&b, PYPROF_CODE_CUT, (int32_t)st->cut, 0);
+    for (size_t i = st->keep_inner; i-- > 0;)
+        sb_frame(&b, &fr[i]);
+    *tidx = threadmap_idx(&W.tmap, st->tid);
     *sid = b.n ? stack_id(&b) : 0;
     free(heap);
     return *sid || !b.n ? 0 : -1;
 }
 
-/* The same with the record's own GIL state. */
-static int sample_stack(const rrec_sample *s, uint32_t *tidx, uint32_t *sid)
+/* One SAMPLE record (its stack `room` bytes to the record's end), with what it needs
+ * announced first. */
+static void take_sample(const rrec_sample *s, size_t room)
 {
-    return sample_stack_gil(s, s->gil, tidx, sid);
-}
-
-/* One SAMPLE record (`len` bytes in the ring), with what it needs announced first. */
-static void take_sample(const rrec_sample *s, size_t len)
-{
+    const rrec_stack *st = &s->stack;
     uint32_t tidx, sid;
-    if (sample_stack(s, &tidx, &sid) < 0 || !sid)
+    if (stack_ids(st, s->gil, &tidx, &sid) < 0 || !sid)
         return;
     /* Its repeats in their GIL states (the asking passes'): held, waiting, the rest. */
     uint32_t sid_held = sid, sid_wait = sid, sid_rest = sid;
     if (s->repeat && s->gil != PYPROF_GIL_UNKNOWN) {
-        if (s->repeat_held && sample_stack_gil(s, PYPROF_GIL_HELD, &tidx, &sid_held) < 0)
+        if (s->repeat_held && stack_ids(st, PYPROF_GIL_HELD, &tidx, &sid_held) < 0)
             sid_held = sid;
-        if (s->repeat_wait && sample_stack_gil(s, PYPROF_GIL_WAIT, &tidx, &sid_wait) < 0)
+        if (s->repeat_wait && stack_ids(st, PYPROF_GIL_WAIT, &tidx, &sid_wait) < 0)
             sid_wait = sid;
         if (s->repeat > s->repeat_held + s->repeat_wait &&
-            sample_stack_gil(s, s->repeat_gil, &tidx, &sid_rest) < 0)
+            stack_ids(st, s->repeat_gil, &tidx, &sid_rest) < 0)
             sid_rest = sid;
     }
-    uint8_t nflags = s->native_flags;
-    uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
-    int64_t t_us = file_us(s->t_ns);
+    uint8_t nflags = st->native_flags;
+    uint32_t nsid = W.native ? native_stack_id(st, room, &nflags) : 0;
+    int64_t t_us = file_us(st->t_ns);
     uint64_t cpu_us = W.cfg.period_ns / 1000;
     /* A record that stands for more samples (wall mode: passes that found its thread
      * running before its timer fired) is that many samples of its stack, at its time. */
@@ -740,21 +739,21 @@ static void take_sample(const rrec_sample *s, size_t len)
 
 /* One thread of a snapshot: kept until its RREC_SNAP_END.  What is kept of another
  * snapshot, one whose end never came (the ring was full), is let go. */
-static void snap_add(const rrec_sample *s)
+static void snap_add(const rrec_snap *s)
 {
     if (W.snap_n && W.snap_id != s->snap_id)
         W.snap_n = 0;
     W.snap_id = s->snap_id;
     uint32_t tidx, sid;
-    if (sample_stack(s, &tidx, &sid) < 0)
+    if (stack_ids(&s->stack, PYPROF_GIL_UNKNOWN, &tidx, &sid) < 0)
         sid = 0;
     if (grow_array((void **)&W.snap, &W.snap_cap, W.snap_n + 1, sizeof *W.snap, 16) < 0)
         return;
-    W.snap[W.snap_n++] = (logenc_snap_thread){tidx, sid, s->snap_flags, s->os_state};
+    W.snap[W.snap_n++] = (logenc_snap_thread){tidx, sid, s->flags, s->os_state};
 }
 
 /* The end of a snapshot: its SNAPSHOT record. */
-static void snap_end(const rrec_sample *s)
+static void snap_end(const rrec_snap_end *s)
 {
     if (W.snap_n && W.snap_id != s->snap_id)
         W.snap_n = 0;
@@ -857,24 +856,25 @@ static int allocs_put(const logenc_alloc_fields *a, int by_address, int64_t t_us
  * sample taken without a Python frame has stack 0.  A block whose free is followed is
  * named by its event's ordinal while the block map has room, by its address otherwise;
  * an untracked one (no free to come) by its ordinal, never remembered. */
-static void take_alloc(const rrec_sample *s, size_t len)
+static void take_alloc(const rrec_alloc *s, size_t room)
 {
+    const rrec_stack *st = &s->stack;
     uint32_t tidx, sid;
-    if (sample_stack(s, &tidx, &sid) < 0)
+    if (stack_ids(st, PYPROF_GIL_UNKNOWN, &tidx, &sid) < 0)
         return;
-    uint8_t nflags = s->native_flags;
-    uint32_t nsid = W.native ? native_stack_id(s, len, &nflags) : 0;
+    uint8_t nflags = st->native_flags;
+    uint32_t nsid = W.native ? native_stack_id(st, room, &nflags) : 0;
     uint8_t buf[LOGENC_ALLOC_MAX];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
     logenc_alloc_fields a = {
-        .t_us = (uint64_t)file_us(s->t_ns),
+        .t_us = (uint64_t)file_us(st->t_ns),
         .thread_idx = tidx,
         .stack_id = sid,
-        .size = s->alloc_size,
-        .address = s->alloc_addr,
-        .domain = s->alloc_domain,
-        .flags = s->alloc_flags,
+        .size = s->size,
+        .address = s->addr,
+        .domain = s->domain,
+        .flags = s->flags,
         .native = W.native,
         .nstack_id = nsid,
     };
@@ -918,20 +918,44 @@ static void take_free(const rrec_free *f)
     }
 }
 
-static void take_record(const rrec_sample *s, size_t len)
+/* One record of the sample ring (`len` bytes), by its kind.  A record with a stack is
+ * taken only when its frames fit in it (the native addresses are checked where they are
+ * read). */
+static void take_record(const void *rec, size_t len)
 {
-    if (s->kind == RREC_ALLOC)
-        take_alloc(s, len);
-    else if (s->kind == RREC_FREE)
-        take_free((const rrec_free *)(const void *)s);
-    else if (s->kind == RREC_SNAP)
-        snap_add(s);
-    else if (s->kind == RREC_SNAP_END)
-        snap_end(s);
-    else if (s->kind == RREC_SPAN_START || s->kind == RREC_SPAN_STOP)
-        take_span(s, len);
-    else
-        take_sample(s, len);
+    const rrec_head *h = rec;
+    const rrec_stack *st = rrec_stack_of(h);
+    size_t room = 0; /* bytes from the stack to the record's end */
+    if (st) {
+        if (len < rrec_stack_kind_size(h->kind))
+            return;
+        room = len - (size_t)((const char *)st - (const char *)rec);
+        if (sizeof *st + (size_t)st->nframes * sizeof(rframe) > room)
+            return;
+    }
+    switch (h->kind) {
+    case RREC_SAMPLE:
+        take_sample(rec, room);
+        break;
+    case RREC_SNAP:
+        snap_add(rec);
+        break;
+    case RREC_ALLOC:
+        take_alloc(rec, room);
+        break;
+    case RREC_SNAP_END:
+        if (len >= sizeof(rrec_snap_end))
+            snap_end(rec);
+        break;
+    case RREC_FREE:
+        if (len >= sizeof(rrec_free))
+            take_free(rec);
+        break;
+    case RREC_SPAN_START:
+    case RREC_SPAN_STOP:
+        take_span(rec, len);
+        break;
+    }
 }
 
 static void drain(void)

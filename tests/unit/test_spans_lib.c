@@ -254,7 +254,7 @@ static void test_parse_refuses(void **state)
         uint8_t b[sizeof(rrec_span) + 512];
     } u;
     memset(&u, 0, sizeof u);
-    u.r.kind = RREC_SPAN_START;
+    u.r.head.kind = RREC_SPAN_START;
     u.r.span_id = 3;
     u.r.name_len = 10;
     spans_rec v;
@@ -270,9 +270,9 @@ static void test_parse_refuses(void **state)
     u.r.span_id = 0;
     assert_int_equal(spans_parse(&u, sizeof u, &v), -1);
     u.r.span_id = 3;
-    u.r.kind = RREC_SAMPLE;
+    u.r.head.kind = RREC_SAMPLE;
     assert_int_equal(spans_parse(&u, sizeof u, &v), -1);
-    u.r.kind = RREC_SPAN_STOP;
+    u.r.head.kind = RREC_SPAN_STOP;
     assert_int_equal(spans_parse(&u, sizeof u, &v), 0);
 }
 

@@ -137,8 +137,9 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A record's stack with its frames after it, as in the ring. */
 typedef struct sample {
-    rrec_sample r;
+    rrec_stack r;
     rframe frames[MAX_FRAMES];
 } sample;
 
@@ -148,6 +149,7 @@ typedef struct sample {
 static int handler_walk(uintptr_t top, sample *s, unsigned max_depth)
 {
     memset(s, 0, sizeof *s);
+    assert_ptr_equal(rrec_frames(&s->r), s->frames);
     walk_out o = {.a = &A, .t = codetable_enter()};
     int rc;
     safe_jmpbuf jb;
@@ -210,7 +212,7 @@ static void test_chain_innermost_first_with_codes(void **state)
     int lines[3] = {30, 20, 10};
     uint32_t ids[3] = {s.frames[0].code_id, s.frames[2].code_id, s.frames[3].code_id};
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(c[i]->kind, RREC_CODE);
+        assert_int_equal(c[i]->head.kind, RREC_CODE);
         assert_int_equal(c[i]->code_id, ids[i]);
         assert_int_equal(c[i]->first_line, lines[i]);
         assert_int_equal(c[i]->name_len, strlen(names[i]));
