@@ -7,7 +7,7 @@
  *   initial-exec thread-locals      the countdown and the random state (no allocation,
  *                                   no loader lock: a static TLS block)
  *   log()                           libm, pure
- *   clock_gettime(CLOCK_MONOTONIC)  the vDSO (through sampleout_commit_kind's stamp)
+ *   clock_gettime(CLOCK_MONOTONIC)  the vDSO (through sampleout_commit's stamp)
  *   allocset_insert/remove          atomics on a mapped table (allocset.h)
  *   sighandler_sample_alloc         the sample path under the handler's own rules
  *   ring_reserve/commit, ring_used  the sample ring, lock-free

@@ -179,7 +179,7 @@ static void write_log(int proc)
     put_header(&b, proc);
     rec_out o;
     for (size_t i = 0; i < nthreads_of[proc]; i++) {
-        char name[16];
+        char name[24]; /* "T" and any size_t */
         snprintf(name, sizeof name, "T%zu", i);
         rec_out_init(&o, scratch, sizeof scratch);
         assert_int_equal(logenc_put_thread(&o, i, tids[proc][i], name), 0);
