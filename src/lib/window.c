@@ -86,6 +86,9 @@ static void *cron_main(void *arg)
         if (atomic_load(&cron.stop))
             break;
         if (atomic_load(&cron.end_requested)) {
+            /* Stored first: an exit path may end the window before us and join this
+             * thread (and once the window has ended, a new one may own `cron`). */
+            cron.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
             window_end(cron.end_kind, 1, cron.end_status);
             return NULL;
         }
