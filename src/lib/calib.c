@@ -27,8 +27,11 @@
 #include "common/clock.h"
 #include "threadtimer.h"
 
-#define UNIT_NS 50000ull /* the target length of a unit of work */
-#define MAX_UNITS 4096u  /* 200 ms of units: more than the budget allows */
+#define UNIT_NS 50000ull             /* the target length of a unit of work */
+#define CALIB_AFTER_NS 1000000000ull /* calib_tick: profiled this long before measuring, */
+#define CALIB_SHARE 0.005            /* with at most this share of the process's CPU, */
+#define CALIB_SLICE_NS 4000000ull    /* in slices of this much */
+#define MAX_UNITS 4096u              /* 200 ms of units: more than the budget allows */
 
 static __thread volatile int tls_measuring __attribute__((tls_model("initial-exec")));
 static __thread volatile uint32_t tls_signals __attribute__((tls_model("initial-exec")));
@@ -228,16 +231,15 @@ void calib_get(calib_result *out)
 
 int calib_done(void) { return atomic_load(&done); }
 
-int calib_tick(uint64_t profiled_ns)
+void calib_tick(uint64_t profiled_ns)
 {
     if (atomic_load(&done) || !threadtimer_armed() || profiled_ns < CALIB_AFTER_NS)
-        return 0;
+        return;
     calib_result c;
     calib_get(&c);
     double allowed = CALIB_SHARE * (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) -
                      (double)c.spent_ns;
     if (allowed < (double)CALIB_SLICE_NS)
-        return 0;
+        return;
     calib_step(CALIB_SLICE_NS);
-    return 1;
 }

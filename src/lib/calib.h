@@ -43,14 +43,11 @@ typedef struct calib_result {
 int calib_step(uint64_t budget_ns);
 
 /* [not sigsafe] The cron's call, every round of a cpu-mode window with a log: a slice of
- * calib_step when one is due -- once the process has been profiled for `profiled_ns` of
- * at least CALIB_AFTER_NS (a short-lived process never pays for it), while the threads'
- * perf timers are armed, and only while the measuring has taken less than CALIB_SHARE
- * of the process's CPU.  Returns 1 when a slice ran. */
-#define CALIB_AFTER_NS 1000000000ull
-#define CALIB_SHARE 0.005
-#define CALIB_SLICE_NS 4000000ull
-int calib_tick(uint64_t profiled_ns);
+ * calib_step when one is due -- once the process has been profiled (`profiled_ns`) for a
+ * second (a short-lived process never pays for it), while the threads' perf timers are
+ * armed, and only while the measuring has taken less than half a percent of the
+ * process's CPU. */
+void calib_tick(uint64_t profiled_ns);
 
 /* [not sigsafe] At the start of a window, before its writer runs: a measurement made at
  * another period (`pyprof ctl period` starts a window with a new one) does not stand

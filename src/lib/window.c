@@ -3,11 +3,10 @@
  *
  * A window is open from a successful window_start (the writer, the sampler, then the
  * cron that drains the sampler's rings into the writer's log) to the first window_end
- * after it.  `active` says
- * it is open and `owner` in which process: a fork child sees its parent's state until
- * window_forget_in_child runs, and a vfork child never runs it (preload/entry.c keeps
- * a vfork child's exit paths away from here).  `finished` makes the end happen once
- * whichever exit path comes first; `ending` keeps the toggle and the control socket
+ * after it.  `active` says it is open and `owner` in which process: a fork child sees its
+ * parent's state until window_forget_in_child runs, and a vfork child never runs it
+ * (preload/entry.c keeps a vfork child's exit paths away from here).  `finished` makes the end
+ * happen once whichever exit path comes first; `ending` keeps the toggle and the control socket
  * from starting a window once the process is on its way out.
  *
  * The cron.  One thread per window (named pyprof-writer: most of its time is the
