@@ -100,6 +100,10 @@ TSTATE_FRAME = {
     15: (72, None, 8),
 }
 
+# PyThreadState.dict (Include/cpython/pystate.h), measured: 3.7-3.12 keep the running loop
+# there.
+TSTATE_DICT = {7: 152, 8: 152, 9: 152, 10: 152, 11: 128, 12: 112}
+
 # PySetObject (Include/setobject.h, Include/cpython/setobject.h): the same 3.7-3.15.
 SET_MASK, SET_TABLE, SETENTRY = 32, 40, 16
 WR_OBJECT = 16  # PyWeakReference.wr_object (Include/weakrefobject.h, Include/cpython/...)
@@ -638,6 +642,22 @@ def run():
             raw = dict_items_raw(id(ct))
             check("_current_tasks read raw: (loop, task) among its entries",
                   (id(lp), id(running)) in raw, "%d entries" % len(raw))
+            # the thread's running loop: 3.7-3.12 in the thread state's dict (PyThreadState.dict,
+            # Include/cpython/pystate.h) under "__asyncio_running_event_loop__": a
+            # _RunningLoopHolder {rl_loop at 16, rl_pid} on 3.7-3.11, the loop on 3.12
+            if V <= (3, 12):
+                tsd = word(tstate() + TSTATE_DICT[V[1]])
+                ent = [v for k, v in dict_items_raw(tsd)
+                       if cast(k) == "__asyncio_running_event_loop__"]
+                got = (word(ent[0] + 16) if V <= (3, 11) else ent[0]) if ent else 0
+                check("tstate dict (+%d) __asyncio_running_event_loop__ -> the loop"
+                      % TSTATE_DICT[V[1]], got == id(lp))
+            # the thread's running loop: 3.13 in _PyThreadStateImpl right after the
+            # PyThreadState (_Py_DebugOffsets thread_state.size, word 19)
+            if V == (3, 13):
+                rt13 = debug_offsets_words(24)
+                check("3.13 tstate asyncio_running_loop at thread_state.size (%d)" % rt13[19],
+                      word(tstate() + rt13[19]) == id(lp))
         else:
             ts = tstate()
             check("tstate asyncio_running_task", word(ts + dbg["thread.asyncio_running_task"]) == id(running))
