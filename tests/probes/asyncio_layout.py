@@ -231,6 +231,9 @@ def elf_section(path, name):
         for s in secs:
             end = names.index(b"\0", s[0])
             if names[s[0]:end] == name.encode():
+                SHT_PROGBITS, SHF_ALLOC = 1, 2
+                check("%s is SHT_PROGBITS and SHF_ALLOC" % name,
+                      s[1] == SHT_PROGBITS and s[2] & SHF_ALLOC, "type %d flags %#x" % (s[1], s[2]))
                 return s[3], s[4], s[5]
     return None
 
@@ -568,6 +571,26 @@ def run():
             tgf.set_result(None)
             loop.run_until_complete(tgp)
 
+    if V < (3, 14):
+        shf, shout = loop.create_future(), []
+        shp = loop.create_task(ns["shield_main"](shf, shout))
+        for _ in range(3):
+            loop.run_until_complete(asyncio.sleep(0))
+        outer = cast(task_word(shp, "fut_waiter"))
+        cells = []
+        for r in gc.get_referents(shout[0]):
+            for c in (getattr(r, "__closure__", None) or ()):
+                cells.append(c.cell_contents)
+            if isinstance(r, list):  # fut_callbacks: (callback, context) pairs (3.7+)
+                for cb in r:
+                    f = cb[0] if isinstance(cb, tuple) else cb
+                    cells.extend(c.cell_contents for c in (getattr(f, "__closure__", None) or ()))
+        check("shield (<= 3.13): the awaiting task's fut_waiter is the outer future, which "
+              "the inner task's done callback closes over (python-level)",
+              any(c is outer for c in cells))
+        shf.set_result(None)
+        loop.run_until_complete(shp)
+
     # --- all tasks ----------------------------------------------------------------
     check("sys.modules['_asyncio'] md_dict at +16 is its __dict__ (PyModuleObject)",
           word(id(sys.modules["_asyncio"]) + 16) == id(_asyncio.__dict__))
@@ -617,6 +640,9 @@ def run():
         check("awaited object raw == cr_await (%s -> %s)" % (x.cr_code.co_name,
               type(x.cr_await).__name__), yf == want, "%x vs %x" % (yf or 0, want))
     note("coroutine basicsize %d" % gen_size)
+    if "gi_frame" in L:
+        dcoro = done.get_coro() if hasattr(done, "get_coro") else done._coro
+        check("gi_frame NULL once the coroutine finished", word(id(dcoro) + L["gi_frame"]) == 0)
     if "gi_frame_state" in L:
         st = L["states"]
         suspended = i8(id(chain[0]) + L["gi_frame_state"])
