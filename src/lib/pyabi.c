@@ -444,6 +444,8 @@ int pyabi_take_debug_offsets(pyabi *a, const uint64_t *d, char *err, size_t errl
     for (int s = 0; s < SEC_OBJ; s++)
         bound[s] = d[DEBUG_LAYOUT[a->minor - 13].size[s]];
     bound[SEC_OBJ] = 4096;
+    a->is_size = bound[SEC_IS];
+    a->ts_size = bound[SEC_TS];
     for (int s = SEC_FR; s <= SEC_CO; s++)
         if (bound[s] > PYREAD_SPAN)
             bound[s] = PYREAD_SPAN;

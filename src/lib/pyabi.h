@@ -106,6 +106,9 @@ typedef struct pyabi {
     int is_modules;     /* PyInterpreterState.modules (.imports.modules on 3.12+) */
     int ts_frame;       /* tstate->frame (<=3.10), ->cframe (3.11/3.12), ->current_frame */
     int cframe_current; /* _PyCFrame.current_frame (3.11/3.12), else -1 */
+    /* sizeof(PyInterpreterState) and sizeof(PyThreadState) as _Py_DebugOffsets publishes
+     * them (3.13+; 0 before): what asyncabi checks .AsyncioDebug against */
+    uint64_t is_size, ts_size;
     /* Frames */
     int frame_kind, lasti_kind;
     int fr_back, fr_code, fr_lasti, fr_owner;
@@ -151,7 +154,8 @@ int pyabi_find(pyabi *a, int late, char *err, size_t errlen);
 int pyabi_layout(pyabi *a, int major, int minor, int micro, char *err, size_t errlen);
 
 /* 3.13+: takes into `a` (a row of pyabi_layout) every offset the interpreter publishes in
- * its _Py_DebugOffsets `table` (the start of _PyRuntime), then checks what pyprof keeps
+ * its _Py_DebugOffsets `table` (the start of _PyRuntime), and its interpreter and thread
+ * state sizes (is_size, ts_size), then checks what pyprof keeps
  * of its own against the published offsets around it.  0, or -1 with a line in `err`:
  * no table, a free-threaded build, another version, an offset outside its structure, or
  * a structure laid out unlike the minor pyprof measured where it relies on unpublished

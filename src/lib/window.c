@@ -13,12 +13,13 @@
  * writer's) sleeps on the doorbell (doorbell.h) and, at each wake, runs one round: the
  * calibration's slice when one is due (calib_tick), the writer's round (writer_round,
  * which says how soon it wants the next), the allocation hooks' upkeep
- * (allochook_tick), and every ALONE_EVERY_NS the check for a process whose own threads
- * are all gone.  It ends a window itself in two cases, through window_end like every
- * other end: a terminating signal's request (window_request_end: the process ends when
- * the signal's handler returns), and only the library's threads left (then it ends the
- * process too, procexit_alone).  window_end on the cron's own thread lets it go
- * (detached) instead of joining it.
+ * (allochook_tick), the look for the asyncio layout (asyncabi_tick), and every
+ * ALONE_EVERY_NS the check for a process whose own threads are all gone.  It ends a
+ * window itself in two cases, through window_end like every other end: a terminating
+ * signal's request (window_request_end: the process ends when the signal's handler
+ * returns), and only the library's threads left (then it ends the process too,
+ * procexit_alone).  window_end on the cron's own thread lets it go (detached) instead
+ * of joining it.
  */
 #include "window.h"
 
@@ -33,6 +34,7 @@
 #include <pyprof/format.h>
 
 #include "allochook.h"
+#include "asyncabi.h"
 #include "calib.h"
 #include "common/clock.h"
 #include "diag.h"
@@ -96,6 +98,7 @@ static void *cron_main(void *arg)
             calib_tick(now - sampler_t0_ns());
         wake_ns = writer_round(now);
         allochook_tick(now);
+        asyncabi_tick();
         if (now - alone_checked_ns >= ALONE_EVERY_NS) {
             alone_checked_ns = now;
             window_end_if_alone();
@@ -149,6 +152,7 @@ void window_configure(const pyprof_config *c, const pyabi *a, const char *rid)
 {
     cfg = *c;
     abi = *a;
+    asyncabi_configure(a);
     snprintf(run_id, sizeof run_id, "%s", rid);
 }
 
@@ -282,6 +286,7 @@ int window_forget_in_child(void)
     pthread_mutex_init(&lock, NULL);
     allochook_after_fork_child(); /* the parent's sampled blocks are not the child's */
     gilstate_after_fork_child();  /* nor its threads' GIL waits */
+    asyncabi_after_fork_child();  /* its loader's lock may have been held */
     if (!atomic_load(&active))
         return 0;
     sampler_forget_in_child();
