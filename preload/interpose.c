@@ -20,6 +20,7 @@
 
 #include "entry.h"
 #include "lib/allochook.h"
+#include "lib/asyncabi.h"
 #include "lib/libc_next.h"
 #include "lib/native.h"
 #include "lib/pyabi.h"
@@ -189,7 +190,10 @@ int interpose_dlopen_direct(const char *file)
      * C library's dlopen is found here: the jump must never go through a null pointer. */
     if (!interpose_real_dlopen)
         interpose_real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-    if ((!native_active() && !allochook_installed()) || !file)
+    /* _asyncio's extension module (3.14+) holds the asyncio layout: the cron looks for it
+     * as soon as it is loaded (asyncabi_after_dlopen), so the first tasks have it too. */
+    int asyncio = file && strstr(file, "_asyncio") && asyncabi_waiting();
+    if ((!native_active() && !allochook_installed() && !asyncio) || !file)
         return 1;
     return !strchr(file, '/') || strchr(file, '$');
 }
@@ -199,6 +203,7 @@ void *interpose_dlopen_tracked(const char *file, int mode)
     void *h = interpose_real_dlopen(file, mode);
     native_after_dlopen();
     allochook_after_dlopen();
+    asyncabi_after_dlopen();
     return h;
 }
 

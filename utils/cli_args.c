@@ -69,6 +69,11 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
         cf->f.runs = cf->runs;
         cf->f.span_names = cf->spans;
         return 1;
+    case CLI_OPT_TASK:
+        if (append_str(&cf->tasks, &cf->f.ntask_globs, arg))
+            return cli_oom();
+        cf->f.task_globs = cf->tasks;
+        return 1;
     case CLI_OPT_GIL_WAIT:
         cf->f.gil_wait = 1;
         return 1;
@@ -101,6 +106,7 @@ void cli_filter_free(cli_filter *cf)
     free(cf->tids);
     free(cf->runs);
     free(cf->spans);
+    free(cf->tasks);
     memset(cf, 0, sizeof *cf);
 }
 

@@ -1,6 +1,6 @@
 /*
  * cli_args: one command-line parser for the commands that read logs (--help, the filters
- * every one takes: --pid, --thread, --run, --from, --to, --span, --gil-wait, the
+ * every one takes: --pid, --thread, --run, --from, --to, --span, --gil-wait, --task, the
  * --native-glue view option, --root (where native modules are looked for), --json where
  * it is offered, and the command's own options through a callback), then the logs,
  * loaded into a profile with its warnings printed.
@@ -31,6 +31,7 @@ enum {
     CLI_OPT_SPAN,
     CLI_OPT_ROOT,
     CLI_OPT_GIL_WAIT,
+    CLI_OPT_TASK,
 };
 /* clang-format off */
 #define CLI_FILTER_OPTIONS                                                                     \
@@ -40,7 +41,8 @@ enum {
     {"from", required_argument, NULL, CLI_OPT_FROM},                                           \
     {"to", required_argument, NULL, CLI_OPT_TO},                                               \
     {"span", required_argument, NULL, CLI_OPT_SPAN},                                           \
-    {"gil-wait", no_argument, NULL, CLI_OPT_GIL_WAIT}
+    {"gil-wait", no_argument, NULL, CLI_OPT_GIL_WAIT},                                         \
+    {"task", required_argument, NULL, CLI_OPT_TASK}
 /* clang-format on */
 
 /* The usage lines that describe them, for a command's help text. */
@@ -54,6 +56,8 @@ enum {
     "                   that started it (repeatable: inside any of the names)\n"               \
     "  --gil-wait       only the samples of threads waiting to take the GIL (logs written\n"   \
     "                   in wall mode)\n"                                                       \
+    "  --task GLOB      only the samples of asyncio tasks whose name matches GLOB, and of\n"   \
+    "                   the tasks they await (repeatable: any of the globs)\n"                 \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"       \
     "                   frames between Python frames and the process and thread start\n"       \
     "  --root DIR       in logs with native frames, look for each module's file under DIR\n"   \
@@ -64,7 +68,7 @@ enum {
 typedef struct cli_filter {
     profile_filter f;
     uint64_t *pids, *tids;
-    const char **runs, **spans;
+    const char **runs, **spans, **tasks;
 } cli_filter;
 
 /* If `opt` is a filter option, records `arg` and returns 1; returns 0 for another option,

@@ -66,7 +66,10 @@ void cli_json_func(jsonw *w, const profile_func *f)
     jsonw_key_string(w, "name", f->name);
     jsonw_key_string(w, "file", f->file);
     jsonw_key_i64(w, "line", f->line);
-    jsonw_key_string(w, "kind", f->kind == PROFILE_FUNC_NATIVE ? "native" : "python");
+    jsonw_key_string(w, "kind",
+                     f->kind == PROFILE_FUNC_NATIVE ? "native"
+                     : f->kind == PROFILE_FUNC_TASK ? "task"
+                                                    : "python");
 }
 
 void cli_print_func(FILE *out, const profile_func *f)

@@ -23,6 +23,7 @@
 #include "jsonw.h"
 #include "report.h"
 #include "report_gil.h"
+#include "report_tasks.h"
 #include "report_memory.h"
 
 /* clang-format off */
@@ -58,6 +59,11 @@ const char cmd_report_usage[] =
     "                   meanwhile (the holder's sample nearest in time, within a period,\n"
     "                   among the samples kept: --gil-wait keeps no holder).\n"
     "                   --json: one object with the totals, threads and waits\n"
+    "  --tasks          report asyncio tasks instead (Python 3.14 and later): per task,\n"
+    "                   names ending in a number folded into one row (orders-*), the\n"
+    "                   samples its own frames ran (self) and those it or a task it\n"
+    "                   awaited ran (total), and its functions that ran most.  --json:\n"
+    "                   one object with the totals and the tasks\n"
     CLI_FILTER_HELP
     "  -h, --help       show this text\n"
     "\n"
@@ -72,7 +78,8 @@ const char cmd_report_usage[] =
     "  pyprof report --span db logs/      # only the samples inside `db` spans\n"
     "  pyprof report --memory=inuse logs/ # what holds the memory at the end\n"
     "  pyprof report --memory=peak logs/  # what held it when the heap was highest\n"
-    "  pyprof report --gil logs/          # who waits for the GIL, behind whom\n";
+    "  pyprof report --gil logs/          # who waits for the GIL, behind whom\n"
+    "  pyprof report --tasks logs/        # which asyncio task used the time\n";
 /* clang-format on */
 
 /* Room for the functions' order, and the threads in report order.  Returns 0, or -1
@@ -410,6 +417,10 @@ static int report_option(void *ctx, int c, const char *arg)
         o->gil = 1;
         return 0;
     }
+    if (c == 'k') {
+        o->tasks = 1;
+        return 0;
+    }
     if (c == 'm')
         return cli_parse_memory("report", arg, 1, &o->memory, &o->by);
     uint32_t v; /* --top */
@@ -427,23 +438,27 @@ int cmd_report(int argc, char **argv)
         {"top", required_argument, NULL, 't'},
         {"memory", optional_argument, NULL, 'm'},
         {"gil", no_argument, NULL, 'g'},
+        {"tasks", no_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"report", cmd_report_usage, 1,    "",
                                     options,  report_option,    NULL, 0};
-    report_opts o = {0, 20, 0, ALLOCS_BY_ALLOC, 0};
+    report_opts o = {0, 20, 0, ALLOCS_BY_ALLOC, 0, 0};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);
     cli_args a;
     int rc = cli_start(&cmd, argc, argv, &o, &a);
     if (rc >= 0)
         goto cleanup;
-    if (o.memory && o.gil)
-        rc = cli_usage_error("report", "--memory and --gil are two reports: choose one");
+    if (o.memory + o.gil + o.tasks > 1)
+        rc = cli_usage_error("report", "--memory, --gil and --tasks are three reports: choose "
+                                       "one");
     else if (o.memory)
         rc = report_memory(a.p, &o, a.json);
     else if (o.gil)
         rc = report_gil(a.p, &o, a.json);
+    else if (o.tasks)
+        rc = report_tasks(a.p, &o, a.json);
     else if (aggregate_funcs(a.p, &agg) < 0)
         rc = cli_oom();
     else

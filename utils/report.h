@@ -23,6 +23,7 @@ typedef struct report_opts {
     int memory; /* --memory */
     int by;     /* its ALLOCS_BY_* */
     int gil;    /* --gil */
+    int tasks;  /* --tasks */
 } report_opts;
 
 /* A process's first line on stdout, with no newline after it: a blank line, then

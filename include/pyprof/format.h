@@ -371,6 +371,10 @@ enum pyprof_gil {
 /* clang-format on */
 
 #define PYPROF_CODE_F_TABLE_CUT 1u /* the line table was longer than the copy limit */
+/* Not a code object: an asyncio task's frame, between the frames the task runs and those
+ * of the task awaiting it (or the event loop's).  `name` is the task's name (as
+ * Task.get_name() gives it), the other strings are empty and its line is none. */
+#define PYPROF_CODE_F_TASK 2u
 
 /* BATCH: the most events one holds (a reader takes more as corruption), and the flags
  * of its samples of kind 5. */

@@ -31,7 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asynctask.h"
 #include "diag.h"
+#include "doorbell.h"
 #include "libc_next.h"
 #include "ownfd.h"
 #include "safe_read.h"
@@ -135,6 +137,10 @@ static struct {
     int no_look;                  /* a fork child of a lookup not finished */
     asyncabi a;                   /* its own `state` unused: `state` is the published one */
     _Atomic int state;
+    _Atomic int loaded; /* a dlopen that may have loaded the section returned: look again
+                         * even if the count of objects is the one last looked at (a look
+                         * made while that dlopen ran counted the object before it could
+                         * be read) */
 } g;
 
 void asyncabi_configure(const pyabi *a)
@@ -142,6 +148,20 @@ void asyncabi_configure(const pyabi *a)
     g.minor = a->major == 3 ? a->minor : 0;
     g.interp_size = a->is_size;
     g.tstate_size = a->ts_size;
+}
+
+int asyncabi_waiting(void)
+{
+    int st = atomic_load(&g.state);
+    return g.minor >= 14 && !g.no_look && st != ASYNCABI_FOUND && st != ASYNCABI_REFUSED;
+}
+
+void asyncabi_after_dlopen(void)
+{
+    if (asyncabi_waiting()) {
+        atomic_store(&g.loaded, 1);
+        doorbell_ring();
+    }
 }
 
 void asyncabi_get(asyncabi *out)
@@ -312,6 +332,43 @@ static int look_in(const candidate *c, const char *path, asyncabi_words *w, char
 
 /* ---- the cron's look ------------------------------------------------------------------- */
 
+/* What the section does not say, per minor (docs/ASYNCIO.md, "The coroutine object and
+ * its frame" and "What a suspended coroutine awaits"; every value checked on the live
+ * objects by tests/probes/asyncio_layout.py): where a coroutine embeds its frame and
+ * keeps its frame state, the frame's stack pointer, the state at an `await`, and how far
+ * below the stack pointer the awaited object sits. */
+static const struct {
+    int minor;
+    int64_t gen_iframe, gen_frame_state, fr_stackpointer;
+    int8_t state_yield_from;
+    uint8_t awaited_slot;
+} CORO[] = {{14, 72, 67, 64, -1, 1}, {15, 72, 67, 64, 2, 2}};
+
+/* Hands the layout found to the signal handler (asynctask.c). */
+static void publish(const asyncabi_words *w)
+{
+    for (size_t i = 0; i < sizeof CORO / sizeof CORO[0]; i++) {
+        if (CORO[i].minor != g.minor)
+            continue;
+        asynctask_layout l = {
+            .ts_running_loop = (int64_t)w->running_loop,
+            .ts_running_task = (int64_t)w->running_task,
+            .task_size = (int64_t)w->task_size,
+            .task_coro = (int64_t)w->task_coro,
+            .task_name = (int64_t)w->task_name,
+            .task_awaited_by = (int64_t)w->task_awaited_by,
+            .task_is_task = (int64_t)w->task_is_task,
+            .task_awaited_by_is_set = (int64_t)w->task_awaited_by_is_set,
+            .gen_iframe = CORO[i].gen_iframe,
+            .gen_frame_state = CORO[i].gen_frame_state,
+            .fr_stackpointer = CORO[i].fr_stackpointer,
+            .state_yield_from = CORO[i].state_yield_from,
+            .awaited_slot = CORO[i].awaited_slot,
+        };
+        asynctask_publish(&l);
+    }
+}
+
 static walk objects; /* the cron's only: too large for its stack */
 
 static void settle(int state, const char *path, const asyncabi_words *w, const char *reason)
@@ -329,7 +386,7 @@ void asyncabi_tick(void)
     if (g.minor < 14 || g.no_look || st == ASYNCABI_FOUND || st == ASYNCABI_REFUSED)
         return;
     walk *s = &objects;
-    if (g.looked) {
+    if (g.looked && !atomic_exchange(&g.loaded, 0)) {
         s->count_only = 1;
         s->adds_known = 0;
         libc_next_dl_iterate_phdr(on_object, s);
@@ -360,6 +417,7 @@ void asyncabi_tick(void)
         int r = look_in(c, c->name[0] ? c->name : EXE_PATH, &w, err, sizeof err);
         if (r > 0 && asyncabi_check(&w, g.interp_size, g.tstate_size, err, sizeof err) == 0) {
             settle(ASYNCABI_FOUND, path, &w, NULL);
+            publish(&w);
             diag_verbose("pyprof: asyncio: layout from " SECTION " in %s (task %llu bytes, "
                          "running task at thread state +%llu)",
                          path, (unsigned long long)w.task_size,

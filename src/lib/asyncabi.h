@@ -15,6 +15,10 @@
  *                       the layout is found or refused, looks for the section again
  *                       whenever the loader's count of loaded objects moved; says once
  *                       on stderr what it found (PYPROF_VERBOSE) or why it refused
+ *   asyncabi_waiting()      [any thread] 1 while a 3.14+ layout may still be loaded:
+ *                       not found, not refused
+ *   asyncabi_after_dlopen() [not sigsafe] the program loaded an object that may hold the
+ *                       section: wakes the cron to look now, not at its next round
  *   asyncabi_get(out)       [not sigsafe] a copy of the state and the layout
  *   asyncabi_check(w, interp_size, tstate_size, err, errlen)  [pure] the table's own
  *                       checks against the interpreter's sizes: 0, or -1 with one line
@@ -67,6 +71,8 @@ typedef struct asyncabi {
 
 void asyncabi_configure(const pyabi *a);
 void asyncabi_tick(void);
+int asyncabi_waiting(void);
+void asyncabi_after_dlopen(void);
 void asyncabi_get(asyncabi *out);
 int asyncabi_check(const asyncabi_words *w, uint64_t interp_size, uint64_t tstate_size,
                    char *err, size_t errlen);

@@ -160,27 +160,56 @@ uint32_t codeid_of(const pyabi *a, int t, uintptr_t code, uintptr_t holder,
     return codeid_of_digest(a, t, code, codeid_digest(a, code), holder, held, changed);
 }
 
+/* The id of `key` with identity `digest` in generation t.  Returns 1 when *id is final
+ * (known, or PYPROF_CODE_UNREADABLE: the table is full); 0 when a CODE record is to be
+ * made under *id, for table slot *s (NULL: a spare id, the slot being another
+ * thread's), which tls_pending_slot then holds until claim_end. */
+static int claim(int t, uintptr_t key, uint64_t digest, uint32_t *id, code_slot **s)
+{
+    *s = NULL;
+    switch (codetable_lookup(t, key, digest, id, s)) {
+    case CODETABLE_FOUND:
+        return 1;
+    case CODETABLE_BUSY:
+        /* Another thread is filling its slot right now (and may be preempted there for
+         * long): this one's record is made here, under an id of its own, so the frame
+         * is named all the same. */
+        *id = codetable_spare_id();
+        break;
+    case CODETABLE_FULL:
+        sampleout_drop(PYPROF_DROP_CODE_TABLE_FULL);
+        *id = PYPROF_CODE_UNREADABLE;
+        return 1;
+    default: /* CODETABLE_NEW */
+        break;
+    }
+    tls_pending_slot = *s;
+    return 0;
+}
+
+/* Commits rec (NULL: none could be made) for the slot claim gave; returns the id to use. */
+static uint32_t claim_end(rrec_code *rec, code_slot *s, uint32_t id)
+{
+    tls_pending_code = NULL;
+    tls_pending_slot = NULL;
+    if (!rec) {
+        if (s)
+            codetable_retire(s);
+        return PYPROF_CODE_UNREADABLE;
+    }
+    ring_commit(&sighandler_g.codes, rec);
+    if (s)
+        codetable_publish(s, id);
+    return id;
+}
+
 uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest,
                           uintptr_t holder, const frame_raw *held, int *changed)
 {
     uint32_t id = 0;
-    code_slot *s = NULL;
-    switch (codetable_lookup(t, code, digest, &id, &s)) {
-    case CODETABLE_FOUND:
+    code_slot *s;
+    if (claim(t, code, digest, &id, &s))
         return id; /* by the identity read with the frame: nothing read again */
-    case CODETABLE_BUSY:
-        /* Another thread is filling its slot right now (and may be preempted there for
-         * long): this frame's record is made here, under an id of its own, so the frame
-         * is named all the same. */
-        id = codetable_spare_id();
-        break;
-    case CODETABLE_FULL:
-        sampleout_drop(PYPROF_DROP_CODE_TABLE_FULL);
-        return PYPROF_CODE_UNREADABLE;
-    default: /* CODETABLE_NEW */
-        break;
-    }
-    tls_pending_slot = s;
     safe_span(code, PYREAD_SPAN);
     uintptr_t name = safe_at_ptr(code + (uintptr_t)a->co_name);
     uintptr_t filename = safe_at_ptr(code + (uintptr_t)a->co_filename);
@@ -201,17 +230,107 @@ uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest
             sampleout_drop(PYPROF_DROP_RING_FULL);
         }
     }
-    tls_pending_code = NULL;
-    tls_pending_slot = NULL;
-    if (!rec) {
-        if (s)
-            codetable_retire(s);
-        return PYPROF_CODE_UNREADABLE;
+    return claim_end(rec, s, id);
+}
+
+/* ---- task frames ---------------------------------------------------------------------- */
+
+/* A task's identity beside its address: its name object, and a constant no code
+ * object's digest has in that place (a task and a code object can meet at one address
+ * over time). */
+#define TASK_DIGEST_TAG 0x7461736b2d746167ull /* "task-tag" */
+
+/* Py_TPFLAGS_LONG_SUBCLASS: the type is int or a subclass of it. */
+#define TP_FLAGS_LONG (1ul << 24)
+/* A PyLongObject's digits: 30 bits each, after the size or tag word. */
+#define LONG_SIZE_WORD 16
+#define LONG_DIGITS 24
+#define LONG_DIGIT_BITS 30
+
+/* The value of a small non-negative int object (a default task name's counter, 3.12+),
+ * or -1 when `o` is no such int. */
+static int64_t small_int(const pyabi *a, uintptr_t o)
+{
+    uintptr_t type = safe_ptr(o + PYABI_OB_TYPE);
+    if (!(safe_u64(type + PYABI_TP_FLAGS) & TP_FLAGS_LONG))
+        return -1;
+    uint64_t word = safe_u64(o + LONG_SIZE_WORD), ndigits;
+    if (a->int_layout == PYABI_LONG_TAG) {
+        if ((word & 3) == 1)
+            return 0; /* the tag's sign 1: zero */
+        if ((word & 3) != 0)
+            return -1;
+        ndigits = word >> 3;
+    } else {
+        if ((int64_t)word < 0)
+            return -1;
+        ndigits = word;
     }
-    ring_commit(&sighandler_g.codes, rec);
-    if (s)
-        codetable_publish(s, id);
-    return id;
+    if (ndigits > 2)
+        return -1;
+    uint64_t v = 0;
+    for (uint64_t i = ndigits; i-- > 0;)
+        v = v << LONG_DIGIT_BITS | safe_u32(o + LONG_DIGITS + 4 * i);
+    return (int64_t)v;
+}
+
+/* Writes "Task-N" into out; returns bytes. */
+static size_t default_task_name(char *out, uint64_t n)
+{
+    static const char prefix[] = "Task-";
+    char digits[24];
+    size_t nd = 0, len = sizeof prefix - 1;
+    do {
+        digits[nd++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    for (size_t i = 0; i < len; i++)
+        out[i] = prefix[i];
+    while (nd)
+        out[len++] = digits[--nd];
+    return len;
+}
+
+/* Fills and leaves reserved the CODE record naming a task: its name (a str, or the int
+ * a default name is kept as until asked for: "Task-N"), no file, no line table, flagged
+ * PYPROF_CODE_F_TASK.  NULL when the ring has no room. */
+static rrec_code *emit_task(const pyabi *a, uint32_t id, uintptr_t name)
+{
+    rrec_code *r = ring_reserve(&sighandler_g.codes, sizeof(rrec_code) + 4 * NAME_MAX_CHARS);
+    if (!r)
+        return NULL;
+    tls_pending_code = r;
+    size_t n = 0;
+    if (name && pyread_is_live(name, a->str_type)) {
+        n = copy_str(a, name, r->data, NAME_MAX_CHARS);
+    } else if (name) {
+        int64_t v = small_int(a, name);
+        if (v >= 0)
+            n = default_task_name(r->data, (uint64_t)v);
+    }
+    r->head.kind = RREC_CODE;
+    r->name_len = (uint16_t)n;
+    r->qualname_len = 0;
+    r->filename_len = 0;
+    r->lt_kind = (uint8_t)a->linetable_kind;
+    r->flags = PYPROF_CODE_F_TASK;
+    r->code_id = id;
+    r->first_line = 0;
+    r->lt_len = 0;
+    return r;
+}
+
+uint32_t codeid_of_task(const pyabi *a, int t, uintptr_t task, uintptr_t name)
+{
+    uint32_t id = 0;
+    code_slot *s;
+    uint64_t digest = identity_digest(name, TASK_DIGEST_TAG, 0, 0);
+    if (claim(t, task, digest, &id, &s))
+        return id;
+    rrec_code *rec = emit_task(a, id, name);
+    if (!rec)
+        sampleout_drop(PYPROF_DROP_RING_FULL);
+    return claim_end(rec, s, id);
 }
 
 void codeid_abandon(void)

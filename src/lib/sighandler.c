@@ -5,13 +5,13 @@
  * its own signal handlers: the same path under the same rules).
  * It is async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno saved and
  * restored.  What it calls of the library: the frame walk (walk.c: pyread.h's guarded
- * readers, codeid.c, codetable.c), the sample's commit and counters (sampleout.c, the
- * ring), the thread's timer (threadtimer.c: its credit, the samples wall mode asked of
- * it), calib.c's counter, gilstate.c's flag, native.c's walk (native mode), and
- * sigdisp.c for a trap that is not ours (the program's own handler, called as the kernel
- * would have).  Everything any of them may call outside the library, and why that is
- * safe, is src/lib/sigsafe.list: `make check-sigsafe` reads the built objects and fails
- * on any other call reachable from this file's entry points.
+ * readers, codeid.c, codetable.c), the running asyncio task and its awaiters (asynctask.c), the
+ * sample's commit and counters (sampleout.c, the ring), the thread's timer (threadtimer.c: its
+ * credit, the samples wall mode asked of it), calib.c's counter, gilstate.c's flag, native.c's
+ * walk (native mode), and sigdisp.c for a trap that is not ours (the program's own handler,
+ * called as the kernel would have).  Everything any of them may call outside the library, and
+ * why that is safe, is src/lib/sigsafe.list: `make check-sigsafe` reads the built objects and
+ * fails on any other call reachable from this file's entry points.
  *
  * Pointers into the interpreter are followed only through safe_read.h, inside one guarded
  * region per sample: a fault or an implausible pointer abandons the sample (counted as
@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "asynctask.h"
 #include "calib.h"
 #include "codeid.h"
 #include "codetable.h"
@@ -235,12 +236,16 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     unsigned room = tls_last_frames ? tls_last_frames + tls_last_frames / 4 + 8 : 0;
     if (room >= g->max_depth)
         room = 0;
-    walk_out o = {.a = a, .t = t, .runs = g->native};
+    /* An asyncio task running: room for its task frame and its awaiters' frames too. */
+    uintptr_t task_frame = 0;
+    uintptr_t task = asynctask_running(a, ts, &task_frame);
+    unsigned extra = task ? ASYNCTASK_MAX_FRAMES : 0;
+    walk_out o = {.a = a, .t = t, .runs = g->native, .find = task_frame};
     int kind = al ? RREC_ALLOC : RREC_SAMPLE;
     rrec_stack *st;
     int rc;
     for (;;) {
-        r = sampleout_reserve(kind, room ? room : g->max_depth, native_cap);
+        r = sampleout_reserve(kind, (room ? room : g->max_depth) + extra, native_cap);
         if (!r) {
             SAFE_GUARD_END();
             if (!al)
@@ -263,6 +268,13 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
             return commit_alloc_bare(al, 1);
         sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
         return 0;
+    }
+    if (task && o.found >= 0) {
+        /* The task's coroutine is on this stack: its task frame and its awaiters' go
+         * right outside it. */
+        rframe chain[ASYNCTASK_MAX_FRAMES];
+        unsigned cap = (room ? room : g->max_depth) + extra - st->nframes;
+        asynctask_insert(st, (unsigned)o.found, chain, asynctask_chain(a, t, task, chain, cap));
     }
     SAFE_GUARD_END();
     tls_last_frames = st->nframes;

@@ -161,6 +161,7 @@ walk_as(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth, int ki
     if (self)
         for (unsigned m = 0; m < MEMO_SLOTS; m++)
             memo.code[m] = 0;
+    o->found = -1;
     st->unreadable_tail = 0;
     if (strict)
         seen_stamp++;
@@ -223,6 +224,8 @@ walk_as(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth, int ki
                     return WALK_ROOM;
                 record_frame(o, kind, self, &memo, frame, &f, code, offset, fr,
                              (unsigned)total);
+                if (self && frame == o->find)
+                    o->found = (int)total;
                 last_rec = (int)total;
             }
             total++;
@@ -256,6 +259,8 @@ walk_as(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth, int ki
             mark_run(fr, (int)total - 1);
         return WALK_OK;
     }
+    if (o->found >= (int)keep_inner)
+        o->found = -1; /* the second pass records other frames there */
     /* Second pass: skip the middle, record the outer end. */
     uint64_t skip = total - keep_inner - keep_outer, seen = 0;
     unsigned n = keep_inner;

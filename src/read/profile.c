@@ -34,6 +34,7 @@
 #include "series.h"
 #include "spanload.h"
 #include "symbols.h"
+#include "tasks.h"
 
 /* ---- global interning of functions and stacks ---------------------------------------- */
 
@@ -410,17 +411,28 @@ static int on_thread(profile *p, load_maps *m, uint32_t proc, const pyprof_threa
     return idmap_set(&m->thread, t->thread_idx, th);
 }
 
+/* "<task NAME>": an asyncio task frame's function name. */
+static char *task_name(pyprof_str name)
+{
+    char *s = malloc(name.len + sizeof "<task >");
+    if (s)
+        snprintf(s, name.len + sizeof "<task >", "<task %.*s>", (int)name.len, name.s);
+    return s;
+}
+
 static int on_code(profile *p, load_maps *m, const pyprof_code_rec *c)
 {
-    char *name = pyprof_str_dup(c->qualname.len ? c->qualname : c->name);
-    char *file = pyprof_str_dup(c->filename);
+    int task = (c->flags & PYPROF_CODE_F_TASK) != 0;
+    char *name = task ? task_name(c->name)
+                      : pyprof_str_dup(c->qualname.len ? c->qualname : c->name);
+    char *file = task ? strdup("") : pyprof_str_dup(c->filename);
     if (!name || !file) {
         free(name);
         free(file);
         return -1;
     }
-    uint32_t f = functab_intern(&p->index->funcs, name, file, c->first_line,
-                                PROFILE_FUNC_PYTHON);
+    uint32_t f = functab_intern(&p->index->funcs, name, file, task ? 0 : c->first_line,
+                                task ? PROFILE_FUNC_TASK : PROFILE_FUNC_PYTHON);
     free(name);
     free(file);
     if (f == IDMAP_EMPTY)
@@ -1147,7 +1159,7 @@ int profile_load_paths(profile *p, const char *const *paths, size_t npaths)
     for (long i = 0; i < nload && ret == 0; i++)
         ret = load_file(p, set.files[order[i]].path);
     if (ret == 0 && (spanload_resolve(p, &p->index->spans) < 0 || spanload_filter(p) < 0 ||
-                     allocload_resolve(p, &p->index->allocs) < 0))
+                     tasks_filter(p) < 0 || allocload_resolve(p, &p->index->allocs) < 0))
         ret = set_error(p, "out of memory");
     free(order);
     logset_free(&set);

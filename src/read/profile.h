@@ -51,10 +51,10 @@
  * container.
  *
  * Interface: profile_filter, profile_process, profile_module, profile_thread,
- * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, profile_func, profile_frame, profile_stack,
- * profile_sample, profile_rss, profile_file, profile_snapshot, profile_snap_thread,
- * profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, profile_alloc, PROFILE_KEEP_CORRUPT,
- * PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
+ * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, PROFILE_FUNC_TASK, profile_func, profile_frame,
+ * profile_stack, profile_sample, profile_rss, profile_file, profile_snapshot,
+ * profile_snap_thread, profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, profile_alloc,
+ * PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
  * profile_load_paths.
  */
 #ifndef PYPROF_PROFILE_H
@@ -81,6 +81,9 @@ typedef struct profile_filter {
                                     * names only (compared exactly) */
     size_t nspan_names;
     int gil_wait; /* --gil-wait: keep the samples of threads waiting for the GIL only */
+    const char *const *task_globs; /* --task: keep the samples with a task frame whose
+                                    * name matches one of these (fnmatch) */
+    size_t ntask_globs;
 } profile_filter;
 
 /* A module (shared object or executable) of a process with native frames, for mapping
@@ -167,7 +170,9 @@ typedef struct profile_thread {
     uint64_t samples;
 } profile_thread;
 
-enum { PROFILE_FUNC_PYTHON = 0, PROFILE_FUNC_NATIVE = 1 };
+/* PROFILE_FUNC_TASK: an asyncio task's frame (a CODE record flagged PYPROF_CODE_F_TASK),
+ * named "<task NAME>", with no file and no line. */
+enum { PROFILE_FUNC_PYTHON = 0, PROFILE_FUNC_NATIVE = 1, PROFILE_FUNC_TASK = 2 };
 
 typedef struct profile_func {
     /* Python: the qualified name where the log has one, else the name.  Native: the

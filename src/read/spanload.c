@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keep.h"
 #include "common/growarray.h"
 #include "idmap.h"
 #include "spans.h"
@@ -263,20 +264,8 @@ int spanload_filter(profile *p)
         free(keep);
         return -1;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < p->nsamples; i++)
-        if (keep[i])
-            p->samples[n++] = p->samples[i];
-    p->nsamples = n;
+    keep_samples(p, keep);
     free(keep);
-    for (size_t i = 0; i < p->nthreads; i++)
-        p->threads[i].samples = 0;
-    for (size_t i = 0; i < p->nprocs; i++)
-        p->procs[i].samples = 0;
-    for (size_t i = 0; i < n; i++) {
-        p->threads[p->samples[i].thread].samples++;
-        p->procs[p->samples[i].process].samples++;
-    }
     return 0;
 }
 

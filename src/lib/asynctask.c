@@ -1,0 +1,186 @@
+/*
+ * asynctask: a sample's asyncio task and the tasks awaiting it (asynctask.h;
+ * docs/ASYNCIO.md).
+ *
+ * SIGNAL-HANDLER CODE: asynctask_running, asynctask_chain and asynctask_insert run inside
+ * the sampling signal handler, on the sampled thread.  They are async-signal-safe: no
+ * malloc, no locks, no stdio, no Python C-API, errno untouched.  What they call, and why
+ * that is safe:
+ *   safe_read.h, pyread.h    guarded reads; asynctask_running runs in the caller's guarded
+ *                            region, asynctask_chain opens one of its own inside it
+ *   codeid_of, codeid_of_task, codeid_abandon   ours, sigsafe (codeid.c)
+ * Only asynctask_publish is not: the cron calls it once, before the flag that lets the
+ * handler read the layout is set (release; the handler's load is an acquire).
+ *
+ * What is trusted.  The running task comes from the thread's own state, read while the
+ * thread is stopped in the handler; the task's coroutine is a coroutine because its
+ * frame, at coroutine + gen_iframe, is one of the frames the walk met on the thread's
+ * stack (the caller checks that before asynctask_chain).  Every awaiting task is checked
+ * to be a task (task_is_task, and a type at least a Task's size), each coroutine of its
+ * chain to be live and of the running coroutine's type, each frame's code to be a live
+ * code object, and each awaited object is read only inside its frame's stack.  The chain
+ * is bounded (ASYNCTASK_MAX_AWAITERS tasks, ASYNCTASK_MAX_COROS coroutines each).
+ */
+#include "asynctask.h"
+
+#include <stdatomic.h>
+
+#include <pyprof/format.h>
+
+#include "codeid.h"
+#include "pyread.h"
+#include "safe_read.h"
+
+/* A coroutine's value stack lies within this many bytes of its frame (the stack pointer
+ * is checked to, before the awaited object is read below it). */
+#define STACK_SPAN 65536u
+/* Members of an awaiting set looked at, at most. */
+#define SET_PROBE_MAX 64u
+/* PySetObject: mask and table; a table entry is {key, hash}. */
+#define SET_MASK 32
+#define SET_TABLE 40
+#define SET_ENTRY 16
+/* _PyStackRef's tag bits (3.14+). */
+#define STACKREF_TAG 3u
+
+static asynctask_layout L;
+static _Atomic int ready;
+
+void asynctask_publish(const asynctask_layout *l)
+{
+    if (atomic_load(&ready))
+        return;
+    L = *l;
+    atomic_store_explicit(&ready, 1, memory_order_release);
+}
+
+uintptr_t asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *frame)
+{
+    (void)a;
+    if (!atomic_load_explicit(&ready, memory_order_acquire))
+        return 0;
+    if (!safe_ptr(ts + (uintptr_t)L.ts_running_loop))
+        return 0;
+    uintptr_t task = safe_ptr(ts + (uintptr_t)L.ts_running_task);
+    if (!task)
+        return 0;
+    uintptr_t coro = safe_ptr(task + (uintptr_t)L.task_coro);
+    if (!coro)
+        return 0;
+    *frame = coro + (uintptr_t)L.gen_iframe;
+    return task;
+}
+
+/* Is `o` a task (not a bare Future, which shares the head)? */
+static int is_task(uintptr_t o)
+{
+    if (safe_u8(o + (uintptr_t)L.task_is_task) != 1)
+        return 0;
+    uintptr_t type = safe_ptr(o + PYABI_OB_TYPE);
+    return safe_u64(type + PYABI_TP_BASICSIZE) >= (uint64_t)L.task_size;
+}
+
+/* The task awaiting `task` (the first task of the set, when several do), or 0. */
+static uintptr_t awaiter(uintptr_t task)
+{
+    uintptr_t by = safe_ptr(task + (uintptr_t)L.task_awaited_by);
+    if (!by)
+        return 0;
+    if (safe_u8(task + (uintptr_t)L.task_awaited_by_is_set)) {
+        uint64_t mask = safe_u64(by + SET_MASK);
+        uintptr_t table = safe_ptr(by + SET_TABLE);
+        uintptr_t found = 0;
+        for (uint64_t i = 0; i <= mask && i < SET_PROBE_MAX && !found; i++) {
+            uintptr_t key = safe_ptr(table + i * SET_ENTRY);
+            if (key && safe_ptr_ok(key, 8) && is_task(key))
+                found = key;
+        }
+        by = found;
+    }
+    return by && is_task(by) ? by : 0;
+}
+
+/* The frame of coroutine `c` as a sample's frame. */
+static rframe coro_frame(const pyabi *a, int t, uintptr_t c)
+{
+    rframe out = {PYPROF_CODE_UNREADABLE, -1};
+    frame_raw f;
+    uintptr_t code;
+    int32_t offset;
+    if (pyread_frame_as(a, PYABI_FRAME_INTERP, c + (uintptr_t)L.gen_iframe, &f) < 0 ||
+        pyread_frame_view_as(a, PYABI_FRAME_INTERP, &f, &code, &offset) != 1)
+        return out;
+    int changed = 0;
+    out.code_id = codeid_of(a, t, code, 0, NULL, &changed);
+    out.offset = offset;
+    return out;
+}
+
+/* The coroutines of suspended task `task`, outermost first, into chain (room for
+ * ASYNCTASK_MAX_COROS): its own coroutine, then each one awaits while that is a live
+ * coroutine of type `type` suspended at an `await`.  Returns how many. */
+static unsigned coro_chain(uintptr_t task, uintptr_t type, uintptr_t *chain)
+{
+    unsigned n = 0;
+    uintptr_t c = safe_ptr(task + (uintptr_t)L.task_coro);
+    while (n < ASYNCTASK_MAX_COROS && c && pyread_is_live(c, type)) {
+        chain[n++] = c;
+        if ((int8_t)safe_u8(c + (uintptr_t)L.gen_frame_state) != L.state_yield_from)
+            break;
+        uintptr_t fr = c + (uintptr_t)L.gen_iframe;
+        uintptr_t sp = safe_ptr(fr + (uintptr_t)L.fr_stackpointer);
+        if (sp <= fr + 8u * L.awaited_slot || sp > fr + STACK_SPAN)
+            break;
+        c = safe_ptr(sp - 8u * L.awaited_slot) & ~(uintptr_t)STACKREF_TAG;
+    }
+    return n;
+}
+
+unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap)
+{
+    if (cap > ASYNCTASK_MAX_FRAMES)
+        cap = ASYNCTASK_MAX_FRAMES;
+    /* A failed read ends the chain, not the sample: this guard nests in the caller's,
+     * which is given back on either path. */
+    void **outer = safe_guard_tls;
+    volatile unsigned whole = 0;
+    safe_jmpbuf jb;
+    if (!SAFE_GUARD_BEGIN(jb)) {
+        codeid_abandon();
+        safe_guard_tls = outer;
+        return whole;
+    }
+    uintptr_t type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
+    uintptr_t chain[ASYNCTASK_MAX_COROS];
+    unsigned n = 0;
+    for (unsigned k = 0; n < cap; k++) {
+        uintptr_t name = safe_ptr(task + (uintptr_t)L.task_name);
+        out[n++] = (rframe){codeid_of_task(a, t, task, name), -1};
+        whole = n;
+        uintptr_t by = k < ASYNCTASK_MAX_AWAITERS ? awaiter(task) : 0;
+        if (!by)
+            break;
+        unsigned nc = coro_chain(by, type, chain);
+        if (n + nc + 1 > cap)
+            break;
+        while (nc)
+            out[n++] = coro_frame(a, t, chain[--nc]);
+        task = by;
+    }
+    safe_guard_tls = outer;
+    return whole;
+}
+
+void asynctask_insert(rrec_stack *st, unsigned after, const rframe *f, unsigned n)
+{
+    rframe *fr = rrec_frames(st);
+    for (unsigned i = st->nframes; i-- > after + 1;)
+        fr[i + n] = fr[i];
+    for (unsigned i = 0; i < n; i++)
+        fr[after + 1 + i] = f[i];
+    st->nframes = (uint16_t)(st->nframes + n);
+    if (st->cut)
+        st->keep_inner = (uint16_t)(st->keep_inner + n);
+    else
+        st->keep_inner = st->nframes;
+}

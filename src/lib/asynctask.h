@@ -1,0 +1,69 @@
+/*
+ * asynctask: the asyncio task a sample's thread is running, and the chain of tasks
+ * awaiting it, as frames of the sample's stack (docs/ASYNCIO.md, "What the handler reads
+ * per sample").  A task is a frame of its own, a "task frame": its code id is a CODE
+ * record flagged PYPROF_CODE_F_TASK that carries the task's name (codeid_of_task).
+ * Read innermost first, a running task's sample is its own frames down to its outermost
+ * coroutine, then its task frame, then the suspended coroutines of the task awaiting it
+ * (innermost `await` first) and that task's frame, and so on to the root task, then the
+ * event loop's frames.  3.14+ only for now: the layout is `.AsyncioDebug`'s, published
+ * by asyncabi once found and checked.
+ *
+ * Interface:
+ *   asynctask_layout                the offsets the handler reads by
+ *   asynctask_publish(l)   [not sigsafe] the cron: the layout found, sampled from now on
+ *   asynctask_running(a, ts, &frame)  [sigsafe, guarded] the task the thread state's loop
+ *                                   runs (0: none), and its coroutine's frame
+ *   asynctask_chain(a, t, task, out, cap)  [sigsafe] the task frame of `task` and its
+ *                                   awaiters' frames, innermost first, under a guard of
+ *                                   its own (a failed read keeps what was whole)
+ *   asynctask_insert(st, after, f, n)  [sigsafe, pure] puts n frames into stack st
+ *                                   after its frame `after`
+ */
+#ifndef PYPROF_ASYNCTASK_H
+#define PYPROF_ASYNCTASK_H
+
+#include <stdint.h>
+
+#include "pyabi.h"
+#include "rrec.h"
+
+/* Frames a task chain adds to a sample at most (task frames and awaiters' coroutines). */
+#define ASYNCTASK_MAX_FRAMES 64u
+/* Awaiting tasks followed at most, and coroutines per awaiting task. */
+#define ASYNCTASK_MAX_AWAITERS 16u
+#define ASYNCTASK_MAX_COROS 32u
+
+typedef struct asynctask_layout {
+    /* _PyThreadStateImpl */
+    int64_t ts_running_loop, ts_running_task;
+    /* TaskObj */
+    int64_t task_size, task_coro, task_name, task_awaited_by, task_is_task,
+        task_awaited_by_is_set;
+    /* the coroutine object and its embedded frame */
+    int64_t gen_iframe, gen_frame_state, fr_stackpointer;
+    int8_t state_yield_from; /* gi_frame_state while suspended at an `await` */
+    uint8_t awaited_slot;    /* the awaited object is stackpointer[-awaited_slot] */
+} asynctask_layout;
+
+/* [not sigsafe] The layout found and checked (asyncabi): samples carry tasks from now on.
+ * Called once; a second call is ignored. */
+void asynctask_publish(const asynctask_layout *l);
+
+/* [sigsafe] Inside the caller's guarded region: the task the event loop of thread state
+ * `ts` is running, or 0 (no layout, no loop, between two steps); *frame is then its
+ * coroutine's frame, the outermost frame of the task on the thread's stack. */
+uintptr_t asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *frame);
+
+/* [sigsafe] Fills out (room for cap frames, at most ASYNCTASK_MAX_FRAMES) innermost first
+ * with `task`'s task frame, then, for each task awaiting it in turn, that task's
+ * suspended coroutines and its task frame; code ids from table generation t.  Returns
+ * the frames filled: a chain that could not be read further (a failed read, no room)
+ * ends at the last whole task. */
+unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap);
+
+/* [sigsafe] Inserts the n frames f into st's frames after frame index `after` (which
+ * must be one of the frames kept before any cut); the caller checked the room. */
+void asynctask_insert(rrec_stack *st, unsigned after, const rframe *f, unsigned n);
+
+#endif

@@ -1,0 +1,159 @@
+"""asyncio tasks in samples (docs/ASYNCIO.md): on 3.14+ every sample of a thread whose
+event loop runs a task carries the task's frame, named as get_name() names it, right
+outside the task's outermost coroutine, then the suspended coroutines of the task
+awaiting it and its frame, up to the root task.
+
+workloads/asyncio_tasks.py burns CPU in named tasks (a gather of three `orders-N`, an
+awaited `audit`, a TaskGroup's `report`, a shielded `shielded`, their parent `boss` and
+a task left with its default name), measures what each burnt (time.thread_time) and
+writes each one's expected awaiter chain.  Checked against the samples: every stack's
+task frames are the chain the workload expects for its innermost task, with the right
+coroutines between them; each task's share of the burning samples is its share of the
+CPU burnt, within 5 points (about 470 samples at 2 ms); `report --tasks` and `--task`
+agree with the stacks.  Wall mode is not checked here: a thread the wall-clock pass
+reads from outside (not its own handler) gets no task frame yet.  Before 3.14 (task frames not built there yet) the workload
+runs unchanged and no sample has a task frame."""
+
+import json
+import re
+
+import pytest
+
+import pyprof_testlib as t
+import test_json_schema
+
+WORKLOAD = t.workload("asyncio_tasks.py")
+TOLERANCE = 0.05
+TASK = re.compile(r"^<task (.*)>$")
+DEFAULT = re.compile(r"^Task-\d+$")
+ASYNCIO = [i for i in t.INTERPRETERS if i.minor >= (3, 7)]  # asyncio.run
+
+
+def run(interp, tmp_path, clock="cpu", late=False):
+    result = str(tmp_path / "measured.json")
+    argv = [interp.path, WORKLOAD] + (["late"] if late else [])
+    prof, base = t.run_pair(argv, tmp_path,
+                            env={"PYPROF_PERIOD": "2ms", "PYPROF_CLOCK": clock,
+                                 "WORKLOAD_RESULT": result},
+                            base_env={"WORKLOAD_RESULT": str(tmp_path / "base.json")})
+    t.assert_transparent(prof, base)
+    p = t.one_log(prof, ended="exit")
+    with open(result) as f:
+        measured = json.load(f)
+    return p, measured, t.folded(*(t.root_opts(prof) + [prof.logs[0]]))
+
+
+def tasks_of(frames):
+    """The task names of a stack's task frames, outermost first, with where each is."""
+    return [(i, TASK.match(name).group(1)) for i, (name, _) in enumerate(frames)
+            if TASK.match(name)]
+
+
+def key_of(name, measured):
+    """The workload's name for a task: its own, or "unnamed" for the default one."""
+    if name in measured["cpu"]:
+        return name
+    if DEFAULT.match(name) and name != measured["main"]:
+        return "unnamed"
+    return None
+
+
+# The coroutines between a task's frame and its child's (or the leaf), outermost first.
+BETWEEN = {
+    ("boss", "orders"): ["boss_main", "boss_gather"],
+    ("boss", "audit"): ["boss_main"],
+    ("boss", "report"): ["boss_main", "TaskGroup.__aexit__", "TaskGroup._aexit"],
+    ("boss", "shielded"): ["boss_main"],
+    ("main", "boss"): ["main"],
+}
+
+
+def check_tasks(p, measured, stacks):
+    where = p.dump()
+    burning = {}    # workload name -> samples in spin under account
+    untasked = 0    # burning samples with no task frame
+    for frames, n in stacks:
+        names = [name for name, _ in frames]
+        tasks = tasks_of(frames)
+        burns = len(names) >= 2 and names[-1] == "spin" and names[-2] == "account"
+        if not tasks:
+            untasked += n * burns
+            continue
+        inner = tasks[-1][1]
+        key = key_of(inner, measured)
+        if key is None:
+            continue    # the main task's own frames (asyncio.run's)
+        chain = [name for _, name in reversed(tasks)]
+        want = [inner] + measured["chains"][key][1:]
+        if key == "unnamed":   # awaited by main only if still running at its await
+            assert chain in ([inner], [inner, measured["main"]]), (frames, where)
+        else:
+            assert chain == want, ("stack %r: task chain %r, expected %r\n%s"
+                                   % (names, chain, want, where))
+        # The awaiting tasks' coroutines sit between the task frames.
+        for (i, outer), (j, inner_t) in zip(tasks, tasks[1:]):
+            o = "main" if outer == measured["main"] else outer
+            k = re.sub(r"-\d+$", "", key_of(inner_t, measured) or inner_t)
+            if (o, k) in BETWEEN:
+                assert names[i + 1:j] == BETWEEN[(o, k)], (names, where)
+        if burns:
+            burning[key] = burning.get(key, 0) + n
+    total = sum(burning.values())
+    assert total >= 200, (burning, where)
+    # Samples taken before the layout was found carry no task: at most a few.
+    assert untasked <= 0.03 * (total + untasked), (
+        "%d of %d burning samples have no task frame\n%s" % (untasked, total + untasked,
+                                                            where))
+    cpu = measured["cpu"]
+    cpu_total = sum(cpu.values())
+    bad, lines = [], []
+    for key in sorted(cpu):
+        got = burning.get(key, 0) / float(total)
+        want = cpu[key] / cpu_total
+        lines.append("%-9s profile %5.1f%%  measured %5.1f%%" % (key, 100 * got, 100 * want))
+        if abs(got - want) > TOLERANCE:
+            bad.append(key)
+    assert not bad, ("task shares off by more than %d points: %s\n%s\n%s"
+                     % (100 * TOLERANCE, bad, "\n".join(lines), where))
+    return burning
+
+
+def check_views(p, prof_log, stacks):
+    """report --tasks and --task agree with the stacks."""
+    rep = t.tool_json("report", "--tasks", "--json", prof_log)
+    test_json_schema.check("report tasks", rep, "report --tasks --json")
+    rows = {r["task"]: r for r in rep["tasks"]}
+    orders = rows.get("orders-*")
+    assert orders and orders["names"] == 3, rep
+    want_self = sum(n for frames, n in stacks
+                    if tasks_of(frames) and tasks_of(frames)[-1][1].startswith("orders-"))
+    assert orders["self"] == want_self, (orders, want_self)
+    assert rep["with_task"] == sum(n for frames, n in stacks if tasks_of(frames)), rep
+    test_json_schema.check("report", t.report(prof_log), "report --json")
+    kept = t.report("--task", "orders-*", prof_log)
+    want = sum(n for frames, n in stacks
+               if any(name.startswith("orders-") for _, name in tasks_of(frames)))
+    assert kept["samples"] == want, (kept["samples"], want)
+
+
+@pytest.mark.parametrize("interp", t.params(ASYNCIO))
+def test_task_frames(interp, tmp_path):
+    """cpu clock: task frames and awaiter chains on 3.14+, none before."""
+    interp.require()
+    p, measured, stacks = run(interp, tmp_path)
+    if interp.minor < (3, 14):
+        assert not any(tasks_of(frames) for frames, _ in stacks), p.dump()
+        rep = t.tool_json("report", "--tasks", "--json", p.run.logs[0])
+        assert rep["with_task"] == 0 and rep["tasks"] == [], rep
+        return
+    check_tasks(p, measured, stacks)
+    check_views(p, p.run.logs[0], stacks)
+
+
+@pytest.mark.parametrize("interp", t.params(t.SIDS))
+def test_task_frames_late_import(interp, tmp_path):
+    """asyncio imported 0.3 s after the start: the layout (3.14: in the _asyncio module
+    loaded then) is found at the load, and the tasks are in the samples from the first."""
+    interp.require()
+    p, measured, stacks = run(interp, tmp_path, late=True)
+    check_tasks(p, measured, stacks)

@@ -1,0 +1,223 @@
+/*
+ * report_tasks: `pyprof report --tasks`, the time of asyncio programs by task.  See
+ * report_tasks.h.
+ */
+#include "report_tasks.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "read/tasks.h"
+
+#include "cli.h"
+#include "cli_fmt.h"
+#include "cli_text.h"
+#include "jsonw.h"
+
+/* Functions listed per task row. */
+#define ROW_FUNCS 3
+
+/* One row: a folded task name. */
+typedef struct task_row {
+    char *name;
+    uint64_t names; /* distinct task names folded into it */
+    uint64_t self, total;
+    uint64_t *func_self; /* per function: samples it was innermost while the row ran */
+} task_row;
+
+typedef struct task_rows {
+    task_row *rows;
+    size_t n;
+    uint32_t *row_of_func; /* per function: its row + 1 for a task frame, else 0 */
+    uint64_t with_task;
+} task_rows;
+
+static void rows_free(task_rows *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->rows[i].name);
+        free(t->rows[i].func_self);
+    }
+    free(t->rows);
+    free(t->row_of_func);
+}
+
+/* Each task function's row, made on first sight of its folded name. */
+static int rows_make(const profile *p, task_rows *t)
+{
+    t->row_of_func = calloc(p->nfuncs ? p->nfuncs : 1, sizeof *t->row_of_func);
+    if (!t->row_of_func)
+        return -1;
+    for (size_t f = 0; f < p->nfuncs; f++) {
+        const char *name;
+        size_t len;
+        if (!tasks_name(&p->funcs[f], &name, &len))
+            continue;
+        char *folded = malloc(len + 2);
+        if (!folded)
+            return -1;
+        tasks_fold(name, len, folded);
+        size_t r = 0;
+        while (r < t->n && strcmp(t->rows[r].name, folded) != 0)
+            r++;
+        if (r == t->n) {
+            task_row *rows = realloc(t->rows, (t->n + 1) * sizeof *rows);
+            if (!rows) {
+                free(folded);
+                return -1;
+            }
+            t->rows = rows;
+            memset(&rows[r], 0, sizeof rows[r]);
+            rows[r].name = folded;
+            rows[r].func_self = calloc(p->nfuncs, sizeof *rows[r].func_self);
+            t->n++;
+            if (!rows[r].func_self)
+                return -1;
+        } else {
+            free(folded);
+        }
+        t->rows[r].names++;
+        t->row_of_func[f] = (uint32_t)r + 1;
+    }
+    return 0;
+}
+
+/* Counts every sample into the rows of its stack's tasks. */
+static int rows_count(const profile *p, task_rows *t)
+{
+    uint64_t *seen = calloc(t->n ? t->n : 1, sizeof *seen); /* sample index + 1 per row */
+    if (!seen)
+        return -1;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const profile_stack *st = &p->stacks[p->samples[i].stack];
+        int64_t run = tasks_running(p, p->samples[i].stack);
+        if (run < 0)
+            continue;
+        t->with_task++;
+        task_row *self = &t->rows[t->row_of_func[p->frames[run].func] - 1];
+        self->self++;
+        if (st->nframes)
+            self->func_self[p->frames[st->first + st->nframes - 1].func]++;
+        for (uint32_t k = 0; k < st->nframes; k++) {
+            uint32_t r = t->row_of_func[p->frames[st->first + k].func];
+            if (r && seen[r - 1] != i + 1) {
+                seen[r - 1] = i + 1;
+                t->rows[r - 1].total++;
+            }
+        }
+    }
+    free(seen);
+    return 0;
+}
+
+static int by_total(const void *x, const void *y)
+{
+    const task_row *a = x, *b = y;
+    if (a->total != b->total)
+        return a->total < b->total ? 1 : -1;
+    if (a->self != b->self)
+        return a->self < b->self ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+/* The row's ROW_FUNCS functions that were innermost most often, into top (-1: none). */
+static void row_top_funcs(const profile *p, const task_row *r, int64_t *top)
+{
+    for (int k = 0; k < ROW_FUNCS; k++)
+        top[k] = -1;
+    for (size_t f = 0; f < p->nfuncs; f++) {
+        if (!r->func_self[f])
+            continue;
+        for (int k = 0; k < ROW_FUNCS; k++) {
+            if (top[k] < 0 || r->func_self[f] > r->func_self[top[k]]) {
+                memmove(&top[k + 1], &top[k], (size_t)(ROW_FUNCS - 1 - k) * sizeof *top);
+                top[k] = (int64_t)f;
+                break;
+            }
+        }
+    }
+}
+
+static void print_text(const profile *p, const task_rows *t, size_t top)
+{
+    printf("pyprof report --tasks: %zu process%s, %zu samples, %" PRIu64
+           " while an asyncio task ran\n",
+           p->nprocs, p->nprocs == 1 ? "" : "es", p->nsamples, t->with_task);
+    if (!t->n) {
+        printf("\n  no sample has a task frame: no asyncio task ran while sampled, or the\n"
+               "  interpreter's asyncio layout was not found (Python 3.14 and later)\n");
+        return;
+    }
+    printf("\ntasks (names ending in a number folded into one row; self: the task's own\n"
+           "frames ran, total: it or a task it awaited ran; %% of all samples)\n"
+           "   self%%      self  total%%     total  names  task\n");
+    for (size_t i = 0; i < t->n && i < top; i++) {
+        const task_row *r = &t->rows[i];
+        printf("  %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %6" PRIu64 "  %s\n",
+               cli_pct(r->self, p->nsamples), r->self, cli_pct(r->total, p->nsamples), r->total,
+               r->names, r->name);
+        int64_t funcs[ROW_FUNCS];
+        row_top_funcs(p, r, funcs);
+        for (int k = 0; k < ROW_FUNCS && funcs[k] >= 0; k++) {
+            printf("          %5.1f%% of its self  ", cli_pct(r->func_self[funcs[k]], r->self));
+            cli_print_func(stdout, &p->funcs[funcs[k]]);
+            printf("\n");
+        }
+    }
+    if (t->n > top)
+        printf("  ... %zu more (--top)\n", t->n - top);
+}
+
+static void print_json(const profile *p, const task_rows *t, size_t top)
+{
+    jsonw w;
+    jsonw_init(&w, stdout, 0);
+    jsonw_begin_object(&w);
+    jsonw_key_u64(&w, "samples", p->nsamples);
+    jsonw_key_u64(&w, "with_task", t->with_task);
+    jsonw_key(&w, "tasks");
+    jsonw_begin_array(&w);
+    for (size_t i = 0; i < t->n && i < top; i++) {
+        const task_row *r = &t->rows[i];
+        jsonw_break(&w, 2);
+        jsonw_begin_object(&w);
+        jsonw_key_string(&w, "task", r->name);
+        jsonw_key_u64(&w, "names", r->names);
+        jsonw_key_u64(&w, "self", r->self);
+        jsonw_key_u64(&w, "total", r->total);
+        jsonw_key(&w, "functions");
+        jsonw_begin_array(&w);
+        int64_t funcs[ROW_FUNCS];
+        row_top_funcs(p, r, funcs);
+        for (int k = 0; k < ROW_FUNCS && funcs[k] >= 0; k++) {
+            jsonw_begin_object(&w);
+            cli_json_func(&w, &p->funcs[funcs[k]]);
+            jsonw_key_u64(&w, "self", r->func_self[funcs[k]]);
+            jsonw_end_object(&w);
+        }
+        jsonw_end_array(&w);
+        jsonw_end_object(&w);
+    }
+    jsonw_end_array(&w);
+    jsonw_end_object(&w);
+    jsonw_finish(&w);
+}
+
+int report_tasks(const profile *p, const report_opts *o, int json)
+{
+    task_rows t = {0};
+    if (rows_make(p, &t) < 0 || rows_count(p, &t) < 0) {
+        rows_free(&t);
+        return cli_oom();
+    }
+    qsort(t.rows, t.n, sizeof *t.rows, by_total);
+    size_t top = json && !o->top_given ? t.n : o->top;
+    if (json)
+        print_json(p, &t, top);
+    else
+        print_text(p, &t, top);
+    rows_free(&t);
+    return CLI_EXIT_OK;
+}
