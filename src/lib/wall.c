@@ -9,6 +9,7 @@
  * that sets it, every pointer into the interpreter read through safe_read.h inside a
  * guarded region.  What it calls:
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
+ *   asynctask_running, _chain, _insert           the running asyncio task (sigsafe)
  *   threadtimer_ask, threadtimer_take_asked_tid, threadtimer_take_ended_asked
  *                                                atomics on threadtimer's slot table
  *   gilstate_watch, gilstate_waiters             atomics on gilstate's table
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "asynctask.h"
 #include "codeid.h"
 #include "codetable.h"
 #include "gilstate.h"
@@ -126,6 +128,28 @@ static uint64_t thread_cpu_ns(uint32_t tid)
     return ns;
 }
 
+/* The asyncio task thread state `ts`'s loop is running, with its awaiters, put into
+ * stack st (room for `room` frames) right outside the task's outermost coroutine, when
+ * that coroutine's frame is one the walk recorded (wall_frames).  Only for a thread
+ * that keeps still while it is read (the caller checks that after, and drops the sample
+ * otherwise), as the handler does for its own thread.  Inside a guarded region. */
+static void add_task(int t, uintptr_t ts, rrec_stack *st, unsigned room)
+{
+    const pyabi *a = &sighandler_g.abi;
+    uintptr_t frame = 0;
+    uintptr_t task = asynctask_running(a, ts, &frame);
+    if (!task)
+        return;
+    unsigned kept = st->cut ? st->keep_inner : st->nframes;
+    for (unsigned i = 0; i < kept; i++) {
+        if (wall_frames[i] != frame)
+            continue;
+        rframe chain[ASYNCTASK_MAX_FRAMES];
+        asynctask_insert(st, i, chain, asynctask_chain(a, t, task, chain, room - st->nframes));
+        return;
+    }
+}
+
 /* What one try at a thread's stack came to. */
 enum { TRY_TAKEN, TRY_NONE, TRY_CHANGED, TRY_UNREADABLE, TRY_RUNNING };
 
@@ -190,7 +214,9 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
         SAFE_GUARD_END();
         return TRY_NONE;
     }
-    r = sampleout_reserve(kind, max_depth, 0);
+    /* A sample (not a snapshot) has room for the thread's asyncio task chain too. */
+    unsigned extra = kind == RREC_SAMPLE ? ASYNCTASK_MAX_FRAMES : 0;
+    r = sampleout_reserve(kind, max_depth + extra, 0);
     if (!r) {
         SAFE_GUARD_END();
         sampleout_drop(PYPROF_DROP_RING_FULL);
@@ -218,6 +244,8 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
             rc = WALK_BAD; /* no name for it: the stack is not recorded half-named */
         rrec_frames(st)[i].code_id = id;
     }
+    if (rc == WALK_OK && extra && still != STILL_UNSHOWN)
+        add_task(t, ts, st, max_depth + extra);
     if (still == STILL_GIL) {
         atomic_thread_fence(memory_order_acquire); /* the frames read before the GIL */
         uintptr_t last;

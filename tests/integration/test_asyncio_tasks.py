@@ -10,8 +10,9 @@ writes each one's expected awaiter chain.  Checked against the samples: every st
 task frames are the chain the workload expects for its innermost task, with the right
 coroutines between them; each task's share of the burning samples is its share of the
 CPU burnt, within 5 points (about 470 samples at 2 ms); `report --tasks` and `--task`
-agree with the stacks.  Wall mode is not checked here: a thread the wall-clock pass
-reads from outside (not its own handler) gets no task frame yet.  Before 3.14 (task frames not built there yet) the workload
+agree with the stacks; in wall mode too, where a thread found keeping still (not
+scheduled: the machine is busy) is read by the wall-clock pass from outside, the same
+task frames included.  Before 3.14 (task frames not built there yet) the workload
 runs unchanged and no sample has a task frame."""
 
 import json
@@ -148,6 +149,15 @@ def test_task_frames(interp, tmp_path):
         return
     check_tasks(p, measured, stacks)
     check_views(p, p.run.logs[0], stacks)
+
+
+@pytest.mark.parametrize("interp", t.params(t.SIDS))
+def test_task_frames_wall(interp, tmp_path):
+    """wall clock: the running task's samples carry it the same way, whether the thread
+    took them itself or the wall-clock pass read it while it kept still."""
+    interp.require()
+    p, measured, stacks = run(interp, tmp_path, clock="wall")
+    check_tasks(p, measured, stacks)
 
 
 @pytest.mark.parametrize("interp", t.params(t.SIDS))
