@@ -59,7 +59,7 @@ const char cmd_report_usage[] =
     "                   meanwhile (the holder's sample nearest in time, within a period,\n"
     "                   among the samples kept: --gil-wait keeps no holder).\n"
     "                   --json: one object with the totals, threads and waits\n"
-    "  --tasks          report asyncio tasks instead (Python 3.14 and later): per task,\n"
+    "  --tasks          report asyncio tasks instead (Python 3.7 and later): per task,\n"
     "                   names ending in a number folded into one row (orders-*), the\n"
     "                   samples its own frames ran (self) and those it or a task it\n"
     "                   awaited ran (total), and its functions that ran most.  --json:\n"

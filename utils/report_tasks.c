@@ -147,7 +147,7 @@ static void print_text(const profile *p, const task_rows *t, size_t top)
            p->nprocs, p->nprocs == 1 ? "" : "es", p->nsamples, t->with_task);
     if (!t->n) {
         printf("\n  no sample has a task frame: no asyncio task ran while sampled, or the\n"
-               "  interpreter's asyncio layout was not found (Python 3.14 and later)\n");
+               "  interpreter's asyncio layout was not found (Python 3.7 and later)\n");
         return;
     }
     printf("\ntasks (names ending in a number folded into one row; self: the task's own\n"

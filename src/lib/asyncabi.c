@@ -36,6 +36,7 @@
 #include "doorbell.h"
 #include "libc_next.h"
 #include "ownfd.h"
+#include "pynames.h"
 #include "safe_read.h"
 
 _Static_assert(sizeof(asyncabi_words) == ASYNCABI_WORDS * 8, "the table is 13 words");
@@ -130,6 +131,7 @@ int asyncabi_check(const asyncabi_words *w, uint64_t interp_size, uint64_t tstat
 /* ---- the state ------------------------------------------------------------------------- */
 
 static struct {
+    pyabi abi; /* the interpreter's (3.7-3.13: _asyncio is looked for in its modules) */
     int minor; /* the interpreter's, 0 before asyncabi_configure */
     uint64_t interp_size, tstate_size;
     int looked;                   /* a walk has collected the objects once */
@@ -145,6 +147,7 @@ static struct {
 
 void asyncabi_configure(const pyabi *a)
 {
+    g.abi = *a;
     g.minor = a->major == 3 ? a->minor : 0;
     g.interp_size = a->is_size;
     g.tstate_size = a->ts_size;
@@ -351,6 +354,8 @@ static void publish(const asyncabi_words *w)
         if (CORO[i].minor != g.minor)
             continue;
         asynctask_layout l = {
+            .current_tasks = 0,
+            .gen_frame = -1,
             .ts_running_loop = (int64_t)w->running_loop,
             .ts_running_task = (int64_t)w->running_task,
             .task_size = (int64_t)w->task_size,
@@ -380,10 +385,88 @@ static void settle(int state, const char *path, const asyncabi_words *w, const c
     atomic_store_explicit(&g.state, state, memory_order_release);
 }
 
+/* 3.7-3.13: TaskObj and the coroutine's frame per minor (docs/ASYNCIO.md, "TaskObj" and
+ * "The coroutine object and its frame"; every value checked on the live objects by
+ * tests/probes/asyncio_layout.py): the task's size (its type's tp_basicsize, checked),
+ * its coroutine and name (-1: 3.7 has none), and where the coroutine keeps its frame
+ * (embedded at gen_iframe on 3.11+, a pointer at gen_frame before). */
+static const struct {
+    int minor;
+    int64_t task_size, task_coro, task_name, gen_iframe, gen_frame;
+} TASKS[] = {
+    {7, 136, 112, -1, -1, 16},   {8, 144, 112, 120, -1, 16},  {9, 184, 152, 160, -1, 16},
+    {10, 192, 160, 168, -1, 16}, {11, 176, 136, 144, 80, -1}, {12, 176, 136, 144, 72, -1},
+    {13, 144, 120, 128, 72, -1},
+};
+
+#define TP_NAME 24 /* PyTypeObject.tp_name */
+
+/* 3.7-3.13, once _asyncio is imported: its Task type and its {loop: task} dict of the
+ * tasks running, checked (the type's name and size against the row; the dict's type),
+ * then handed to the handler.  Until the import, nothing: looked for again next round. */
+static void look_in_module(void)
+{
+    size_t row = 0;
+    while (row < sizeof TASKS / sizeof TASKS[0] && TASKS[row].minor != g.minor)
+        row++;
+    if (row == sizeof TASKS / sizeof TASKS[0])
+        return;
+    uintptr_t type = pynames_module_attr(&g.abi, "_asyncio", "Task");
+    uintptr_t current = pynames_module_attr(&g.abi, "_asyncio", "_current_tasks");
+    if (!type || !current)
+        return;
+    uintptr_t dict_type = (uintptr_t)pyabi_dlsym_python("PyDict_Type");
+    uintptr_t name_ptr = 0, basicsize = 0, current_type = 0;
+    char name[16] = "";
+    if (copy_guarded(&name_ptr, type + TP_NAME, 8) < 0 ||
+        copy_guarded(&basicsize, type + PYABI_TP_BASICSIZE, 8) < 0 ||
+        copy_guarded(&current_type, current + PYABI_OB_TYPE, 8) < 0 || !name_ptr ||
+        copy_guarded(name, name_ptr, sizeof name - 1) < 0)
+        return;
+    char reason[256] = "";
+    if (strcmp(name, "_asyncio.Task") != 0)
+        snprintf(reason, sizeof reason, "_asyncio.Task is not the type its name says");
+    else if ((int64_t)basicsize != TASKS[row].task_size)
+        snprintf(reason, sizeof reason,
+                 "_asyncio.Task is %llu bytes, this version's table says %lld",
+                 (unsigned long long)basicsize, (long long)TASKS[row].task_size);
+    else if (!dict_type || current_type != dict_type)
+        snprintf(reason, sizeof reason, "_asyncio._current_tasks is not a dict");
+    if (reason[0]) {
+        settle(ASYNCABI_REFUSED, "_asyncio", NULL, reason);
+        diag_error("pyprof: asyncio: %s; asyncio tasks will not be sampled", reason);
+        return;
+    }
+    asynctask_layout l = {
+        .current_tasks = current,
+        .task_type = type,
+        .dict_layout = g.abi.dict_layout,
+        .task_size = TASKS[row].task_size,
+        .task_coro = TASKS[row].task_coro,
+        .task_name = TASKS[row].task_name,
+        .task_awaited_by = -1,
+        .task_is_task = -1,
+        .task_awaited_by_is_set = -1,
+        .gen_iframe = TASKS[row].gen_iframe,
+        .gen_frame = TASKS[row].gen_frame,
+    };
+    settle(ASYNCABI_FOUND, "_asyncio", NULL, NULL);
+    asynctask_publish(&l);
+    diag_verbose("pyprof: asyncio: layout from the table for 3.%d (task %lld bytes, "
+                 "running tasks from _asyncio._current_tasks)",
+                 g.minor, (long long)TASKS[row].task_size);
+}
+
 void asyncabi_tick(void)
 {
     int st = atomic_load(&g.state);
-    if (g.minor < 14 || g.no_look || st == ASYNCABI_FOUND || st == ASYNCABI_REFUSED)
+    if (g.no_look || st == ASYNCABI_FOUND || st == ASYNCABI_REFUSED)
+        return;
+    if (g.minor >= 7 && g.minor <= 13) {
+        look_in_module();
+        return;
+    }
+    if (g.minor < 14)
         return;
     walk *s = &objects;
     if (g.looked && !atomic_exchange(&g.loaded, 0)) {

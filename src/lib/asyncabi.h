@@ -5,16 +5,19 @@
  * loaded object holds it, and whether it was found, is not there yet or was refused (and
  * why).  The section is in whatever object contains _asyncio: its own extension module,
  * loaded at `import asyncio`, long after the start (Debian's 3.14), or the executable or
- * libpython (Debian's 3.15).  Before 3.14 nothing is looked for yet.  Nothing here runs
- * in the signal handler; tasks are not in samples yet.
+ * libpython (Debian's 3.15).  On 3.7-3.13 a per-minor table, checked against the
+ * _asyncio module once it is imported (its Task type's name and size, its
+ * _current_tasks dict).  Nothing here runs in the signal handler: what is found is
+ * handed to asynctask.c, which puts tasks into the samples.
  *
  * Interface:
  *   asyncabi_configure(a)   [not sigsafe] the interpreter found (window_configure): its
  *                       minor and the _Py_DebugOffsets sizes the table is checked with
  *   asyncabi_tick()         [not sigsafe] the cron's call, every round (window.c): until
  *                       the layout is found or refused, looks for the section again
- *                       whenever the loader's count of loaded objects moved; says once
- *                       on stderr what it found (PYPROF_VERBOSE) or why it refused
+ *                       whenever the loader's count of loaded objects moved (3.14+),
+ *                       or for _asyncio in sys.modules (3.7-3.13); says once on stderr
+ *                       what it found (PYPROF_VERBOSE) or why it refused
  *   asyncabi_waiting()      [any thread] 1 while a 3.14+ layout may still be loaded:
  *                       not found, not refused
  *   asyncabi_after_dlopen() [not sigsafe] the program loaded an object that may hold the

@@ -12,14 +12,15 @@
  * Only asynctask_publish is not: the cron calls it once, before the flag that lets the
  * handler read the layout is set (release; the handler's load is an acquire).
  *
- * What is trusted.  The running task comes from the thread's own state, read while the
- * thread is stopped in the handler; the task's coroutine is a coroutine because its
- * frame, at coroutine + gen_iframe, is one of the frames the walk met on the thread's
- * stack (the caller checks that before asynctask_chain).  Every awaiting task is checked
- * to be a task (task_is_task, and a type at least a Task's size), each coroutine of its
- * chain to be live and of the running coroutine's type, each frame's code to be a live
- * code object, and each awaited object is read only inside its frame's stack.  The chain
- * is bounded (ASYNCTASK_MAX_AWAITERS tasks, ASYNCTASK_MAX_COROS coroutines each).
+ * What is trusted.  The running task comes from the thread's own state (3.14+), read
+ * while the thread is stopped in the handler, or is one of _asyncio._current_tasks'
+ * values (3.7-3.13, a dict the cron found and checked, of a type checked there too); the task's
+ * coroutine is a coroutine because its frame, at coroutine + gen_iframe, is one of the frames
+ * the walk met on the thread's stack (the caller checks that before asynctask_chain).  Every
+ * awaiting task is checked to be a task (task_is_task, and a type at least a Task's size), each
+ * coroutine of its chain to be live and of the running coroutine's type, each frame's code to
+ * be a live code object, and each awaited object is read only inside its frame's stack.  The
+ * chain is bounded (ASYNCTASK_MAX_AWAITERS tasks, ASYNCTASK_MAX_COROS coroutines each).
  */
 #include "asynctask.h"
 
@@ -54,11 +55,71 @@ void asynctask_publish(const asynctask_layout *l)
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
-uintptr_t asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *frame)
+/* The frame of coroutine `coro`: embedded in it (3.11+), or the heap frame it points to. */
+static uintptr_t frame_of(uintptr_t coro)
+{
+    return L.gen_iframe >= 0 ? coro + (uintptr_t)L.gen_iframe
+                             : safe_ptr(coro + (uintptr_t)L.gen_frame);
+}
+
+/* PyDictObject and PyDictKeysObject, for _current_tasks (3.7-3.13; the same constants
+ * as pynames.c, which documents where they come from). */
+#define DICT_KEYS 32
+#define DICT_VALUES 40
+#define KEYS36_SIZE 8
+#define KEYS36_NENTRIES 32
+#define KEYS36_INDICES 40
+#define KEYS311_LOG2_INDEX 9
+#define KEYS311_KIND 10
+#define KEYS311_NENTRIES 24
+#define KEYS311_INDICES 32
+#define ENTRY_SIZE 24 /* (hash, key, value): a dict whose keys are loops, not str */
+#define ENTRY_VALUE 16
+#define DICT_ENTRIES_MAX 64u /* entries looked at: one per event loop running */
+
+/* The running tasks in _current_tasks, up to ASYNCTASK_CANDIDATES. */
+static unsigned from_dict(uintptr_t *tasks, uintptr_t *frames)
+{
+    uintptr_t d = L.current_tasks;
+    if (safe_ptr(d + DICT_VALUES))
+        return 0; /* a split table: not a dict of loops */
+    uintptr_t keys = safe_ptr(d + DICT_KEYS), entries;
+    uint64_t n;
+    if (L.dict_layout == PYABI_DICT_36) {
+        uint64_t size = safe_u64(keys + KEYS36_SIZE);
+        if (size < 8 || size > (1u << 20) || (size & (size - 1)))
+            return 0;
+        unsigned width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+        entries = keys + KEYS36_INDICES + size * width;
+        n = safe_u64(keys + KEYS36_NENTRIES);
+    } else {
+        unsigned log2_index = safe_u8(keys + KEYS311_LOG2_INDEX);
+        if (log2_index > 24 || safe_u8(keys + KEYS311_KIND) != 0)
+            return 0;
+        entries = keys + KEYS311_INDICES + (1ull << log2_index);
+        n = safe_u64(keys + KEYS311_NENTRIES);
+    }
+    unsigned found = 0;
+    for (uint64_t i = 0; i < n && i < DICT_ENTRIES_MAX && found < ASYNCTASK_CANDIDATES; i++) {
+        uintptr_t task = safe_ptr(entries + i * ENTRY_SIZE + ENTRY_VALUE);
+        if (!task || !safe_ptr_ok(task, 8) || safe_ptr(task + PYABI_OB_TYPE) != L.task_type)
+            continue; /* a deleted entry, or not a Task */
+        uintptr_t coro = safe_ptr(task + (uintptr_t)L.task_coro);
+        if (!coro)
+            continue;
+        tasks[found] = task;
+        frames[found++] = frame_of(coro);
+    }
+    return found;
+}
+
+unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintptr_t *frames)
 {
     (void)a;
     if (!atomic_load_explicit(&ready, memory_order_acquire))
         return 0;
+    if (L.current_tasks)
+        return from_dict(tasks, frames);
     if (!safe_ptr(ts + (uintptr_t)L.ts_running_loop))
         return 0;
     uintptr_t task = safe_ptr(ts + (uintptr_t)L.ts_running_task);
@@ -67,8 +128,9 @@ uintptr_t asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *frame)
     uintptr_t coro = safe_ptr(task + (uintptr_t)L.task_coro);
     if (!coro)
         return 0;
-    *frame = coro + (uintptr_t)L.gen_iframe;
-    return task;
+    tasks[0] = task;
+    frames[0] = frame_of(coro);
+    return 1;
 }
 
 /* Is `o` a task (not a bare Future, which shares the head)? */
@@ -80,9 +142,12 @@ static int is_task(uintptr_t o)
     return safe_u64(type + PYABI_TP_BASICSIZE) >= (uint64_t)L.task_size;
 }
 
-/* The task awaiting `task` (the first task of the set, when several do), or 0. */
+/* The task awaiting `task` (the first task of the set, when several do), or 0 (and
+ * always before 3.14, where no task knows who awaits it). */
 static uintptr_t awaiter(uintptr_t task)
 {
+    if (L.task_awaited_by < 0)
+        return 0;
     uintptr_t by = safe_ptr(task + (uintptr_t)L.task_awaited_by);
     if (!by)
         return 0;
@@ -150,11 +215,13 @@ unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, uns
         safe_guard_tls = outer;
         return whole;
     }
-    uintptr_t type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
+    uintptr_t type = 0;
+    if (L.task_awaited_by >= 0)
+        type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
     uintptr_t chain[ASYNCTASK_MAX_COROS];
     unsigned n = 0;
     for (unsigned k = 0; n < cap; k++) {
-        uintptr_t name = safe_ptr(task + (uintptr_t)L.task_name);
+        uintptr_t name = L.task_name >= 0 ? safe_ptr(task + (uintptr_t)L.task_name) : 0;
         out[n++] = (rframe){codeid_of_task(a, t, task, name), -1};
         whole = n;
         uintptr_t by = k < ASYNCTASK_MAX_AWAITERS ? awaiter(task) : 0;

@@ -6,14 +6,18 @@
  * Read innermost first, a running task's sample is its own frames down to its outermost
  * coroutine, then its task frame, then the suspended coroutines of the task awaiting it
  * (innermost `await` first) and that task's frame, and so on to the root task, then the
- * event loop's frames.  3.14+ only for now: the layout is `.AsyncioDebug`'s, published
- * by asyncabi once found and checked.
+ * event loop's frames.  The layout is published by asyncabi once found and checked: on
+ * 3.14+ `.AsyncioDebug`'s, where the thread state holds its running task and each task
+ * the tasks awaiting it; on 3.7-3.13 a per-minor table, where the running tasks are the
+ * values of _asyncio._current_tasks ({loop: task}) and no task knows who awaits it (a
+ * sample gets its running task's frame, no awaiters).
  *
  * Interface:
  *   asynctask_layout                the offsets the handler reads by
  *   asynctask_publish(l)   [not sigsafe] the cron: the layout found, sampled from now on
- *   asynctask_running(a, ts, &frame)  [sigsafe, guarded] the task the thread state's loop
- *                                   runs (0: none), and its coroutine's frame
+ *   asynctask_running(a, ts, tasks, frames)  [sigsafe, guarded] the tasks that may be
+ *                                   the one the thread runs, and their coroutines' frames:
+ *                                   the one whose frame is on the thread's stack is
  *   asynctask_chain(a, t, task, out, cap)  [sigsafe] the task frame of `task` and its
  *                                   awaiters' frames, innermost first, under a guard of
  *                                   its own (a failed read keeps what was whole)
@@ -30,18 +34,25 @@
 
 /* Frames a task chain adds to a sample at most (task frames and awaiters' coroutines). */
 #define ASYNCTASK_MAX_FRAMES 64u
+/* Running tasks looked at per sample (3.7-3.13: one per event loop running). */
+#define ASYNCTASK_CANDIDATES 4u
 /* Awaiting tasks followed at most, and coroutines per awaiting task. */
 #define ASYNCTASK_MAX_AWAITERS 16u
 #define ASYNCTASK_MAX_COROS 32u
 
 typedef struct asynctask_layout {
-    /* _PyThreadStateImpl */
+    /* 3.7-3.13: the running tasks are the values of this dict, _asyncio._current_tasks
+     * (0 on 3.14+), and a task is of type task_type (_asyncio.Task) */
+    uintptr_t current_tasks, task_type;
+    int dict_layout; /* the dict's: enum pyabi_dict_layout */
+    /* _PyThreadStateImpl (3.14+) */
     int64_t ts_running_loop, ts_running_task;
     /* TaskObj */
     int64_t task_size, task_coro, task_name, task_awaited_by, task_is_task,
         task_awaited_by_is_set;
-    /* the coroutine object and its embedded frame */
-    int64_t gen_iframe, gen_frame_state, fr_stackpointer;
+    /* the coroutine object and its frame: embedded at gen_iframe (3.11+), or a pointer to
+     * a heap frame at gen_frame (3.7-3.10; gen_iframe -1) */
+    int64_t gen_iframe, gen_frame, gen_frame_state, fr_stackpointer;
     int8_t state_yield_from; /* gi_frame_state while suspended at an `await` */
     uint8_t awaited_slot;    /* the awaited object is stackpointer[-awaited_slot] */
 } asynctask_layout;
@@ -50,10 +61,12 @@ typedef struct asynctask_layout {
  * Called once; a second call is ignored. */
 void asynctask_publish(const asynctask_layout *l);
 
-/* [sigsafe] Inside the caller's guarded region: the task the event loop of thread state
- * `ts` is running, or 0 (no layout, no loop, between two steps); *frame is then its
- * coroutine's frame, the outermost frame of the task on the thread's stack. */
-uintptr_t asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *frame);
+/* [sigsafe] Inside the caller's guarded region: the tasks that may be the one thread
+ * state `ts`'s event loop is running (3.14+: the thread's own, or none; 3.7-3.13: each
+ * loop's running task, any thread's), up to ASYNCTASK_CANDIDATES, into tasks[], and
+ * their coroutines' frames into frames[]: the one whose frame is on the thread's stack is
+ * the thread's, and its outermost frame of the task.  Returns how many. */
+unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintptr_t *frames);
 
 /* [sigsafe] Fills out (room for cap frames, at most ASYNCTASK_MAX_FRAMES) innermost first
  * with `task`'s task frame, then, for each task awaiting it in turn, that task's

@@ -301,9 +301,13 @@ static rrec_code *emit_task(const pyabi *a, uint32_t id, uintptr_t name)
         return NULL;
     tls_pending_code = r;
     size_t n = 0;
-    if (name && pyread_is_live(name, a->str_type)) {
+    if (!name) { /* 3.7: tasks have no name */
+        static const char anon[] = "Task";
+        for (; n < sizeof anon - 1; n++)
+            r->data[n] = anon[n];
+    } else if (pyread_is_live(name, a->str_type)) {
         n = copy_str(a, name, r->data, NAME_MAX_CHARS);
-    } else if (name) {
+    } else {
         int64_t v = small_int(a, name);
         if (v >= 0)
             n = default_task_name(r->data, (uint64_t)v);

@@ -497,17 +497,59 @@ SAFE_NO_SANITIZE static int active_view(const pyabi *a, dview *v)
     return dict_view(dv_find(v, "_active", &hint_active), v);
 }
 
-SAFE_NO_SANITIZE int pynames_collect(const pyabi *a, pynames_entry *out, int cap)
+/* 1 once S is filled for interpreter `a` (the first caller fills it), else 0. */
+static int ready(const pyabi *a)
 {
     int state = atomic_load(&S.state);
     if (state == 0) {
         int expect = 0;
         if (!atomic_compare_exchange_strong(&S.state, &expect, 2))
-            return 0; /* another thread is filling S: names next time */
+            return 0; /* another thread is filling S: next time */
         state = init_layout(a) ? 1 : -1;
         atomic_store(&S.state, state);
     }
-    if (state != 1 || cap <= 0)
+    return state == 1;
+}
+
+/* `module.attr` read inside the caller's guarded region. */
+SAFE_NO_SANITIZE static uintptr_t module_attr(const pyabi *a, const char *module,
+                                              const char *attr)
+{
+    static _Atomic uint32_t hint_module, hint_attr;
+    dview v;
+    uintptr_t interp = main_interp(a);
+    if (!interp || !dict_view(safe_ptr(interp + (uintptr_t)S.L->is_modules), &v))
+        return 0;
+    uintptr_t mod = dv_find(&v, module, &hint_module);
+    if (!mod || safe_ptr(mod + PYABI_OB_TYPE) != S.module_type ||
+        !dict_view(safe_ptr(mod + MD_DICT), &v))
+        return 0;
+    return dv_find(&v, attr, &hint_attr);
+}
+
+/* gcc 12 takes the guard's jump buffer for one left behind here (it is cleared on both
+ * ways out: SAFE_GUARD_END, or the failure path of SAFE_GUARD_BEGIN). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wunknown-warning-option"
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+uintptr_t pynames_module_attr(const pyabi *a, const char *module, const char *attr)
+{
+    if (!ready(a))
+        return 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        uintptr_t found = module_attr(a, module, attr);
+        SAFE_GUARD_END();
+        return found;
+    }
+    return 0;
+}
+#pragma GCC diagnostic pop
+
+SAFE_NO_SANITIZE int pynames_collect(const pyabi *a, pynames_entry *out, int cap)
+{
+    if (!ready(a) || cap <= 0)
         return 0;
 
     /* Changed inside the guarded region and read after a jump back to it: volatile. */

@@ -33,4 +33,10 @@ typedef struct pynames_entry {
  * and is always valid UTF-8. */
 int pynames_collect(const pyabi *a, pynames_entry *out, int cap);
 
+/* [not sigsafe] The object `module.attr` of the main interpreter now (the module as
+ * sys.modules has it, the attribute from its __dict__), read the same way as the
+ * names: 0 when the module is not imported, has no such attribute, or a read failed.
+ * The caller checks what the object is before it trusts it. */
+uintptr_t pynames_module_attr(const pyabi *a, const char *module, const char *attr);
+
 #endif

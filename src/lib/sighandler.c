@@ -237,10 +237,10 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
     if (room >= g->max_depth)
         room = 0;
     /* An asyncio task running: room for its task frame and its awaiters' frames too. */
-    uintptr_t task_frame = 0;
-    uintptr_t task = asynctask_running(a, ts, &task_frame);
-    unsigned extra = task ? ASYNCTASK_MAX_FRAMES : 0;
-    walk_out o = {.a = a, .t = t, .runs = g->native, .find = task_frame};
+    uintptr_t tasks[ASYNCTASK_CANDIDATES], task_frames[ASYNCTASK_CANDIDATES];
+    unsigned ntasks = asynctask_running(a, ts, tasks, task_frames);
+    unsigned extra = ntasks ? ASYNCTASK_MAX_FRAMES : 0;
+    walk_out o = {.a = a, .t = t, .runs = g->native, .find = task_frames, .nfind = ntasks};
     int kind = al ? RREC_ALLOC : RREC_SAMPLE;
     rrec_stack *st;
     int rc;
@@ -269,12 +269,13 @@ static uint32_t sample_self(int t, uintptr_t pc, const alloc_info *al, uint32_t 
         sampleout_drop_n(PYPROF_DROP_UNREADABLE, 1 + (uint64_t)repeat);
         return 0;
     }
-    if (task && o.found >= 0) {
+    if (o.found >= 0) {
         /* The task's coroutine is on this stack: its task frame and its awaiters' go
          * right outside it. */
         rframe chain[ASYNCTASK_MAX_FRAMES];
         unsigned cap = (room ? room : g->max_depth) + extra - st->nframes;
-        asynctask_insert(st, (unsigned)o.found, chain, asynctask_chain(a, t, task, chain, cap));
+        asynctask_insert(st, (unsigned)o.found, chain,
+                         asynctask_chain(a, t, tasks[o.found_which], chain, cap));
     }
     SAFE_GUARD_END();
     tls_last_frames = st->nframes;

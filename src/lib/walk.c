@@ -224,8 +224,12 @@ walk_as(walk_out *o, uintptr_t frame, rrec_stack *st, unsigned max_depth, int ki
                     return WALK_ROOM;
                 record_frame(o, kind, self, &memo, frame, &f, code, offset, fr,
                              (unsigned)total);
-                if (self && frame == o->find)
-                    o->found = (int)total;
+                for (unsigned k = 0; self && k < o->nfind && o->found < 0; k++) {
+                    if (frame == o->find[k]) {
+                        o->found = (int)total;
+                        o->found_which = k;
+                    }
+                }
                 last_rec = (int)total;
             }
             total++;

@@ -42,9 +42,12 @@ typedef struct walk_out {
                         * activation's outermost recorded frame with RFRAME_RUN_START */
     unsigned room;     /* the stack's room in frames, when less than max_depth (0: max_depth);
                         * a stack that needs more ends the walk with WALK_ROOM */
-    uintptr_t find;    /* code ids looked up: a frame address to look for (0: none) */
-    int found;         /* set by the walk: the index `find` was recorded at, or -1 (not
-                        * met, or only in a part a cut leaves out) */
+    const uintptr_t *find; /* code ids looked up: frame addresses to look for */
+    unsigned nfind;
+    int found;            /* set by the walk: the index the first of them met was
+                           * recorded at, or -1 (none met, or only in a part a cut
+                           * leaves out) */
+    unsigned found_which; /* which of them it was */
 } walk_out;
 
 /* [sigsafe] Walks the thread's frames from `frame` into st's frames (rrec_frames; room for

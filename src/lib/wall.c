@@ -136,17 +136,18 @@ static uint64_t thread_cpu_ns(uint32_t tid)
 static void add_task(int t, uintptr_t ts, rrec_stack *st, unsigned room)
 {
     const pyabi *a = &sighandler_g.abi;
-    uintptr_t frame = 0;
-    uintptr_t task = asynctask_running(a, ts, &frame);
-    if (!task)
-        return;
+    uintptr_t tasks[ASYNCTASK_CANDIDATES], frames[ASYNCTASK_CANDIDATES];
+    unsigned n = asynctask_running(a, ts, tasks, frames);
     unsigned kept = st->cut ? st->keep_inner : st->nframes;
-    for (unsigned i = 0; i < kept; i++) {
-        if (wall_frames[i] != frame)
-            continue;
-        rframe chain[ASYNCTASK_MAX_FRAMES];
-        asynctask_insert(st, i, chain, asynctask_chain(a, t, task, chain, room - st->nframes));
-        return;
+    for (unsigned i = 0; n && i < kept; i++) {
+        for (unsigned k = 0; k < n; k++) {
+            if (wall_frames[i] != frames[k])
+                continue;
+            rframe chain[ASYNCTASK_MAX_FRAMES];
+            asynctask_insert(st, i, chain,
+                             asynctask_chain(a, t, tasks[k], chain, room - st->nframes));
+            return;
+        }
     }
 }
 

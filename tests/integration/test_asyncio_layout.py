@@ -1,6 +1,7 @@
 """Where the asyncio layout comes from (docs/ASYNCIO.md, "Built so far"): on 3.14+ the
-library finds `.AsyncioDebug` in the object that holds _asyncio, once it is loaded, and
-says so once with PYPROF_VERBOSE; before 3.14 it claims nothing.  What the line says is
+library finds `.AsyncioDebug` in the object that holds _asyncio, once it is loaded; on
+3.7-3.13 its per-version table, checked against the _asyncio module once imported; and
+says so once with PYPROF_VERBOSE.  What the line says is
 held to what the workload computes from Python itself (the module's file,
 _asyncio.Task.__basicsize__, the thread-state word that holds the running task)."""
 
@@ -14,6 +15,8 @@ import pyprof_testlib as t
 WORKLOAD = t.workload("asyncio_layout.py")
 FOUND = re.compile(r"^pyprof: asyncio: layout from \.AsyncioDebug in (\S+) \(task (\d+) "
                    r"bytes, running task at thread state \+(\d+)\)$")
+TABLE = re.compile(r"^pyprof: asyncio: layout from the table for 3\.(\d+) \(task (\d+) "
+                   r"bytes, running tasks from _asyncio\._current_tasks\)$")
 
 
 def asyncio_lines(prof):
@@ -48,7 +51,7 @@ def check_found(prof, report, lines):
 def test_layout_found(interp, tmp_path):
     """asyncio imported after 0.3 s, an event loop for 0.5 s: the layout found once on
     3.14+ (3.14: the _asyncio extension loaded at the import; 3.15: the executable);
-    no asyncio line at all before 3.14."""
+    3.7-3.13: the table line once asyncio is imported; no asyncio line before 3.7."""
     interp.require()
     if interp.minor < (3, 7):   # no asyncio.run: the program alone, nothing claimed
         prof = t.run([interp.path, t.workload("simple.py")], str(tmp_path / "logs"),
@@ -59,7 +62,12 @@ def test_layout_found(interp, tmp_path):
     prof, report = run(interp, tmp_path)
     lines = asyncio_lines(prof)
     if interp.minor < (3, 14):
-        assert lines == [], ("nothing is claimed before 3.14\n" + prof.describe())
+        # The table's row, checked against the module: its Task's size is Python's own.
+        assert len(lines) == 1, ("expected the table line once\n" + prof.describe())
+        m = TABLE.match(lines[0])
+        assert m, ("not the table line: %r\n%s" % (lines[0], prof.describe()))
+        assert int(m.group(1)) == interp.minor[1], (lines, interp)
+        assert int(m.group(2)) == report["task_size"], (lines, report)
         return
     check_found(prof, report, lines)
     if not report["builtin"]:

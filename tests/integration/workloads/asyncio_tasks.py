@@ -3,7 +3,7 @@
 The main task starts `boss`, which awaits a gather of three `orders-N` tasks, an
 `await` of `audit`, a TaskGroup child `report` (3.11+) and a `shield`ed `shielded`
 (3.14+: shield keeps an awaiter link only there); `boss` and a task nobody names (its
-default name) burn CPU too.  Every task burns in small steps of CPU time
+default name) burn CPU too.  (3.7: tasks have no names; every one is "Task".)  Every task burns in small steps of CPU time
 (time.thread_time), each in a chain of coroutines named for it, yielding to the loop
 between steps, and adds what it burnt to its own count.  At exit the JSON file named by
 WORKLOAD_RESULT holds each task's CPU seconds, the main task's name and the expected
@@ -32,6 +32,10 @@ if len(sys.argv) > 1 and sys.argv[1] == "late":
     spin(0.3)
 
 import asyncio  # noqa: E402
+
+# Before 3.14 the library reads the asyncio layout from the _asyncio module once it is
+# imported, at its next round (within 100 ms): the tasks start after that.
+time.sleep(0.3)
 
 
 def named(task, name):
