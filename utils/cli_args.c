@@ -74,6 +74,9 @@ int cli_filter_option(cli_filter *cf, const char *cmd, int opt, const char *arg)
             return cli_oom();
         cf->f.task_globs = cf->tasks;
         return 1;
+    case CLI_OPT_AWAITING:
+        cf->f.awaiting = 1;
+        return 1;
     case CLI_OPT_GIL_WAIT:
         cf->f.gil_wait = 1;
         return 1;
@@ -193,6 +196,8 @@ int cli_start(const cli_command *cmd, int argc, char **argv, void *ctx, cli_args
         if (rc)
             return rc;
     }
+    if (cmd->load_for)
+        load |= cmd->load_for(ctx);
     int nlogs = argc - optind - cmd->nargs;
     int rc = cmd->check ? cmd->check(ctx, nlogs) : cli_no_logs(cmd->name, nlogs);
     if (rc >= 0)

@@ -32,6 +32,7 @@ enum {
     CLI_OPT_ROOT,
     CLI_OPT_GIL_WAIT,
     CLI_OPT_TASK,
+    CLI_OPT_AWAITING,
 };
 /* clang-format off */
 #define CLI_FILTER_OPTIONS                                                                     \
@@ -42,7 +43,8 @@ enum {
     {"to", required_argument, NULL, CLI_OPT_TO},                                               \
     {"span", required_argument, NULL, CLI_OPT_SPAN},                                           \
     {"gil-wait", no_argument, NULL, CLI_OPT_GIL_WAIT},                                         \
-    {"task", required_argument, NULL, CLI_OPT_TASK}
+    {"task", required_argument, NULL, CLI_OPT_TASK},                                           \
+    {"awaiting", no_argument, NULL, CLI_OPT_AWAITING}
 /* clang-format on */
 
 /* The usage lines that describe them, for a command's help text. */
@@ -58,6 +60,8 @@ enum {
     "                   in wall mode)\n"                                                       \
     "  --task GLOB      only the samples of asyncio tasks whose name matches GLOB, and of\n"   \
     "                   the tasks they await (repeatable: any of the globs)\n"                 \
+    "  --awaiting       also the samples of asyncio tasks suspended at an await (wall\n"       \
+    "                   mode, 3.14+), each standing for a period of its waiting\n"             \
     "  --native-glue    in logs with native frames, also show the interpreter's own C\n"       \
     "                   frames between Python frames and the process and thread start\n"       \
     "  --root DIR       in logs with native frames, look for each module's file under DIR\n"   \
@@ -100,6 +104,8 @@ typedef struct cli_command {
     /* Words the command takes before its logs (`trace show TRACE_ID LOG...`): the first
      * `nargs` operands are these, in cli_args.args, not logs. */
     int nargs;
+    /* After the options: profile_new options its own options ask for.  NULL: none. */
+    unsigned (*load_for)(void *ctx);
 } cli_command;
 
 /* What cli_start leaves for the command. */

@@ -432,6 +432,13 @@ static int report_option(void *ctx, int c, const char *arg)
     return 0;
 }
 
+/* --tasks: the suspended tasks' samples too (their awaiting time). */
+static unsigned report_load(void *ctx)
+{
+    const report_opts *o = ctx;
+    return o->tasks ? PROFILE_AWAITING : 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -441,8 +448,8 @@ int cmd_report(int argc, char **argv)
         {"tasks", no_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
-    static const cli_command cmd = {"report", cmd_report_usage, 1,    "",
-                                    options,  report_option,    NULL, 0};
+    static const cli_command cmd = {
+        "report", cmd_report_usage, 1, "", options, report_option, NULL, 0, 0, report_load};
     report_opts o = {0, 20, 0, ALLOCS_BY_ALLOC, 0, 0};
     aggregate_counts agg;
     memset(&agg, 0, sizeof agg);

@@ -16,8 +16,16 @@
 #include "cli_text.h"
 #include "jsonw.h"
 
-/* Functions listed per task row. */
+/* Functions listed per task row, and await sites kept per row. */
 #define ROW_FUNCS 3
+#define ROW_SITES 16
+
+/* Where a suspended task waited: its innermost frame. */
+typedef struct await_site {
+    uint32_t func;
+    int32_t line;
+    uint64_t n;
+} await_site;
 
 /* One row: a folded task name. */
 typedef struct task_row {
@@ -25,13 +33,17 @@ typedef struct task_row {
     uint64_t names; /* distinct task names folded into it */
     uint64_t self, total;
     uint64_t *func_self; /* per function: samples it was innermost while the row ran */
+    uint64_t awaiting;   /* samples of the row's tasks suspended (wall mode, 3.14+) */
+    await_site sites[ROW_SITES];
+    unsigned nsites;
+    uint64_t sites_other; /* awaiting samples at a site past the ROW_SITES kept */
 } task_row;
 
 typedef struct task_rows {
     task_row *rows;
     size_t n;
     uint32_t *row_of_func; /* per function: its row + 1 for a task frame, else 0 */
-    uint64_t with_task;
+    uint64_t with_task, awaiting;
 } task_rows;
 
 static void rows_free(task_rows *t)
@@ -84,6 +96,28 @@ static int rows_make(const profile *p, task_rows *t)
     return 0;
 }
 
+/* One more awaiting sample at frame f of row r. */
+static void count_site(task_row *r, const profile_frame *f)
+{
+    for (unsigned k = 0; k < r->nsites; k++) {
+        if (r->sites[k].func == f->func && r->sites[k].line == f->line) {
+            r->sites[k].n++;
+            return;
+        }
+    }
+    if (r->nsites == ROW_SITES) {
+        r->sites_other++;
+        return;
+    }
+    r->sites[r->nsites++] = (await_site){f->func, f->line, 1};
+}
+
+static int by_count(const void *x, const void *y)
+{
+    const await_site *a = x, *b = y;
+    return a->n != b->n ? (a->n < b->n ? 1 : -1) : 0;
+}
+
 /* Counts every sample into the rows of its stack's tasks. */
 static int rows_count(const profile *p, task_rows *t)
 {
@@ -95,8 +129,16 @@ static int rows_count(const profile *p, task_rows *t)
         int64_t run = tasks_running(p, p->samples[i].stack);
         if (run < 0)
             continue;
-        t->with_task++;
         task_row *self = &t->rows[t->row_of_func[p->frames[run].func] - 1];
+        if (p->samples[i].gil == PYPROF_GIL_AWAIT) {
+            /* A suspended task: where it waits is its innermost frame. */
+            t->awaiting++;
+            self->awaiting++;
+            if (st->nframes)
+                count_site(self, &p->frames[st->first + st->nframes - 1]);
+            continue;
+        }
+        t->with_task++;
         self->self++;
         if (st->nframes)
             self->func_self[p->frames[st->first + st->nframes - 1].func]++;
@@ -117,6 +159,8 @@ static int by_total(const void *x, const void *y)
     const task_row *a = x, *b = y;
     if (a->total != b->total)
         return a->total < b->total ? 1 : -1;
+    if (a->awaiting != b->awaiting)
+        return a->awaiting < b->awaiting ? 1 : -1;
     if (a->self != b->self)
         return a->self < b->self ? 1 : -1;
     return strcmp(a->name, b->name);
@@ -142,27 +186,36 @@ static void row_top_funcs(const profile *p, const task_row *r, int64_t *top)
 
 static void print_text(const profile *p, const task_rows *t, size_t top)
 {
-    printf("pyprof report --tasks: %zu process%s, %zu samples, %" PRIu64
-           " while an asyncio task ran\n",
-           p->nprocs, p->nprocs == 1 ? "" : "es", p->nsamples, t->with_task);
+    printf("pyprof report --tasks: %zu process%s, %" PRIu64 " samples, %" PRIu64
+           " while an asyncio task ran, %" PRIu64 " of tasks awaiting\n",
+           p->nprocs, p->nprocs == 1 ? "" : "es", (uint64_t)p->nsamples - t->awaiting,
+           t->with_task, t->awaiting);
     if (!t->n) {
         printf("\n  no sample has a task frame: no asyncio task ran while sampled, or the\n"
                "  interpreter's asyncio layout was not found (Python 3.7 and later)\n");
         return;
     }
+    uint64_t running = (uint64_t)p->nsamples - t->awaiting;
     printf("\ntasks (names ending in a number folded into one row; self: the task's own\n"
-           "frames ran, total: it or a task it awaited ran; %% of all samples)\n"
-           "   self%%      self  total%%     total  names  task\n");
+           "frames ran, total: it or a task it awaited ran, %% of the samples that are not\n"
+           "awaiting; awaiting: samples of the tasks suspended at an await, wall mode)\n"
+           "   self%%      self  total%%     total  awaiting  names  task\n");
     for (size_t i = 0; i < t->n && i < top; i++) {
         const task_row *r = &t->rows[i];
-        printf("  %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %6" PRIu64 "  %s\n",
-               cli_pct(r->self, p->nsamples), r->self, cli_pct(r->total, p->nsamples), r->total,
-               r->names, r->name);
+        printf("  %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %9" PRIu64 " %6" PRIu64 "  %s\n",
+               cli_pct(r->self, running), r->self, cli_pct(r->total, running), r->total,
+               r->awaiting, r->names, r->name);
         int64_t funcs[ROW_FUNCS];
         row_top_funcs(p, r, funcs);
         for (int k = 0; k < ROW_FUNCS && funcs[k] >= 0; k++) {
             printf("          %5.1f%% of its self  ", cli_pct(r->func_self[funcs[k]], r->self));
             cli_print_func(stdout, &p->funcs[funcs[k]]);
+            printf("\n");
+        }
+        for (unsigned k = 0; k < r->nsites && k < ROW_FUNCS; k++) {
+            printf("          %5.1f%% of its awaiting at line %d of ",
+                   cli_pct(r->sites[k].n, r->awaiting), r->sites[k].line);
+            cli_print_func(stdout, &p->funcs[r->sites[k].func]);
             printf("\n");
         }
     }
@@ -175,8 +228,9 @@ static void print_json(const profile *p, const task_rows *t, size_t top)
     jsonw w;
     jsonw_init(&w, stdout, 0);
     jsonw_begin_object(&w);
-    jsonw_key_u64(&w, "samples", p->nsamples);
+    jsonw_key_u64(&w, "samples", (uint64_t)p->nsamples - t->awaiting);
     jsonw_key_u64(&w, "with_task", t->with_task);
+    jsonw_key_u64(&w, "awaiting", t->awaiting);
     jsonw_key(&w, "tasks");
     jsonw_begin_array(&w);
     for (size_t i = 0; i < t->n && i < top; i++) {
@@ -187,6 +241,17 @@ static void print_json(const profile *p, const task_rows *t, size_t top)
         jsonw_key_u64(&w, "names", r->names);
         jsonw_key_u64(&w, "self", r->self);
         jsonw_key_u64(&w, "total", r->total);
+        jsonw_key_u64(&w, "awaiting", r->awaiting);
+        jsonw_key(&w, "await_sites");
+        jsonw_begin_array(&w);
+        for (unsigned k = 0; k < r->nsites; k++) {
+            jsonw_begin_object(&w);
+            cli_json_func(&w, &p->funcs[r->sites[k].func]);
+            jsonw_key_i64(&w, "at_line", r->sites[k].line);
+            jsonw_key_u64(&w, "samples", r->sites[k].n);
+            jsonw_end_object(&w);
+        }
+        jsonw_end_array(&w);
         jsonw_key(&w, "functions");
         jsonw_begin_array(&w);
         int64_t funcs[ROW_FUNCS];
@@ -213,6 +278,8 @@ int report_tasks(const profile *p, const report_opts *o, int json)
         return cli_oom();
     }
     qsort(t.rows, t.n, sizeof *t.rows, by_total);
+    for (size_t i = 0; i < t.n; i++)
+        qsort(t.rows[i].sites, t.rows[i].nsites, sizeof t.rows[i].sites[0], by_count);
     size_t top = json && !o->top_given ? t.n : o->top;
     if (json)
         print_json(p, &t, top);

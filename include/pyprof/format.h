@@ -359,6 +359,11 @@ enum pyprof_gil {
                               * known (a 2.7 or 3.6 whose libpython has no symbol table
                               * to find its GIL in) */
     PYPROF_GIL_STATES = 5,
+    /* Not a state of the GIL: the sample stands for an asyncio task suspended at an
+     * `await` (wall mode, 3.14+), on the thread whose event loop it belongs to; its stack
+     * is the task's coroutines and task frames alone (docs/FORMAT.md, "asyncio task
+     * frames").  Readers keep these apart from the thread's own time. */
+    PYPROF_GIL_AWAIT = 6,
 };
 
 /* SNAPSHOT thread flags */

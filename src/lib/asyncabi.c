@@ -358,6 +358,8 @@ static void publish(const asyncabi_words *w)
             .gen_frame = -1,
             .ts_running_loop = (int64_t)w->running_loop,
             .ts_running_task = (int64_t)w->running_task,
+            .ts_tasks_head = (int64_t)w->tstate_tasks_head,
+            .task_node = (int64_t)w->task_node,
             .task_size = (int64_t)w->task_size,
             .task_coro = (int64_t)w->task_coro,
             .task_name = (int64_t)w->task_name,

@@ -201,12 +201,19 @@ static unsigned coro_chain(uintptr_t task, uintptr_t type, uintptr_t *chain)
     return n;
 }
 
-unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap)
+/* The coroutines' type, learned from a running task whose coroutine's frame was on its
+ * thread's stack (asynctask_chain's caller checked it): the wall pass reads suspended
+ * tasks' coroutines only once it is known. */
+static _Atomic uintptr_t coro_type;
+
+/* The chain of `task` into out (room for cap): with `own`, its own coroutines first (a
+ * suspended task), then its task frame, then each awaiter's coroutines and task frame.
+ * Returns the frames of the whole tasks written. */
+static unsigned chain_of(const pyabi *a, int t, uintptr_t task, uintptr_t type, int own,
+                         rframe *out, unsigned cap)
 {
-    if (cap > ASYNCTASK_MAX_FRAMES)
-        cap = ASYNCTASK_MAX_FRAMES;
-    /* A failed read ends the chain, not the sample: this guard nests in the caller's,
-     * which is given back on either path. */
+    /* A failed read ends the chain, not the sample: this guard nests in the caller's
+     * (if any), which is given back on either path. */
     void **outer = safe_guard_tls;
     volatile unsigned whole = 0;
     safe_jmpbuf jb;
@@ -215,11 +222,17 @@ unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, uns
         safe_guard_tls = outer;
         return whole;
     }
-    uintptr_t type = 0;
-    if (L.task_awaited_by >= 0)
-        type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
     uintptr_t chain[ASYNCTASK_MAX_COROS];
     unsigned n = 0;
+    if (own) {
+        unsigned nc = coro_chain(task, type, chain);
+        if (!nc || nc + 1 > cap) {
+            safe_guard_tls = outer;
+            return 0;
+        }
+        while (nc)
+            out[n++] = coro_frame(a, t, chain[--nc]);
+    }
     for (unsigned k = 0; n < cap; k++) {
         uintptr_t name = L.task_name >= 0 ? safe_ptr(task + (uintptr_t)L.task_name) : 0;
         out[n++] = (rframe){codeid_of_task(a, t, task, name), -1};
@@ -236,6 +249,68 @@ unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, uns
     }
     safe_guard_tls = outer;
     return whole;
+}
+
+unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap)
+{
+    if (cap > ASYNCTASK_MAX_FRAMES)
+        cap = ASYNCTASK_MAX_FRAMES;
+    uintptr_t type = 0;
+    if (L.task_awaited_by >= 0) {
+        /* The caller found this coroutine's frame on its thread's stack: a coroutine. */
+        type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
+        if (!atomic_load_explicit(&coro_type, memory_order_relaxed))
+            atomic_store_explicit(&coro_type, type, memory_order_relaxed);
+    }
+    return chain_of(a, t, task, type, 0, out, cap);
+}
+
+unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
+                           unsigned *stride, unsigned *listed)
+{
+    *stride = 1;
+    *listed = 0;
+    if (!atomic_load_explicit(&ready, memory_order_acquire) || L.current_tasks ||
+        !atomic_load_explicit(&coro_type, memory_order_relaxed) || !cap ||
+        !safe_ptr(ts + (uintptr_t)L.ts_running_loop))
+        return 0;
+    uintptr_t running = safe_ptr(ts + (uintptr_t)L.ts_running_task);
+    uintptr_t head = ts + (uintptr_t)L.ts_tasks_head;
+    /* Twice along the list: to count, then to take every stride-th.  The thread keeps
+     * running and links and unlinks its tasks meanwhile: each node's `prev` must lead
+     * back to the node before it, else the list is mid-update and the pass gets none. */
+    unsigned total = 0;
+    for (int round = 0; round < 2; round++) {
+        unsigned i = 0, n = 0, start = round ? pass % *stride : 0;
+        uintptr_t prev = head;
+        for (uintptr_t node = safe_ptr(head); node != head; node = safe_ptr(node)) {
+            if (i >= ASYNCTASK_LIST_MAX || safe_ptr(node + 8) != prev)
+                return 0;
+            uintptr_t task = node - (uintptr_t)L.task_node;
+            if (task != running) {
+                if (round && i % *stride == start && n < cap && is_task(task))
+                    tasks[n++] = task;
+                i++;
+            }
+            prev = node;
+        }
+        if (!round) {
+            total = i;
+            *listed = total;
+            *stride = total > cap ? (total + cap - 1) / cap : 1;
+        } else {
+            return n;
+        }
+    }
+    return 0;
+}
+
+unsigned asynctask_suspended(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap)
+{
+    if (cap > ASYNCTASK_MAX_FRAMES)
+        cap = ASYNCTASK_MAX_FRAMES;
+    uintptr_t type = atomic_load_explicit(&coro_type, memory_order_relaxed);
+    return type ? chain_of(a, t, task, type, 1, out, cap) : 0;
 }
 
 void asynctask_insert(rrec_stack *st, unsigned after, const rframe *f, unsigned n)

@@ -23,6 +23,12 @@
  *                                   its own (a failed read keeps what was whole)
  *   asynctask_insert(st, after, f, n)  [sigsafe, pure] puts n frames into stack st
  *                                   after its frame `after`
+ *   asynctask_waiting(ts, tasks, cap, pass, &stride, &listed)  [sigsafe, guarded] the tasks of
+ *                                   thread state ts's list (3.14+) that are not running,
+ *                                   every stride-th of them when there are more than cap
+ *   asynctask_suspended(a, t, task, out, cap)  [sigsafe] a suspended task's frames:
+ *                                   its coroutines down to the innermost `await`, then
+ *                                   its task frame and its awaiters', innermost first
  */
 #ifndef PYPROF_ASYNCTASK_H
 #define PYPROF_ASYNCTASK_H
@@ -36,6 +42,10 @@
 #define ASYNCTASK_MAX_FRAMES 64u
 /* Running tasks looked at per sample (3.7-3.13: one per event loop running). */
 #define ASYNCTASK_CANDIDATES 4u
+/* Suspended tasks sampled per thread and wall-clock pass, at most, and tasks a thread's
+ * list is followed for. */
+#define ASYNCTASK_WAITING_MAX 32u
+#define ASYNCTASK_LIST_MAX 65536u
 /* Awaiting tasks followed at most, and coroutines per awaiting task. */
 #define ASYNCTASK_MAX_AWAITERS 16u
 #define ASYNCTASK_MAX_COROS 32u
@@ -46,10 +56,10 @@ typedef struct asynctask_layout {
     uintptr_t current_tasks, task_type;
     int dict_layout; /* the dict's: enum pyabi_dict_layout */
     /* _PyThreadStateImpl (3.14+) */
-    int64_t ts_running_loop, ts_running_task;
+    int64_t ts_running_loop, ts_running_task, ts_tasks_head;
     /* TaskObj */
     int64_t task_size, task_coro, task_name, task_awaited_by, task_is_task,
-        task_awaited_by_is_set;
+        task_awaited_by_is_set, task_node;
     /* the coroutine object and its frame: embedded at gen_iframe (3.11+), or a pointer to
      * a heap frame at gen_frame (3.7-3.10; gen_iframe -1) */
     int64_t gen_iframe, gen_frame, gen_frame_state, fr_stackpointer;
@@ -74,6 +84,22 @@ unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintp
  * the frames filled: a chain that could not be read further (a failed read, no room)
  * ends at the last whole task. */
 unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap);
+
+/* [sigsafe] Inside the caller's guarded region (the wall-clock pass, on another thread):
+ * the tasks on thread state ts's list of tasks (3.14+: every pending asyncio.Task of
+ * the thread), but its running one, into tasks[] (room for cap): all of them while
+ * they are at most cap, else every *stride-th, starting at pass % *stride.  0 when the
+ * thread runs no event loop, before 3.14, before the running coroutines' type is known
+ * (a first running task seen by the handler), or when the list was met mid-update.
+ * *listed: the tasks on the list (the cost of the look, in nodes followed twice). */
+unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
+                           unsigned *stride, unsigned *listed);
+
+/* [sigsafe] The frames of suspended task `task`, innermost first, into out (room for cap,
+ * at most ASYNCTASK_MAX_FRAMES): its coroutines from the innermost `await` out, its task
+ * frame, then its awaiters' as asynctask_chain gives them; code ids from generation t.
+ * Under a guard of its own; 0 when the task's coroutine could not be read. */
+unsigned asynctask_suspended(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap);
 
 /* [sigsafe] Inserts the n frames f into st's frames after frame index `after` (which
  * must be one of the frames kept before any cut); the caller checked the room. */

@@ -74,7 +74,8 @@ uint32_t sampleout_commit_sample(rrec_sample *r, uint32_t tid, uint32_t repeat, 
     r->repeat_wait = wait < repeat - r->repeat_held ? wait : repeat - r->repeat_held;
     r->gil = gil;
     /* The others were asked while it ran C code without the GIL. */
-    r->repeat_gil = gil == PYPROF_GIL_UNKNOWN    ? PYPROF_GIL_UNKNOWN
+    r->repeat_gil = gil == PYPROF_GIL_AWAIT      ? PYPROF_GIL_AWAIT
+                    : gil == PYPROF_GIL_UNKNOWN  ? PYPROF_GIL_UNKNOWN
                     : gil == PYPROF_GIL_NOT_HELD ? PYPROF_GIL_NOT_HELD
                                                  : PYPROF_GIL_OTHER;
     return sampleout_commit(&r->head, tid);

@@ -9,7 +9,8 @@
  * that sets it, every pointer into the interpreter read through safe_read.h inside a
  * guarded region.  What it calls:
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
- *   asynctask_running, _chain, _insert           the running asyncio task (sigsafe)
+ *   asynctask_running, _chain, _insert           the running asyncio task (sigsafe), and
+ *   asynctask_waiting, _suspended                the suspended ones (wall mode, 3.14+)
  *   threadtimer_ask, threadtimer_take_asked_tid, threadtimer_take_ended_asked
  *                                                atomics on threadtimer's slot table
  *   gilstate_watch, gilstate_waiters             atomics on gilstate's table
@@ -149,6 +150,51 @@ static void add_task(int t, uintptr_t ts, rrec_stack *st, unsigned room)
             return;
         }
     }
+}
+
+/* Tasks' list nodes followed per pass, on average, at most: with more tasks than that,
+ * the suspended tasks are looked at every few passes only, each sample standing for
+ * those passes too. */
+#define WAITING_NODES_PER_PASS 1000u
+#define WAITING_EVERY_MAX 100u
+
+/* The asyncio tasks suspended in thread state `ts`'s event loop (3.14+; OS thread
+ * `tid`), one sample each (every stride-th of them standing for `stride`, when there are
+ * more than ASYNCTASK_WAITING_MAX), each also standing for the `every` passes since the
+ * last look, in the AWAIT state: their coroutines down to the innermost `await` and the
+ * task frames of them and their awaiters.  Adds the tasks listed to *listed; returns the
+ * samples taken. */
+static unsigned sample_waiting(int t, uintptr_t ts, uint32_t tid, unsigned pass, unsigned every,
+                               unsigned *listed)
+{
+    static uintptr_t tasks[ASYNCTASK_WAITING_MAX];
+    sighandler_state *g = &sighandler_g;
+    unsigned n = 0, stride = 1, taken = 0, here = 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        n = asynctask_waiting(ts, tasks, ASYNCTASK_WAITING_MAX, pass, &stride, &here);
+        SAFE_GUARD_END();
+    }
+    *listed += here;
+    for (unsigned i = 0; i < n; i++) {
+        rrec_sample *r = sampleout_reserve(RREC_SAMPLE, ASYNCTASK_MAX_FRAMES, 0);
+        if (!r) {
+            sampleout_drop_n(PYPROF_DROP_RING_FULL, (uint64_t)(n - i) * stride * every);
+            break;
+        }
+        rrec_stack *st = rrec_stack_of(&r->head);
+        unsigned nf = asynctask_suspended(&g->abi, t, tasks[i], rrec_frames(st),
+                                          ASYNCTASK_MAX_FRAMES);
+        if (!nf) {
+            ring_cancel(&g->samples, r);
+            continue;
+        }
+        st->nframes = (uint16_t)nf;
+        st->keep_inner = (uint16_t)nf;
+        sampleout_commit_sample(r, tid, stride * every - 1, 0, PYPROF_GIL_AWAIT);
+        taken++;
+    }
+    return taken;
 }
 
 /* What one try at a thread's stack came to. */
@@ -489,6 +535,19 @@ unsigned wall_sample_threads(int timed)
             sampleout_cost(depth, clock_mono_ns() - t0);
             taken++;
         }
+    }
+    /* The suspended asyncio tasks, every `every` passes (more often than that, the walk
+     * of long task lists would cost more than the rest of the pass). */
+    static unsigned pass, every = 1;
+    if (++pass % every == 0) {
+        unsigned tasks = 0;
+        for (unsigned i = 0; i < n; i++)
+            sample_waiting(t, ts_of[i], tid_of[i], pass / every, every, &tasks);
+        every = tasks > WAITING_NODES_PER_PASS
+                    ? (tasks + WAITING_NODES_PER_PASS - 1) / WAITING_NODES_PER_PASS
+                    : 1;
+        if (every > WAITING_EVERY_MAX)
+            every = WAITING_EVERY_MAX;
     }
     codetable_leave(t);
     atomic_store(&busy, 0);

@@ -714,7 +714,8 @@ static void take_sample(const rrec_sample *s, size_t room)
     uint8_t nflags = st->native_flags;
     uint32_t nsid = W.native ? native_stack_id(st, room, &nflags) : 0;
     int64_t t_us = file_us(st->t_ns);
-    uint64_t cpu_us = W.cfg.period_ns / 1000;
+    /* A suspended asyncio task's sample stands for a period of its awaiting, no CPU. */
+    uint64_t cpu_us = s->gil == PYPROF_GIL_AWAIT ? 0 : W.cfg.period_ns / 1000;
     /* A record that stands for more samples (wall mode: passes that found its thread
      * running before its timer fired) is that many samples of its stack, at its time. */
     for (uint64_t k = 0; k <= s->repeat; k++) {

@@ -184,7 +184,7 @@ static int dec_stack(logdec *d, rec_in *in, pyprof_stack_rec *s)
     s->gil = PYPROF_GIL_UNKNOWN;
     if (rc == 0 && in->p < in->end) {
         uint64_t gil = rec_get_uvarint(in);
-        if (!in->bad && gil < PYPROF_GIL_STATES)
+        if (!in->bad && (gil < PYPROF_GIL_STATES || gil == PYPROF_GIL_AWAIT))
             s->gil = gil;
     }
     return rc;

@@ -543,6 +543,11 @@ static int on_sample(profile *p, load_maps *m, uint32_t proc, const pyprof_sampl
     uint32_t gil = idmap_get(&m->stack_gil, s->stack_id);
     if (gil == IDMAP_EMPTY)
         gil = PYPROF_GIL_UNKNOWN;
+    if (gil == PYPROF_GIL_AWAIT) {
+        p->procs[proc].awaiting++;
+        if (!(p->options & PROFILE_AWAITING) && !p->filter.awaiting)
+            return 0; /* a suspended task's: not the thread's time */
+    }
     if (p->filter.gil_wait && gil != PYPROF_GIL_WAIT)
         return 0;
     uint32_t st = idmap_get(&m->stack, s->stack_id);

@@ -84,6 +84,8 @@ typedef struct profile_filter {
     const char *const *task_globs; /* --task: keep the samples with a task frame whose
                                     * name matches one of these (fnmatch) */
     size_t ntask_globs;
+    int awaiting; /* --awaiting: keep the samples of suspended asyncio tasks too
+                   * (as PROFILE_AWAITING) */
 } profile_filter;
 
 /* A module (shared object or executable) of a process with native frames, for mapping
@@ -161,6 +163,7 @@ typedef struct profile_process {
      * sampled), ALLOC and FREE records read, allocations kept, frees that matched no
      * allocation of the loaded logs.  The footer's allocation section is in `footer`. */
     uint64_t alloc_interval, allocs_read, frees_read, allocs, frees_unmatched;
+    uint64_t awaiting; /* samples of suspended asyncio tasks read (kept or not) */
 } profile_process;
 
 typedef struct profile_thread {
@@ -268,6 +271,9 @@ typedef struct profile_alloc {
 #define PROFILE_KEEP_CORRUPT 1u /* keep a corrupted log's records instead of failing */
 #define PROFILE_NATIVE_GLUE 2u  /* keep the interpreter's and process start's native
                                  * frames in merged stacks (nativemerge.h) */
+#define PROFILE_AWAITING 4u     /* keep the samples of suspended asyncio tasks
+                                 * (PYPROF_GIL_AWAIT: wall mode, 3.14+); without it they
+                                 * are only counted (profile_process.awaiting) */
 /* clang-format on */
 
 typedef struct profile_index profile_index; /* the loader's hash tables, private */

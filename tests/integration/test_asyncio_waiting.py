@@ -1,0 +1,100 @@
+"""Suspended asyncio tasks in wall mode (docs/ASYNCIO.md): on 3.14+ each wall-clock pass
+also samples every task of a thread's event loop that is suspended at an await, one
+sample each standing for a period of its waiting, in the AWAIT state: the task's
+coroutines down to the innermost await, its task frame and its awaiters'.  Those
+samples are kept apart: a report shows them only with --awaiting (or report --tasks).
+
+workloads/asyncio_waiting.py keeps four `sleeper-N` tasks in asyncio.sleep, a `locker`
+waiting for a held Lock and a `reader` on an empty Queue for about 1.2 s, all gathered
+by the main task, which ticks every 20 ms.  Checked: each waiting task has one awaiting
+sample per pass of the loop's life (the loop thread's own wall samples under
+run_forever count the passes), within 15 %; each one's innermost frames are its await
+(asyncio's sleep, Lock.acquire, Queue.get under the workload's coroutines) and its
+awaiter is the main task; the default views leave them out.  In cpu mode, and before
+3.14 (no task list to read), there are none."""
+
+import re
+
+import pytest
+
+import pyprof_testlib as t
+
+WORKLOAD = t.workload("asyncio_waiting.py")
+TASK = re.compile(r"^<task (.*)>$")
+DEFAULT = re.compile(r"^Task-\d+$")
+ASYNCIO = [i for i in t.INTERPRETERS if i.minor >= (3, 8)]   # Task.set_name
+# Each waiting task's coroutines, outermost first: its own, then asyncio's down to the
+# innermost await (`async with` enters Lock.acquire through the mixin's __aenter__).
+WAITS = {"sleeper": ["sleeper_outer", "sleeper_inner", "sleep"],
+         "locker": ["locker_inner", "_ContextManagerMixin.__aenter__", "Lock.acquire"],
+         "reader": ["reader_inner", "Queue.get"]}
+
+
+def run(interp, tmp_path, clock):
+    prof, base = t.run_pair([interp.path, WORKLOAD], tmp_path,
+                            env={"PYPROF_PERIOD": "10ms", "PYPROF_CLOCK": clock})
+    t.assert_transparent(prof, base)
+    p = t.one_log(prof, ended="exit")
+    log = prof.logs[0]
+    stacks = t.folded(*(t.root_opts(prof) + ["--awaiting", log]))
+    return p, log, stacks
+
+
+def awaiting_of(stacks):
+    """The awaiting samples' stacks (no loop frames: they start at a task frame)."""
+    return [(frames, n) for frames, n in stacks if frames and TASK.match(frames[0][0])]
+
+
+@pytest.mark.parametrize("interp", t.params(ASYNCIO))
+def test_waiting_tasks(interp, tmp_path):
+    interp.require()
+    p, log, stacks = run(interp, tmp_path, "wall")
+    waiting = awaiting_of(stacks)
+    if interp.minor < (3, 14):
+        assert waiting == [], p.dump()
+        return
+    where = p.dump()
+    passes = sum(n for frames, n in stacks
+                 if any(name == "BaseEventLoop.run_forever" for name, _ in frames))
+    assert passes >= 60, (passes, where)
+    count = {}
+    for frames, n in waiting:
+        names = [name for name, _ in frames]
+        tasks = [(i, TASK.match(x).group(1)) for i, x in enumerate(names) if TASK.match(x)]
+        i, task = tasks[-1]
+        kind = re.sub(r"-\d+$", "", task)
+        if kind not in WAITS:
+            continue   # the main task, in its own sleep
+        # Awaited by the main task (the gather), whose coroutines sit between.
+        assert len(tasks) == 2 and DEFAULT.match(tasks[0][1]), (names, where)
+        assert names[0] == "<task %s>" % tasks[0][1] and "main" in names[1:i], names
+        if names[i + 1:] == WAITS[kind]:
+            count.setdefault(task, [0, 0])[0] += n
+        count.setdefault(task, [0, 0])[1] += n
+    want = ["sleeper-%d" % k for k in (1, 2, 3, 4)] + ["locker", "reader"]
+    assert sorted(count) == sorted(want), (count, where)
+    for task in want:
+        at_await, total = count[task]
+        # Each pass of the loop's life sampled it once; the first may find it not
+        # started yet (its coroutine at its first line).
+        assert 0.85 * passes <= total <= 1.05 * passes, (task, total, passes, where)
+        assert at_await >= total - 3, (task, count[task], where)
+    # Kept apart: the default report has the loop thread's samples alone.
+    plain = t.report(log)
+    awaited = sum(n for _, n in waiting)
+    with_them = t.report("--awaiting", log)
+    assert with_them["samples"] == plain["samples"] + awaited, (plain["samples"], awaited)
+    rep = t.tool_json("report", "--tasks", "--json", log)
+    rows = {r["task"]: r for r in rep["tasks"]}
+    assert rows["sleeper-*"]["awaiting"] == sum(count["sleeper-%d" % k][1]
+                                                for k in (1, 2, 3, 4)), rows
+    site = rows["locker"]["await_sites"][0]
+    assert site["name"] == "Lock.acquire", rows["locker"]
+
+
+@pytest.mark.parametrize("interp", t.params(t.SIDS))
+def test_waiting_tasks_cpu(interp, tmp_path):
+    """cpu mode: no wall pass, no awaiting sample."""
+    interp.require()
+    p, log, stacks = run(interp, tmp_path, "cpu")
+    assert awaiting_of(stacks) == [], p.dump()

@@ -1,0 +1,67 @@
+"""asyncio tasks that wait, for the wall-mode samples of suspended tasks.
+
+The main task starts four `sleeper-N` tasks (each awaits asyncio.sleep through two
+coroutines of its own), a `locker` waiting for a Lock the main task holds and a
+`reader` waiting on an empty Queue, then awaits them all through a gather while it
+ticks: every 20 ms it wakes, burns a little CPU and sleeps again, for about 1.2 s of
+wall time; then it releases the lock, fills the queue and cancels the sleepers.  Every
+waiting task stays suspended at the same await the whole time.  Prints nothing.
+"""
+
+import asyncio
+import time
+
+time.sleep(0.3)   # the layout is read before the tasks start (3.14+: at the import)
+
+
+async def sleeper_inner():
+    await asyncio.sleep(3600)   # SLEEP-AWAIT
+
+
+async def sleeper_outer():
+    await sleeper_inner()
+
+
+async def locker_inner(lock):
+    async with lock:   # LOCK-AWAIT
+        pass
+
+
+async def reader_inner(queue):
+    return await queue.get()   # QUEUE-AWAIT
+
+
+def burn(sec):
+    end = time.thread_time() + sec
+    while time.thread_time() < end:
+        pass
+
+
+async def ticker():
+    end = time.monotonic() + 1.2
+    while time.monotonic() < end:
+        burn(0.002)
+        await asyncio.sleep(0.02)
+
+
+async def main():
+    lock = asyncio.Lock()
+    await lock.acquire()
+    queue = asyncio.Queue()
+    sleepers = [asyncio.ensure_future(sleeper_outer()) for _ in range(4)]
+    for n, task in enumerate(sleepers, 1):
+        task.set_name("sleeper-%d" % n)
+    locker = asyncio.ensure_future(locker_inner(lock))
+    locker.set_name("locker")
+    reader = asyncio.ensure_future(reader_inner(queue))
+    reader.set_name("reader")
+    waiting = asyncio.gather(*sleepers, locker, reader, return_exceptions=True)
+    await ticker()
+    lock.release()
+    queue.put_nowait(1)
+    for task in sleepers:
+        task.cancel()
+    await waiting
+
+
+asyncio.run(main())
