@@ -23,7 +23,7 @@
 #include "livelog.h"
 
 const char cmd_dump_usage[] =
-    "usage: pyprof dump [--json] PID\n"
+    "usage: pyprof dump [--json] [--tasks] PID\n"
     "\n"
     "Prints the Python stack of every thread of the profiled process PID as it is now,\n"
     "innermost frame first, with each thread's id, name, state (running, sleeping, disk\n"
@@ -32,7 +32,9 @@ const char cmd_dump_usage[] =
     "must run under the library with its control socket on (docs/CONTROL.md) and not be\n"
     "paused.\n"
     "\n"
-    "A thread whose stack changed while it was read shows its innermost frame only.\n"
+    "A thread whose stack changed while it was read shows its innermost frame only.  A\n"
+    "thread running an asyncio task shows the task as a frame, <task NAME>, then the\n"
+    "tasks awaiting it (3.14 and later; 3.7 and later: the task alone).\n"
     "\n"
     "options:\n"
     "  --json           print one JSON object: pid, argv, python, snapshot, log, threads\n"
@@ -40,6 +42,10 @@ const char cmd_dump_usage[] =
     "                   frames; a frame is function, name, qualname, file, line, or a\n"
     "                   marker: \"cut\" with the count of frames left out, or\n"
     "                   \"unreadable\")\n"
+    "  --tasks          also every asyncio task suspended at an await (3.14 and later),\n"
+    "                   after the threads: its thread, and its coroutines down to the\n"
+    "                   await, then its task frame and its awaiters' (--json: \"tasks\",\n"
+    "                   each with tid and frames)\n"
     "  -h, --help       show this text\n"
     "\n"
     "Exit status: 0 ok, 1 when PID has no control socket, refuses the request (paused) or\n"
@@ -47,7 +53,8 @@ const char cmd_dump_usage[] =
     "\n"
     "EXAMPLES\n"
     "  pyprof dump 4242\n"
-    "  pyprof dump --json 4242 | jq '.threads[].frames[0]'\n";
+    "  pyprof dump --json 4242 | jq '.threads[].frames[0]'\n"
+    "  pyprof dump --tasks 4242     # where every asyncio task waits\n";
 
 /* How long the log may stay without the snapshot before we give up: the library
  * flushes it before it replies, so it is normally there at once. */
@@ -55,7 +62,7 @@ const char cmd_dump_usage[] =
 
 typedef struct dump_ctx {
     pid_t pid;
-    int json;
+    int json, tasks;
     uint64_t snapshot_id;
     const char *path;
     const pyprof_header *hdr;
@@ -108,6 +115,10 @@ static void print_frame_text(const dump_ctx *d, const pyprof_frame *f)
         return;
     }
     put_clean(stdout, livelog_code_name(c));
+    if (c->task) {
+        putchar('\n');
+        return;
+    }
     fputs(" (", stdout);
     put_clean(stdout, c->filename);
     if (f->line >= 0)
@@ -144,10 +155,15 @@ static void print_text(const dump_ctx *d, const pyprof_snapshot_rec *s)
     free(ver);
     putchar('\n');
 
+    uint64_t ntasks = 0;
     for (uint64_t i = 0; i < s->nthreads; i++) {
         const pyprof_snap_thread *t = &s->threads[i];
         const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
         char sb[8];
+        if (t->flags & PYPROF_SNAP_F_TASK) {
+            ntasks++;
+            continue;
+        }
         putchar('\n');
         if (th)
             printf("Thread %" PRIu64, th->tid);
@@ -171,6 +187,32 @@ static void print_text(const dump_ctx *d, const pyprof_snapshot_rec *s)
             continue;
         }
         for (uint64_t k = st->nframes; k-- > 0;)
+            print_frame_text(d, &st->frames[k]);
+    }
+    if (!d->tasks)
+        return;
+    printf("\n%" PRIu64 " asyncio task%s suspended at an await\n", ntasks,
+           ntasks == 1 ? "" : "s");
+    for (uint64_t i = 0; i < s->nthreads; i++) {
+        const pyprof_snap_thread *t = &s->threads[i];
+        if (!(t->flags & PYPROF_SNAP_F_TASK))
+            continue;
+        const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
+        const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id) : NULL;
+        /* Named by its own task frame, the innermost one. */
+        const livelog_code *task = NULL;
+        for (uint64_t k = st ? st->nframes : 0; k-- > 0 && !task;) {
+            const livelog_code *c = livelog_get_code(&d->log, st->frames[k].code_id);
+            if (c && c->task)
+                task = c;
+        }
+        putchar('\n');
+        put_clean(stdout, task ? task->name : "<task ?>");
+        if (th)
+            printf(" in thread %" PRIu64 ":\n", th->tid);
+        else
+            printf(" in thread #%" PRIu64 ":\n", t->thread_idx);
+        for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
             print_frame_text(d, &st->frames[k]);
     }
 }
@@ -230,6 +272,8 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
         const pyprof_snap_thread *t = &s->threads[i];
         const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
         char sb[8];
+        if (t->flags & PYPROF_SNAP_F_TASK)
+            continue;
         jsonw_break(&w, 2);
         jsonw_begin_object(&w);
         jsonw_key(&w, "tid");
@@ -258,6 +302,33 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
     }
     jsonw_break(&w, 0);
     jsonw_end_array(&w);
+    if (d->tasks) {
+        jsonw_key(&w, "tasks");
+        jsonw_begin_array(&w);
+        for (uint64_t i = 0; i < s->nthreads; i++) {
+            const pyprof_snap_thread *t = &s->threads[i];
+            if (!(t->flags & PYPROF_SNAP_F_TASK))
+                continue;
+            const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
+            const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id)
+                                                  : NULL;
+            jsonw_break(&w, 2);
+            jsonw_begin_object(&w);
+            jsonw_key(&w, "tid");
+            if (th)
+                jsonw_u64(&w, th->tid);
+            else
+                jsonw_null(&w);
+            jsonw_key(&w, "frames");
+            jsonw_begin_array(&w);
+            for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
+                print_frame_json(&w, d, &st->frames[k]);
+            jsonw_end_array(&w);
+            jsonw_end_object(&w);
+        }
+        jsonw_break(&w, 0);
+        jsonw_end_array(&w);
+    }
     jsonw_end_object(&w);
     jsonw_finish(&w);
 }
@@ -323,6 +394,8 @@ int cmd_dump(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--json"))
             d.json = 1;
+        else if (!strcmp(argv[i], "--tasks"))
+            d.tasks = 1;
         else if (argv[i][0] == '-' && argv[i][1])
             return cli_usage_error("dump", "unrecognized option '%s'", argv[i]);
         else if (pid_arg)

@@ -3,6 +3,7 @@
  */
 #include "livelog.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +60,17 @@ static int add_code(livelog *l, const pyprof_code_rec *c)
     int is_new;
     livelog_code *co = slot(&l->code_map, (void **)&l->codes, &l->ncodes, &l->ccodes,
                             sizeof *co, c->code_id, &is_new);
+    int task = (c->flags & PYPROF_CODE_F_TASK) != 0;
     char *name = dup_str(c->name), *qual = dup_str(c->qualname), *file = dup_str(c->filename);
+    if (task && name) {
+        /* Named as the reader names a task frame (profile.c). */
+        size_t len = strlen(name) + sizeof "<task >";
+        char *t = malloc(len);
+        if (t)
+            snprintf(t, len, "<task %s>", name);
+        free(name);
+        name = t;
+    }
     if (!co || !name || !qual || !file) {
         free(name);
         free(qual);
@@ -74,6 +85,7 @@ static int add_code(livelog *l, const pyprof_code_rec *c)
     co->name = name;
     co->qualname = qual;
     co->filename = file;
+    co->task = task;
     return 0;
 }
 

@@ -28,6 +28,7 @@ typedef struct livelog_code {
     uint64_t code_id;
     int64_t first_line;
     char *name, *qualname, *filename; /* qualname "" where the version has none */
+    int task; /* an asyncio task's frame (PYPROF_CODE_F_TASK): name is "<task NAME>" */
 } livelog_code;
 
 typedef struct livelog_stack {

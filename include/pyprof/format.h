@@ -371,6 +371,9 @@ enum pyprof_gil {
 #define PYPROF_SNAP_F_GIL 1u     /* the thread held the GIL */
 #define PYPROF_SNAP_F_CHANGED 2u /* the stack changed while it was read: only its innermost
                                   * frame is known (under the unreadable marker) */
+#define PYPROF_SNAP_F_TASK 8u /* not a thread: an asyncio task suspended at an await in
+                              * the thread's event loop (3.14+), its stack the task's
+                              * coroutines and task frames (docs/FORMAT.md) */
 #define PYPROF_SNAP_F_GIL_WAIT 4u /* the thread waited to take the GIL (a snapshot
                                    * taken while a wall-clock window is open) */
 /* clang-format on */

@@ -360,6 +360,7 @@ static void publish(const asyncabi_words *w)
             .ts_running_task = (int64_t)w->running_task,
             .ts_tasks_head = (int64_t)w->tstate_tasks_head,
             .task_node = (int64_t)w->task_node,
+            .coro_type = (uintptr_t)pyabi_dlsym_python("PyCoro_Type"),
             .task_size = (int64_t)w->task_size,
             .task_coro = (int64_t)w->task_coro,
             .task_name = (int64_t)w->task_name,

@@ -251,6 +251,12 @@ static unsigned chain_of(const pyabi *a, int t, uintptr_t task, uintptr_t type, 
     return whole;
 }
 
+/* The coroutines' type: the interpreter's own, else the one learned. */
+static uintptr_t coroutine_type(void)
+{
+    return L.coro_type ? L.coro_type : atomic_load_explicit(&coro_type, memory_order_relaxed);
+}
+
 unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap)
 {
     if (cap > ASYNCTASK_MAX_FRAMES)
@@ -271,8 +277,7 @@ unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigne
     *stride = 1;
     *listed = 0;
     if (!atomic_load_explicit(&ready, memory_order_acquire) || L.current_tasks ||
-        !atomic_load_explicit(&coro_type, memory_order_relaxed) || !cap ||
-        !safe_ptr(ts + (uintptr_t)L.ts_running_loop))
+        !coroutine_type() || !cap || !safe_ptr(ts + (uintptr_t)L.ts_running_loop))
         return 0;
     uintptr_t running = safe_ptr(ts + (uintptr_t)L.ts_running_task);
     uintptr_t head = ts + (uintptr_t)L.ts_tasks_head;
@@ -309,7 +314,7 @@ unsigned asynctask_suspended(const pyabi *a, int t, uintptr_t task, rframe *out,
 {
     if (cap > ASYNCTASK_MAX_FRAMES)
         cap = ASYNCTASK_MAX_FRAMES;
-    uintptr_t type = atomic_load_explicit(&coro_type, memory_order_relaxed);
+    uintptr_t type = coroutine_type();
     return type ? chain_of(a, t, task, type, 1, out, cap) : 0;
 }
 

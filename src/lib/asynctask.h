@@ -63,6 +63,7 @@ typedef struct asynctask_layout {
     /* the coroutine object and its frame: embedded at gen_iframe (3.11+), or a pointer to
      * a heap frame at gen_frame (3.7-3.10; gen_iframe -1) */
     int64_t gen_iframe, gen_frame, gen_frame_state, fr_stackpointer;
+    uintptr_t coro_type;     /* &PyCoro_Type (0: learned from a running task) */
     int8_t state_yield_from; /* gi_frame_state while suspended at an `await` */
     uint8_t awaited_slot;    /* the awaited object is stackpointer[-awaited_slot] */
 } asynctask_layout;

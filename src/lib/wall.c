@@ -261,8 +261,8 @@ static int try_other(int t, uintptr_t ts, uint32_t tid, uintptr_t pth, uint32_t 
         SAFE_GUARD_END();
         return TRY_NONE;
     }
-    /* A sample (not a snapshot) has room for the thread's asyncio task chain too. */
-    unsigned extra = kind == RREC_SAMPLE ? ASYNCTASK_MAX_FRAMES : 0;
+    /* Room for the thread's asyncio task chain too. */
+    unsigned extra = ASYNCTASK_MAX_FRAMES;
     r = sampleout_reserve(kind, max_depth + extra, 0);
     if (!r) {
         SAFE_GUARD_END();
@@ -607,6 +607,41 @@ static uintptr_t gil_holder_now(const pyabi *a)
 }
 #pragma GCC diagnostic pop
 
+/* Tasks a snapshot takes per thread, at most. */
+#define SNAP_TASKS_MAX 1024u
+
+/* A snapshot's entries for the asyncio tasks suspended in thread state `ts`'s loop
+ * (3.14+), each flagged PYPROF_SNAP_F_TASK with its task's frames.  Returns how many. */
+static unsigned snap_waiting(int t, uintptr_t ts, uint32_t tid, uint32_t snapshot_id)
+{
+    static uintptr_t tasks[SNAP_TASKS_MAX];
+    sighandler_state *g = &sighandler_g;
+    unsigned n = 0, stride = 1, listed = 0, taken = 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        n = asynctask_waiting(ts, tasks, SNAP_TASKS_MAX, 0, &stride, &listed);
+        SAFE_GUARD_END();
+    }
+    for (unsigned i = 0; i < n; i++) {
+        rrec_snap *r = sampleout_reserve(RREC_SNAP, ASYNCTASK_MAX_FRAMES, 0);
+        if (!r)
+            break;
+        unsigned nf = asynctask_suspended(&g->abi, t, tasks[i], rrec_frames(&r->stack),
+                                          ASYNCTASK_MAX_FRAMES);
+        if (!nf) {
+            ring_cancel(&g->samples, r);
+            continue;
+        }
+        r->stack.nframes = (uint16_t)nf;
+        r->stack.keep_inner = (uint16_t)nf;
+        r->snap_id = snapshot_id;
+        r->flags = PYPROF_SNAP_F_TASK;
+        sampleout_commit(&r->head, tid);
+        taken++;
+    }
+    return taken;
+}
+
 int wall_snapshot(uint32_t snapshot_id)
 {
     sighandler_state *g = &sighandler_g;
@@ -655,13 +690,16 @@ int wall_snapshot(uint32_t snapshot_id)
         r->os_state = state;
         sampleout_commit(&r->head, tid_of[i]);
     }
+    unsigned entries = n;
+    for (unsigned i = 0; i < n; i++)
+        entries += snap_waiting(t, ts_of[i], tid_of[i], snapshot_id);
     codetable_leave(t);
     rrec_snap_end *end = ring_reserve(&g->samples, sizeof *end);
     if (end) {
         memset(end, 0, sizeof *end);
         end->head.kind = RREC_SNAP_END;
         end->snap_id = snapshot_id;
-        end->nthreads = n;
+        end->nthreads = entries;
         end->t_ns = sampleout_now_ns();
         ring_commit(&g->samples, end);
     }

@@ -625,6 +625,8 @@ static int on_snapshot(profile *p, load_maps *m, uint32_t proc, const pyprof_sna
     out->nthreads = 0;
     for (uint64_t i = 0; i < s->nthreads; i++) {
         const pyprof_snap_thread *st = &s->threads[i];
+        if (st->flags & PYPROF_SNAP_F_TASK)
+            continue; /* an asyncio task's, read by `pyprof dump --tasks` only */
         uint32_t th = thread_of(p, m, proc, st->thread_idx);
         if (th == IDMAP_EMPTY)
             return -1;

@@ -11,13 +11,17 @@ sample per pass of the loop's life (the loop thread's own wall samples under
 run_forever count the passes), within 15 %; each one's innermost frames are its await
 (asyncio's sleep, Lock.acquire, Queue.get under the workload's coroutines) and its
 awaiter is the main task; the default views leave them out.  In cpu mode, and before
-3.14 (no task list to read), there are none."""
+3.14 (no task list to read), there are none.  `pyprof dump --tasks` lists the same
+tasks, each at its await, at one moment."""
 
+import json
 import re
+import time
 
 import pytest
 
 import pyprof_testlib as t
+import test_json_schema
 
 WORKLOAD = t.workload("asyncio_waiting.py")
 TASK = re.compile(r"^<task (.*)>$")
@@ -98,3 +102,49 @@ def test_waiting_tasks_cpu(interp, tmp_path):
     interp.require()
     p, log, stacks = run(interp, tmp_path, "cpu")
     assert awaiting_of(stacks) == [], p.dump()
+
+
+def dump_tasks(pid):
+    """`pyprof dump --tasks --json PID` once its seven waiting tasks (the main one among
+    them) are all there: the workload starts them 0.3 s in; tries at most 100 dumps."""
+    res = doc = None
+    for _ in range(100):
+        res = t.tool("dump", "--tasks", "--json", pid, timeout=60)
+        if res.returncode == 0:   # else not started yet: no control socket
+            doc = json.loads(res.stdout)
+            if len(doc.get("tasks", [])) >= 7:
+                return doc
+        time.sleep(0.1)
+    raise AssertionError("the tasks never all showed in a dump: %r %r" % (res.stderr, doc))
+
+
+@pytest.mark.parametrize("interp", t.params(t.SIDS))
+def test_dump_tasks(interp, tmp_path):
+    """`pyprof dump --tasks`: every suspended task now, its thread and frames down to
+    its await, read by the library without stopping a thread; without --tasks the
+    dump lists threads only."""
+    interp.require()
+    run = t.start([interp.path, WORKLOAD], str(tmp_path / "logs"),
+                  env={"WORKLOAD_SECONDS": "30"})
+    try:
+        doc = dump_tasks(run.proc.pid)
+        test_json_schema.check("dump", doc, "dump --tasks --json")
+        tids = {th["tid"] for th in doc["threads"]}
+        seen = {}
+        for task in doc["tasks"]:
+            assert task["tid"] in tids, (task, doc["threads"])
+            names = [f.get("function") for f in task["frames"]]   # innermost first
+            mine = [n for n in names if n and TASK.match(n)]
+            seen[TASK.match(mine[0]).group(1)] = names
+        for name, waits in (("sleeper-1", WAITS["sleeper"]), ("locker", WAITS["locker"]),
+                            ("reader", WAITS["reader"])):
+            names = seen[name]
+            k = names.index("<task %s>" % name)
+            assert names[:k] == list(reversed(waits)), (name, names)
+            assert names[-1] and DEFAULT.match(TASK.match(names[-1]).group(1)), names
+        assert len(seen) == 7, seen
+        plain = json.loads(t.tool("dump", "--json", run.proc.pid, timeout=60).stdout)
+        assert "tasks" not in plain and len(plain["threads"]) == len(doc["threads"]), plain
+    finally:
+        run.proc.kill()
+        run.wait()
