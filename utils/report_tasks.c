@@ -24,7 +24,7 @@
 typedef struct await_site {
     uint32_t func;
     int32_t line;
-    uint64_t n;
+    uint64_t us; /* the waiting its samples stand for */
 } await_site;
 
 /* One row: a folded task name. */
@@ -32,8 +32,9 @@ typedef struct task_row {
     char *name;
     uint64_t names; /* distinct task names folded into it */
     uint64_t self, total;
-    uint64_t *func_self; /* per function: samples it was innermost while the row ran */
-    uint64_t awaiting;   /* samples of the row's tasks suspended (wall mode, 3.14+) */
+    uint64_t *func_self;  /* per function: samples it was innermost while the row ran */
+    uint64_t awaiting;    /* samples of the row's tasks suspended (wall mode, 3.14+) */
+    uint64_t awaiting_us; /* the waiting they stand for (their cpu_us) */
     await_site sites[ROW_SITES];
     unsigned nsites;
     uint64_t sites_other; /* awaiting samples at a site past the ROW_SITES kept */
@@ -43,7 +44,7 @@ typedef struct task_rows {
     task_row *rows;
     size_t n;
     uint32_t *row_of_func; /* per function: its row + 1 for a task frame, else 0 */
-    uint64_t with_task, awaiting;
+    uint64_t with_task, awaiting, awaiting_us;
 } task_rows;
 
 static void rows_free(task_rows *t)
@@ -96,26 +97,26 @@ static int rows_make(const profile *p, task_rows *t)
     return 0;
 }
 
-/* One more awaiting sample at frame f of row r. */
-static void count_site(task_row *r, const profile_frame *f)
+/* An awaiting sample standing for `us` of waiting at frame f of row r. */
+static void count_site(task_row *r, const profile_frame *f, uint64_t us)
 {
     for (unsigned k = 0; k < r->nsites; k++) {
         if (r->sites[k].func == f->func && r->sites[k].line == f->line) {
-            r->sites[k].n++;
+            r->sites[k].us += us;
             return;
         }
     }
     if (r->nsites == ROW_SITES) {
-        r->sites_other++;
+        r->sites_other += us;
         return;
     }
-    r->sites[r->nsites++] = (await_site){f->func, f->line, 1};
+    r->sites[r->nsites++] = (await_site){f->func, f->line, us};
 }
 
 static int by_count(const void *x, const void *y)
 {
     const await_site *a = x, *b = y;
-    return a->n != b->n ? (a->n < b->n ? 1 : -1) : 0;
+    return a->us != b->us ? (a->us < b->us ? 1 : -1) : 0;
 }
 
 /* Counts every sample into the rows of its stack's tasks. */
@@ -132,10 +133,13 @@ static int rows_count(const profile *p, task_rows *t)
         task_row *self = &t->rows[t->row_of_func[p->frames[run].func] - 1];
         if (p->samples[i].gil == PYPROF_GIL_AWAIT) {
             /* A suspended task: where it waits is its innermost frame. */
+            uint64_t us = p->samples[i].cpu_us;
             t->awaiting++;
+            t->awaiting_us += us;
             self->awaiting++;
+            self->awaiting_us += us;
             if (st->nframes)
-                count_site(self, &p->frames[st->first + st->nframes - 1]);
+                count_site(self, &p->frames[st->first + st->nframes - 1], us);
             continue;
         }
         t->with_task++;
@@ -159,8 +163,8 @@ static int by_total(const void *x, const void *y)
     const task_row *a = x, *b = y;
     if (a->total != b->total)
         return a->total < b->total ? 1 : -1;
-    if (a->awaiting != b->awaiting)
-        return a->awaiting < b->awaiting ? 1 : -1;
+    if (a->awaiting_us != b->awaiting_us)
+        return a->awaiting_us < b->awaiting_us ? 1 : -1;
     if (a->self != b->self)
         return a->self < b->self ? 1 : -1;
     return strcmp(a->name, b->name);
@@ -187,9 +191,9 @@ static void row_top_funcs(const profile *p, const task_row *r, int64_t *top)
 static void print_text(const profile *p, const task_rows *t, size_t top)
 {
     printf("pyprof report --tasks: %zu process%s, %" PRIu64 " samples, %" PRIu64
-           " while an asyncio task ran, %" PRIu64 " of tasks awaiting\n",
+           " while an asyncio task ran; tasks awaiting %.2f s in all\n",
            p->nprocs, p->nprocs == 1 ? "" : "es", (uint64_t)p->nsamples - t->awaiting,
-           t->with_task, t->awaiting);
+           t->with_task, t->awaiting_us / 1e6);
     if (!t->n) {
         printf("\n  no sample has a task frame: no asyncio task ran while sampled, or the\n"
                "  interpreter's asyncio layout was not found (Python 3.7 and later)\n");
@@ -198,13 +202,14 @@ static void print_text(const profile *p, const task_rows *t, size_t top)
     uint64_t running = (uint64_t)p->nsamples - t->awaiting;
     printf("\ntasks (names ending in a number folded into one row; self: the task's own\n"
            "frames ran, total: it or a task it awaited ran, %% of the samples that are not\n"
-           "awaiting; awaiting: samples of the tasks suspended at an await, wall mode)\n"
+           "awaiting; awaiting: seconds its tasks were suspended at an await, summed, wall\n"
+           "mode, 3.14+)\n"
            "   self%%      self  total%%     total  awaiting  names  task\n");
     for (size_t i = 0; i < t->n && i < top; i++) {
         const task_row *r = &t->rows[i];
-        printf("  %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %9" PRIu64 " %6" PRIu64 "  %s\n",
+        printf("  %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %8.2fs %6" PRIu64 "  %s\n",
                cli_pct(r->self, running), r->self, cli_pct(r->total, running), r->total,
-               r->awaiting, r->names, r->name);
+               r->awaiting_us / 1e6, r->names, r->name);
         int64_t funcs[ROW_FUNCS];
         row_top_funcs(p, r, funcs);
         for (int k = 0; k < ROW_FUNCS && funcs[k] >= 0; k++) {
@@ -214,7 +219,7 @@ static void print_text(const profile *p, const task_rows *t, size_t top)
         }
         for (unsigned k = 0; k < r->nsites && k < ROW_FUNCS; k++) {
             printf("          %5.1f%% of its awaiting at line %d of ",
-                   cli_pct(r->sites[k].n, r->awaiting), r->sites[k].line);
+                   cli_pct(r->sites[k].us, r->awaiting_us), r->sites[k].line);
             cli_print_func(stdout, &p->funcs[r->sites[k].func]);
             printf("\n");
         }
@@ -231,6 +236,7 @@ static void print_json(const profile *p, const task_rows *t, size_t top)
     jsonw_key_u64(&w, "samples", (uint64_t)p->nsamples - t->awaiting);
     jsonw_key_u64(&w, "with_task", t->with_task);
     jsonw_key_u64(&w, "awaiting", t->awaiting);
+    jsonw_key_double(&w, "awaiting_s", t->awaiting_us / 1e6, 6);
     jsonw_key(&w, "tasks");
     jsonw_begin_array(&w);
     for (size_t i = 0; i < t->n && i < top; i++) {
@@ -242,13 +248,14 @@ static void print_json(const profile *p, const task_rows *t, size_t top)
         jsonw_key_u64(&w, "self", r->self);
         jsonw_key_u64(&w, "total", r->total);
         jsonw_key_u64(&w, "awaiting", r->awaiting);
+        jsonw_key_double(&w, "awaiting_s", r->awaiting_us / 1e6, 6);
         jsonw_key(&w, "await_sites");
         jsonw_begin_array(&w);
         for (unsigned k = 0; k < r->nsites; k++) {
             jsonw_begin_object(&w);
             cli_json_func(&w, &p->funcs[r->sites[k].func]);
             jsonw_key_i64(&w, "at_line", r->sites[k].line);
-            jsonw_key_u64(&w, "samples", r->sites[k].n);
+            jsonw_key_double(&w, "seconds", r->sites[k].us / 1e6, 6);
             jsonw_end_object(&w);
         }
         jsonw_end_array(&w);

@@ -692,6 +692,25 @@ static int stack_ids(const rrec_stack *st, uint8_t gil, uint32_t *tidx, uint32_t
     return *sid || !b.n ? 0 : -1;
 }
 
+/* One sample into the current BATCH, or a SAMPLE record of its own when it does not fit
+ * one. */
+static void put_sample(int64_t t_us, uint32_t tidx, uint32_t sid, uint64_t cpu_us,
+                       uint32_t nsid, uint8_t nflags)
+{
+    if (batch_sample(t_us, tidx, sid, cpu_us, nsid, nflags) < 0) {
+        uint8_t buf[64];
+        rec_out o;
+        rec_out_init(&o, buf, sizeof buf);
+        logenc_put_sample(&o, t_us - W.last_t_us, tidx, sid, cpu_us);
+        if (W.native)
+            logenc_put_sample_native(&o, nsid, nflags);
+        emit(PYPROF_REC_SAMPLE, &o);
+        batch_start(t_us); /* the next batch counts from this record */
+    }
+    W.last_t_us = t_us;
+    W.samples++;
+}
+
 /* One SAMPLE record (its stack `room` bytes to the record's end), with what it needs
  * announced first. */
 static void take_sample(const rrec_sample *s, size_t room)
@@ -700,6 +719,14 @@ static void take_sample(const rrec_sample *s, size_t room)
     uint32_t tidx, sid;
     if (stack_ids(st, s->gil, &tidx, &sid) < 0 || !sid)
         return;
+    int64_t t_us = file_us(st->t_ns);
+    uint64_t cpu_us = W.cfg.period_ns / 1000;
+    if (s->gil == PYPROF_GIL_AWAIT) {
+        /* A suspended asyncio task's: one sample whose cpu_us is the waiting it stands
+         * for (its repeats: the tasks and passes it stands for), not that many. */
+        put_sample(t_us, tidx, sid, cpu_us * ((uint64_t)s->repeat + 1), 0, 0);
+        return;
+    }
     /* Its repeats in their GIL states (the asking passes'): held, waiting, the rest. */
     uint32_t sid_held = sid, sid_wait = sid, sid_rest = sid;
     if (s->repeat && s->gil != PYPROF_GIL_UNKNOWN) {
@@ -713,9 +740,6 @@ static void take_sample(const rrec_sample *s, size_t room)
     }
     uint8_t nflags = st->native_flags;
     uint32_t nsid = W.native ? native_stack_id(st, room, &nflags) : 0;
-    int64_t t_us = file_us(st->t_ns);
-    /* A suspended asyncio task's sample stands for a period of its awaiting, no CPU. */
-    uint64_t cpu_us = s->gil == PYPROF_GIL_AWAIT ? 0 : W.cfg.period_ns / 1000;
     /* A record that stands for more samples (wall mode: passes that found its thread
      * running before its timer fired) is that many samples of its stack, at its time. */
     for (uint64_t k = 0; k <= s->repeat; k++) {
@@ -723,18 +747,7 @@ static void take_sample(const rrec_sample *s, size_t room)
                       : k <= s->repeat_held                  ? sid_held
                       : k <= s->repeat_held + s->repeat_wait ? sid_wait
                                                              : sid_rest;
-        if (batch_sample(t_us, tidx, id, cpu_us, nsid, nflags) < 0) {
-            uint8_t buf[64];
-            rec_out o;
-            rec_out_init(&o, buf, sizeof buf);
-            logenc_put_sample(&o, t_us - W.last_t_us, tidx, id, cpu_us);
-            if (W.native)
-                logenc_put_sample_native(&o, nsid, nflags);
-            emit(PYPROF_REC_SAMPLE, &o);
-            batch_start(t_us); /* the next batch counts from this record */
-        }
-        W.last_t_us = t_us;
-        W.samples++;
+        put_sample(t_us, tidx, id, cpu_us, nsid, nflags);
     }
 }
 

@@ -89,11 +89,41 @@ def test_waiting_tasks(interp, tmp_path):
     with_them = t.report("--awaiting", log)
     assert with_them["samples"] == plain["samples"] + awaited, (plain["samples"], awaited)
     rep = t.tool_json("report", "--tasks", "--json", log)
+    test_json_schema.check("report tasks", rep, "report --tasks --json")
     rows = {r["task"]: r for r in rep["tasks"]}
     assert rows["sleeper-*"]["awaiting"] == sum(count["sleeper-%d" % k][1]
                                                 for k in (1, 2, 3, 4)), rows
+    # Few tasks: each sample stands for one period of waiting.
+    period = p.proc["period_ns"] / 1e9
+    assert abs(rows["sleeper-*"]["awaiting_s"] - rows["sleeper-*"]["awaiting"] * period) \
+        < 1e-3, rows["sleeper-*"]
     site = rows["locker"]["await_sites"][0]
     assert site["name"] == "Lock.acquire", rows["locker"]
+
+
+@pytest.mark.parametrize("interp", t.params(t.SIDS))
+def test_many_waiting_tasks(interp, tmp_path):
+    """300 more idle tasks: more than the 32 a pass samples per thread, so every k-th is
+    sampled, each sample standing for k periods of waiting: the waiting of the 300,
+    summed, is still 300 times the loop's life, within 15 %."""
+    interp.require()
+    prof, base = t.run_pair([interp.path, WORKLOAD], tmp_path,
+                            env={"PYPROF_PERIOD": "10ms", "PYPROF_CLOCK": "wall",
+                                 "WORKLOAD_MANY": "300"})
+    t.assert_transparent(prof, base)
+    p = t.one_log(prof, ended="exit")
+    log = prof.logs[0]
+    stacks = t.folded(*(t.root_opts(prof) + [log]))
+    passes = sum(n for frames, n in stacks
+                 if any(name == "BaseEventLoop.run_forever" for name, _ in frames))
+    rep = t.tool_json("report", "--tasks", "--json", log)
+    rows = {r["task"]: r for r in rep["tasks"]}
+    many = rows["many-*"]
+    want = 300 * passes * p.proc["period_ns"] / 1e9
+    assert many["names"] == 300 and 0.85 * want <= many["awaiting_s"] <= 1.15 * want, (
+        many["names"], many["awaiting_s"], want, passes)
+    # Far fewer samples than periods of waiting: at most 32 a pass for the thread.
+    assert many["awaiting"] <= 32 * passes * 1.1, (many["awaiting"], passes)
 
 
 @pytest.mark.parametrize("interp", t.params(t.SIDS))

@@ -4,7 +4,7 @@ The main task starts four `sleeper-N` tasks (each awaits asyncio.sleep through t
 coroutines of its own), a `locker` waiting for a Lock the main task holds and a
 `reader` waiting on an empty Queue, then awaits them all through a gather while it
 ticks: every 20 ms it wakes, burns a little CPU and sleeps again, for about 1.2 s of
-wall time; then it releases the lock, fills the queue and cancels the sleepers.  Every
+wall time (WORKLOAD_SECONDS), with WORKLOAD_MANY more idle `many-N` tasks; then it releases the lock, fills the queue and cancels the sleepers.  Every
 waiting task stays suspended at the same await the whole time.  Prints nothing.
 """
 
@@ -56,6 +56,12 @@ async def main():
     locker.set_name("locker")
     reader = asyncio.ensure_future(reader_inner(queue))
     reader.set_name("reader")
+    # WORKLOAD_MANY more idle tasks, `many-N`: more than the library samples in a pass.
+    many = [asyncio.ensure_future(sleeper_outer())
+            for _ in range(int(os.environ.get("WORKLOAD_MANY", "0")))]
+    for n, task in enumerate(many, 1):
+        task.set_name("many-%d" % n)
+    sleepers += many
     waiting = asyncio.gather(*sleepers, locker, reader, return_exceptions=True)
     await ticker()
     lock.release()
