@@ -5,6 +5,8 @@
  *   sample_type   [samples/count, cpu/nanoseconds] (wall/nanoseconds for wall-clock logs)
  *   sample        one per (thread, stack, GIL state): location ids from the innermost
  *                 frame out, values [samples, nanoseconds], labels pid and tid (numbers),
+ *                 task and task_state (an asyncio task's samples: its name, running or
+ *                 awaiting),
  *                 thread (the thread's name, when it has one) and, in wall-clock logs,
  *                 gil ("held", "wait", "other" or "not_held": `go tool pprof
  *                 -tagfocus=gil=wait` keeps the GIL waits)
@@ -40,6 +42,7 @@
 
 #include "common/fnv.h"
 #include "common/growarray.h"
+#include "read/tasks.h"
 #include "read/allocs.h"
 #include "read/idmap.h"
 #include "cli_fmt.h"
@@ -185,6 +188,8 @@ typedef struct pprof_out {
     pb loc, line;           /* scratch for a Location, built in the middle of a Sample */
     uint32_t *func_mapping; /* function -> mapping id, 0: none (Python functions) */
     char note[256];         /* --memory=peak: the comment (the table keeps no copy) */
+    char **task_label;      /* per function: a task frame's task name, made when first
+                             * needed (the table keeps no copy) */
 } pprof_out;
 
 static int cmp_thread_stack(const void *a, const void *b, void *arg)
@@ -258,6 +263,23 @@ static void add_stack(pprof_out *w, const profile_stack *st)
         pb_msg(&w->sub, 1, &w->sub2);
 }
 
+/* The task name of task frame function f, kept for the string table; NULL when f is
+ * none (or out of memory). */
+static const char *task_label(pprof_out *w, uint32_t f)
+{
+    const char *name;
+    size_t len;
+    if (!tasks_name(&w->p->funcs[f], &name, &len))
+        return NULL;
+    if (!w->task_label && !(w->task_label = calloc(w->p->nfuncs, sizeof *w->task_label))) {
+        w->msg.oom = 1;
+        return NULL;
+    }
+    if (!w->task_label[f] && !(w->task_label[f] = strndup(name, len)))
+        w->msg.oom = 1;
+    return w->task_label[f];
+}
+
 /* One Sample: a stack of one thread, n samples standing for ns nanoseconds. */
 static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64_t ns)
 {
@@ -273,6 +295,13 @@ static void add_sample(pprof_out *w, const profile_sample *s, uint64_t n, uint64
         label(w, "thread", t->name, 0);
     if (s->gil < PYPROF_GIL_STATES && gil_label[s->gil])
         label(w, "gil", gil_label[s->gil], 0);
+    /* The asyncio task it ran (or, --awaiting, the task suspended). */
+    int64_t run = tasks_running(p, s->stack);
+    const char *task = run >= 0 ? task_label(w, p->frames[run].func) : NULL;
+    if (task) {
+        label(w, "task", task, 0);
+        label(w, "task_state", s->gil == PYPROF_GIL_AWAIT ? "awaiting" : "running", 0);
+    }
     pb_msg(&w->msg, 2, &w->sub);
 }
 
@@ -500,5 +529,8 @@ cleanup:
     strtab_free(&w.strings);
     idmap_free(&w.locs.ids);
     free(w.func_mapping);
+    for (size_t f = 0; w.task_label && f < w.p->nfuncs; f++)
+        free(w.task_label[f]);
+    free(w.task_label);
     return rc < 0 ? export_oom() : 0;
 }

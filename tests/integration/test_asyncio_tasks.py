@@ -10,13 +10,15 @@ writes each one's expected awaiter chain.  Checked against the samples: every st
 task frames are the chain the workload expects for its innermost task, with the right
 coroutines between them; each task's share of the burning samples is its share of the
 CPU burnt (wall mode: of the wall-clock time its steps took), within 5 points (about 470 samples at 2 ms); `report --tasks` and `--task`
-agree with the stacks; in wall mode too, where a thread found keeping still (not
+agree with the stacks, and go tool pprof reads each sample's task label; in wall mode too, where a thread found keeping still (not
 scheduled: the machine is busy) is read by the wall-clock pass from outside, the same
 task frames included.  3.7's tasks have no name: there every burning sample must have a
 task frame, named "Task"."""
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -140,7 +142,7 @@ def check_unnamed(p, stacks):
         burning, untasked, p.dump())
 
 
-def check_views(p, prof_log, stacks):
+def check_views(p, prof_log, stacks, tmp_dir):
     """report --tasks and --task agree with the stacks."""
     rep = t.tool_json("report", "--tasks", "--json", prof_log)
     test_json_schema.check("report tasks", rep, "report --tasks --json")
@@ -152,6 +154,20 @@ def check_views(p, prof_log, stacks):
     assert orders["self"] == want_self, (orders, want_self)
     assert rep["with_task"] == sum(n for frames, n in stacks if tasks_of(frames)), rep
     test_json_schema.check("report", t.report(prof_log), "report --json")
+    # pprof: each sample's task as a label go tool pprof reads.
+    out = str(tmp_dir / "tasks.pb.gz")
+    res = t.tool("export", "-f", "pprof", "-o", out, prof_log)
+    assert res.returncode == 0, res.stderr
+    env = dict(os.environ, PPROF_TMPDIR=str(tmp_dir), HOME=str(tmp_dir))
+    tags = subprocess.run(["go", "tool", "pprof", "-tags", "-sample_index=samples", out],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                          universal_newlines=True, timeout=t.TIMEOUT)
+    assert tags.returncode == 0, tags.stderr
+    for n in (1, 2, 3):
+        want = sum(k for frames, k in stacks
+                   if tasks_of(frames) and tasks_of(frames)[-1][1] == "orders-%d" % n)
+        assert re.search(r"^\s*%d(\.0)? \(.*%%\): orders-%d\s*$" % (want, n), tags.stdout,
+                         re.M), (want, tags.stdout)
     kept = t.report("--task", "orders-*", prof_log)
     want = sum(n for frames, n in stacks
                if any(name.startswith("orders-") for _, name in tasks_of(frames)))
@@ -165,7 +181,7 @@ def test_task_frames(interp, tmp_path):
     p, measured, stacks = run(interp, tmp_path)
     check_tasks(interp, p, measured, stacks)
     if interp.minor >= (3, 8):
-        check_views(p, p.run.logs[0], stacks)
+        check_views(p, p.run.logs[0], stacks, tmp_path)
 
 
 @pytest.mark.parametrize("interp", t.params(ASYNCIO))
