@@ -24,7 +24,7 @@ WORKLOAD_NAMES = ["cpu", "threads", "wall1", "wall8", "wall64", "fork", "deep30"
                   "native", "native_deep10", "native_deep50", "thread_per_request",
                   "thread_create", "thread_create_c", "cpu-debian"]
 PART_NAMES = ["accuracy", "throughput", "steady_state", "whole_cost", "spans", "versions",
-              "alloc"]
+              "alloc", "asyncio"]
 
 # The per-version section: interpreters by version (anything else given is a path), and
 # the workloads it runs on each.

@@ -52,6 +52,9 @@ What it measures, in one run (stdlib only; memray and yappi where installed):
 * spans (spans.py): the cost of one span start+stop of the pyprof package (with, start/stop,
   a decorated call, the C functions alone) with the library recording, with it loaded
   but paused, and without it (the no-op), on the main interpreter and Debian's python3.11;
+* asyncio (asyncio_server.py, Debian sid's 3.14): an asyncio server's CPU while it
+  serves, with 100 and 10,000 tasks waiting, without the library, in cpu mode and in
+  wall mode at 100 Hz and 1 kHz (the pass over the waiting tasks);
 * side by side: `python -m cProfile` on the same interpreter, and Debian's python3-yappi
   (CPU clock) with /usr/bin/python3.11, where present;
 * per version (--versions, default 3.13 and 3.14): the overhead and handler figures of
@@ -114,8 +117,8 @@ import calibrate  # noqa: E402
 from common import (DEBIAN_PY, DEFAULT_VERSIONS, PART_NAMES, VERSION_PYTHONS,  # noqa: E402
                     WORKLOAD_NAMES, log)
 from machine import default_python, interp_version, launcher_cpu, version_pythons  # noqa: E402
-from parts import (accuracy, alloc, correction, overhead, spans, steady_state,  # noqa: E402
-                   threads, throughput, versions, whole_cost)
+from parts import (accuracy, alloc, asyncio_tasks, correction, overhead, spans,  # noqa: E402
+                   steady_state, threads, throughput, versions, whole_cost)
 from report import print_head, print_summary  # noqa: E402
 from results import new_results, write_results  # noqa: E402
 from runner import Runner, guarded  # noqa: E402
@@ -158,6 +161,7 @@ PARTS = [
     Part("throughput", wanted("throughput"), throughput.run, None, None),
     Part("whole_cost", wanted("whole_cost"), whole_cost.run, None, None),
     Part("spans", wanted("spans"), spans.run, None, None),
+    Part("asyncio", wanted("asyncio"), asyncio_tasks.run, None, None),
     Part("steady_state", wanted("steady_state"), steady_state.run, steady_state.analyse,
          None),
     Part("clock read", wanted("cpu", "deep30"), correction.run, None, None),
@@ -176,6 +180,7 @@ TABLES = [
     Table("versions", None, versions.show),
     Table("thread_per_request", None, threads.show_per_request),
     Table("spans", None, spans.show),
+    Table("asyncio", None, asyncio_tasks.show),
     Table("thread_create", None, threads.show_create),
     Table("steady_state", steady_state.add_checks, steady_state.show),
     Table("whole_cost", None, whole_cost.show),

@@ -152,11 +152,11 @@ static void add_task(int t, uintptr_t ts, rrec_stack *st, unsigned room)
     }
 }
 
-/* Tasks' list nodes followed per pass, on average, at most: with more tasks than that,
- * the suspended tasks are looked at every few passes only, each sample standing for
- * those passes too. */
-#define WAITING_NODES_PER_PASS 1000u
-#define WAITING_EVERY_MAX 100u
+/* Tasks' list nodes followed per second, on average, at most (twice per task and look):
+ * with more tasks than that allows at the pass's rate, the suspended tasks are looked
+ * at every few passes only, each sample standing for those passes too. */
+#define WAITING_NODES_PER_S 200000u
+#define WAITING_EVERY_MAX 1000u
 
 /* The asyncio tasks suspended in thread state `ts`'s event loop (3.14+; OS thread
  * `tid`), one sample each (every stride-th of them standing for `stride`, when there are
@@ -543,11 +543,10 @@ unsigned wall_sample_threads(int timed)
         unsigned tasks = 0;
         for (unsigned i = 0; i < n; i++)
             sample_waiting(t, ts_of[i], tid_of[i], pass / every, every, &tasks);
-        every = tasks > WAITING_NODES_PER_PASS
-                    ? (tasks + WAITING_NODES_PER_PASS - 1) / WAITING_NODES_PER_PASS
-                    : 1;
-        if (every > WAITING_EVERY_MAX)
-            every = WAITING_EVERY_MAX;
+        uint64_t period = g->period_ns ? g->period_ns : 1;
+        uint64_t per_s = 2ull * tasks * (1000000000ull / period + 1);
+        uint64_t want = (per_s + WAITING_NODES_PER_S - 1) / WAITING_NODES_PER_S;
+        every = want < 1 ? 1 : want > WAITING_EVERY_MAX ? WAITING_EVERY_MAX : (unsigned)want;
     }
     codetable_leave(t);
     atomic_store(&busy, 0);
