@@ -251,6 +251,27 @@ static void print_frame_json(jsonw *w, const dump_ctx *d, const pyprof_frame *f)
 }
 
 /* docs/JSON.md, "dump", describes every key. */
+/* An entry's "tid" (null when its thread is not in the log). */
+static void json_tid(jsonw *w, const livelog_thread *th)
+{
+    jsonw_key(w, "tid");
+    if (th)
+        jsonw_u64(w, th->tid);
+    else
+        jsonw_null(w);
+}
+
+/* An entry's "frames", innermost first. */
+static void json_frames(jsonw *w, const dump_ctx *d, const pyprof_snap_thread *t)
+{
+    jsonw_key(w, "frames");
+    jsonw_begin_array(w);
+    const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id) : NULL;
+    for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
+        print_frame_json(w, d, &st->frames[k]);
+    jsonw_end_array(w);
+}
+
 static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
 {
     jsonw w;
@@ -276,11 +297,7 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
             continue;
         jsonw_break(&w, 2);
         jsonw_begin_object(&w);
-        jsonw_key(&w, "tid");
-        if (th)
-            jsonw_u64(&w, th->tid);
-        else
-            jsonw_null(&w);
+        json_tid(&w, th);
         jsonw_key_string(&w, "name", th ? th->name : "");
         jsonw_key_string(&w, "state", state_word(t->os_state, sb, sizeof sb));
         char os[2] = {(char)(t->os_state >= 0x20 && t->os_state < 0x7f ? t->os_state : 0), 0};
@@ -292,12 +309,7 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
         jsonw_key_bool(&w, "gil", (t->flags & PYPROF_SNAP_F_GIL) != 0);
         jsonw_key_bool(&w, "gil_wait", (t->flags & PYPROF_SNAP_F_GIL_WAIT) != 0);
         jsonw_key_bool(&w, "changed", (t->flags & PYPROF_SNAP_F_CHANGED) != 0);
-        jsonw_key(&w, "frames");
-        jsonw_begin_array(&w);
-        const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id) : NULL;
-        for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
-            print_frame_json(&w, d, &st->frames[k]);
-        jsonw_end_array(&w);
+        json_frames(&w, d, t);
         jsonw_end_object(&w);
     }
     jsonw_break(&w, 0);
@@ -309,21 +321,10 @@ static void print_json(const dump_ctx *d, const pyprof_snapshot_rec *s)
             const pyprof_snap_thread *t = &s->threads[i];
             if (!(t->flags & PYPROF_SNAP_F_TASK))
                 continue;
-            const livelog_thread *th = livelog_get_thread(&d->log, t->thread_idx);
-            const livelog_stack *st = t->stack_id ? livelog_get_stack(&d->log, t->stack_id)
-                                                  : NULL;
             jsonw_break(&w, 2);
             jsonw_begin_object(&w);
-            jsonw_key(&w, "tid");
-            if (th)
-                jsonw_u64(&w, th->tid);
-            else
-                jsonw_null(&w);
-            jsonw_key(&w, "frames");
-            jsonw_begin_array(&w);
-            for (uint64_t k = st ? st->nframes : 0; k-- > 0;)
-                print_frame_json(&w, d, &st->frames[k]);
-            jsonw_end_array(&w);
+            json_tid(&w, livelog_get_thread(&d->log, t->thread_idx));
+            json_frames(&w, d, t);
             jsonw_end_object(&w);
         }
         jsonw_break(&w, 0);
