@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asyncscan.h"
 #include "asynctask.h"
 #include "diag.h"
 #include "doorbell.h"
@@ -49,6 +50,7 @@ _Static_assert(sizeof(asyncabi_words) == ASYNCABI_WORDS * 8, "the table is 13 wo
 #define MAX_CANDIDATES 16 /* objects looked at per walk */
 #define MAX_LOADS 16      /* PT_LOAD ranges kept per object */
 #define EXE_PATH "/proc/self/exe"
+#define FUT_LOOP 16 /* FutureObj.fut_loop, every version: the first field after the head */
 
 /* ---- the table's own checks (pure) ---------------------------------------------------- */
 
@@ -138,6 +140,7 @@ static struct {
     unsigned long long seen_adds; /* the loader's dlpi_adds at that walk */
     int no_look;                  /* a fork child of a lookup not finished */
     asyncabi a;                   /* its own `state` unused: `state` is the published one */
+    asynctask_layout layout;      /* 3.7-3.13: the one published, for the cron's scan */
     _Atomic int state;
     _Atomic int loaded; /* a dlopen that may have loaded the section returned: look again
                          * even if the count of objects is the one last looked at (a look
@@ -343,9 +346,9 @@ static int look_in(const candidate *c, const char *path, asyncabi_words *w, char
 static const struct {
     int minor;
     int64_t gen_iframe, gen_frame_state, fr_stackpointer;
-    int8_t state_yield_from;
+    int8_t state_first, state_last, state_yield_from;
     uint8_t awaited_slot;
-} CORO[] = {{14, 72, 67, 64, -1, 1}, {15, 72, 67, 64, 2, 2}};
+} CORO[] = {{14, 72, 67, 64, -3, -1, -1, 1}, {15, 72, 67, 64, 0, 3, 2, 2}};
 
 /* Hands the layout found to the signal handler (asynctask.c). */
 static void publish(const asyncabi_words *w)
@@ -367,10 +370,14 @@ static void publish(const asyncabi_words *w)
             .task_awaited_by = (int64_t)w->task_awaited_by,
             .task_is_task = (int64_t)w->task_is_task,
             .task_awaited_by_is_set = (int64_t)w->task_awaited_by_is_set,
+            .task_loop = FUT_LOOP,
             .gen_iframe = CORO[i].gen_iframe,
             .gen_frame_state = CORO[i].gen_frame_state,
-            .fr_stackpointer = CORO[i].fr_stackpointer,
+            .state_first = CORO[i].state_first,
+            .state_last = CORO[i].state_last,
             .state_yield_from = CORO[i].state_yield_from,
+            .stack_kind = ASYNCTASK_STACK_POINTER,
+            .fr_stack = CORO[i].fr_stackpointer,
             .awaited_slot = CORO[i].awaited_slot,
         };
         asynctask_publish(&l);
@@ -388,21 +395,33 @@ static void settle(int state, const char *path, const asyncabi_words *w, const c
     atomic_store_explicit(&g.state, state, memory_order_release);
 }
 
-/* 3.7-3.13: TaskObj and the coroutine's frame per minor (docs/ASYNCIO.md, "TaskObj" and
- * "The coroutine object and its frame"; every value checked on the live objects by
- * tests/probes/asyncio_layout.py): the task's size (its type's tp_basicsize, checked),
- * its coroutine and name (-1: 3.7 has none), and where the coroutine keeps its frame
- * (embedded at gen_iframe on 3.11+, a pointer at gen_frame before). */
+/* 3.7-3.13: TaskObj and the coroutine's frame per minor (docs/ASYNCIO.md, "TaskObj", "The
+ * coroutine object and its frame" and "What a suspended coroutine awaits"; every value
+ * checked on the live objects by tests/probes/asyncio_layout.py): the task's size (its
+ * type's tp_basicsize, checked), its coroutine and name (-1: 3.7 has none), where the
+ * coroutine keeps its frame (embedded at gen_iframe on 3.11+, a pointer at gen_frame
+ * before) and its state (3.11+: the states while created or suspended, and at an
+ * `await`), and where the frame's value stack ends (stack_kind, fr_stack, fr_base). */
 static const struct {
     int minor;
-    int64_t task_size, task_coro, task_name, gen_iframe, gen_frame;
+    int64_t task_size, task_fut_waiter, task_coro, task_name, gen_iframe, gen_frame,
+        gen_frame_state;
+    int8_t state_first, state_last, state_yield_from;
+    int stack_kind;
+    int64_t fr_stack, fr_base;
 } TASKS[] = {
-    {7, 136, 112, -1, -1, 16},   {8, 144, 112, 120, -1, 16},  {9, 184, 152, 160, -1, 16},
-    {10, 192, 160, 168, -1, 16}, {11, 176, 136, 144, 80, -1}, {12, 176, 136, 144, 72, -1},
-    {13, 144, 120, 128, 72, -1},
+    {7, 136, 104, 112, -1, -1, 16, -1, 0, 0, 0, ASYNCTASK_STACK_TOP, 72, 64},
+    {8, 144, 104, 112, 120, -1, 16, -1, 0, 0, 0, ASYNCTASK_STACK_TOP, 72, 64},
+    {9, 184, 144, 152, 160, -1, 16, -1, 0, 0, 0, ASYNCTASK_STACK_TOP, 72, 64},
+    {10, 192, 152, 160, 168, -1, 16, -1, 0, 0, 0, ASYNCTASK_STACK_DEPTH, 80, 64},
+    {11, 176, 128, 136, 144, 80, -1, 75, -2, -1, -1, ASYNCTASK_STACK_INDEX, 64, 72},
+    {12, 176, 128, 136, 144, 72, -1, 67, -2, -1, -1, ASYNCTASK_STACK_INDEX, 64, 72},
+    {13, 144, 112, 120, 128, 72, -1, 67, -3, -1, -1, ASYNCTASK_STACK_INDEX, 64, 72},
 };
 
 #define TP_NAME 24 /* PyTypeObject.tp_name */
+
+static uintptr_t all_tasks_set(void);
 
 /* 3.7-3.13, once _asyncio is imported: its Task type and its {loop: task} dict of the
  * tasks running, checked (the type's name and size against the row; the dict's type),
@@ -440,11 +459,17 @@ static void look_in_module(void)
         diag_error("pyprof: asyncio: %s; asyncio tasks will not be sampled", reason);
         return;
     }
+    uintptr_t all = all_tasks_set();
     asynctask_layout l = {
         .current_tasks = current,
         .task_type = type,
+        .all_tasks = all,
+        .weakref_type = (uintptr_t)pyabi_dlsym_python("_PyWeakref_RefType"),
+        .coro_type = (uintptr_t)pyabi_dlsym_python("PyCoro_Type"),
         .dict_layout = g.abi.dict_layout,
         .task_size = TASKS[row].task_size,
+        .task_loop = FUT_LOOP,
+        .task_fut_waiter = TASKS[row].task_fut_waiter,
         .task_coro = TASKS[row].task_coro,
         .task_name = TASKS[row].task_name,
         .task_awaited_by = -1,
@@ -452,36 +477,64 @@ static void look_in_module(void)
         .task_awaited_by_is_set = -1,
         .gen_iframe = TASKS[row].gen_iframe,
         .gen_frame = TASKS[row].gen_frame,
+        .gen_frame_state = TASKS[row].gen_frame_state,
+        .state_first = TASKS[row].state_first,
+        .state_last = TASKS[row].state_last,
+        .state_yield_from = TASKS[row].state_yield_from,
+        .stack_kind = TASKS[row].stack_kind,
+        .fr_stack = TASKS[row].fr_stack,
+        .fr_base = TASKS[row].fr_base,
+        .awaited_slot = 1,
     };
+    if (!l.weakref_type)
+        l.all_tasks = 0;
+    g.layout = l;
     settle(ASYNCABI_FOUND, "_asyncio", NULL, NULL);
     asynctask_publish(&l);
     diag_verbose("pyprof: asyncio: layout from the table for 3.%d (task %lld bytes, "
-                 "running tasks from _asyncio._current_tasks)",
-                 g.minor, (long long)TASKS[row].task_size);
+                 "running tasks from _asyncio._current_tasks, %s)",
+                 g.minor, (long long)TASKS[row].task_size,
+                 l.all_tasks ? "suspended ones from its set of tasks"
+                             : "its set of tasks not found: no suspended ones");
 }
 
-void asyncabi_tick(void)
+/* The set behind _asyncio's WeakSet of every task (3.7-3.11 _all_tasks, 3.12-3.13
+ * _scheduled_tasks): its `data`, a set of weak references.  0 when it is not one. */
+static uintptr_t all_tasks_set(void)
+{
+    uintptr_t weakset = pynames_module_attr(&g.abi, "_asyncio",
+                                            g.minor <= 11 ? "_all_tasks" : "_scheduled_tasks");
+    uintptr_t data = pynames_attr(&g.abi, weakset, "data"), type = 0;
+    uintptr_t set_type = (uintptr_t)pyabi_dlsym_python("PySet_Type");
+    if (!data || !set_type || copy_guarded(&type, data + PYABI_OB_TYPE, 8) < 0)
+        return 0;
+    return type == set_type ? data : 0;
+}
+
+uint64_t asyncabi_tick(void)
 {
     int st = atomic_load(&g.state);
+    if (st == ASYNCABI_FOUND && g.minor >= 7 && g.minor <= 13)
+        return asyncscan_round(&g.abi, &g.layout, g.minor);
     if (g.no_look || st == ASYNCABI_FOUND || st == ASYNCABI_REFUSED)
-        return;
+        return 0;
     if (g.minor >= 7 && g.minor <= 13) {
         look_in_module();
-        return;
+        return 0;
     }
     if (g.minor < 14)
-        return;
+        return 0;
     walk *s = &objects;
     if (g.looked && !atomic_exchange(&g.loaded, 0)) {
         s->count_only = 1;
         s->adds_known = 0;
         libc_next_dl_iterate_phdr(on_object, s);
         if (!s->adds_known || s->adds == g.seen_adds)
-            return;
+            return 0;
     }
     memset(s, 0, sizeof *s);
     if (libc_next_dl_iterate_phdr(on_object, s) < 0 && !s->index)
-        return;
+        return 0;
     g.looked = 1;
     g.seen_adds = s->adds;
 
@@ -508,7 +561,7 @@ void asyncabi_tick(void)
                          "running task at thread state +%llu)",
                          path, (unsigned long long)w.task_size,
                          (unsigned long long)w.running_task);
-            return;
+            return 0;
         }
         if (r != 0 && !refused[0]) {
             snprintf(refused, sizeof refused, "%s", err);
@@ -523,4 +576,5 @@ void asyncabi_tick(void)
     } else {
         atomic_store(&g.state, ASYNCABI_ABSENT);
     }
+    return 0;
 }

@@ -17,7 +17,9 @@
  *                       the layout is found or refused, looks for the section again
  *                       whenever the loader's count of loaded objects moved (3.14+),
  *                       or for _asyncio in sys.modules (3.7-3.13); says once on stderr
- *                       what it found (PYPROF_VERBOSE) or why it refused
+ *                       what it found (PYPROF_VERBOSE) or why it refused.  Once a
+ *                       3.7-3.13 layout is found, runs asyncscan's look, and returns how
+ *                       soon (ns) that wants the next round (0: no wish)
  *   asyncabi_waiting()      [any thread] 1 while a 3.14+ layout may still be loaded:
  *                       not found, not refused
  *   asyncabi_after_dlopen() [not sigsafe] the program loaded an object that may hold the
@@ -73,7 +75,7 @@ typedef struct asyncabi {
 } asyncabi;
 
 void asyncabi_configure(const pyabi *a);
-void asyncabi_tick(void);
+uint64_t asyncabi_tick(void);
 int asyncabi_waiting(void);
 void asyncabi_after_dlopen(void);
 void asyncabi_get(asyncabi *out);

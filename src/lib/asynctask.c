@@ -3,14 +3,16 @@
  * docs/ASYNCIO.md).
  *
  * SIGNAL-HANDLER CODE: asynctask_running, asynctask_chain and asynctask_insert run inside
- * the sampling signal handler, on the sampled thread.  They are async-signal-safe: no
- * malloc, no locks, no stdio, no Python C-API, errno untouched.  What they call, and why
- * that is safe:
- *   safe_read.h, pyread.h    guarded reads; asynctask_running runs in the caller's guarded
- *                            region, asynctask_chain opens one of its own inside it
+ * the sampling signal handler, on the sampled thread (and asynctask_waiting and
+ * asynctask_suspended on the wall-clock pass, under the same rules).  They are
+ * async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno untouched.  What
+ * they call, and why that is safe: safe_read.h, pyread.h    guarded reads; asynctask_running
+ * runs in the caller's guarded region, asynctask_chain opens one of its own inside it
  *   codeid_of, codeid_of_task, codeid_abandon   ours, sigsafe (codeid.c)
- * Only asynctask_publish is not: the cron calls it once, before the flag that lets the
- * handler read the layout is set (release; the handler's load is an acquire).
+ * Only asynctask_publish, asynctask_loops and asynctask_awaiters are not: the cron calls
+ * the first once, before the flag that lets the handler read the layout is set (release;
+ * the handler's load is an acquire), and the others each round (3.7-3.13), writing
+ * tables of atomic words under a sequence count that a reader checks before and after.
  *
  * What is trusted.  The running task comes from the thread's own state (3.14+), read
  * while the thread is stopped in the handler, or is one of _asyncio._current_tasks'
@@ -21,6 +23,11 @@
  * coroutine of its chain to be live and of the running coroutine's type, each frame's code to
  * be a live code object, and each awaited object is read only inside its frame's stack.  The
  * chain is bounded (ASYNCTASK_MAX_AWAITERS tasks, ASYNCTASK_MAX_COROS coroutines each).
+ * A suspended task (the wall pass) comes from the thread's own list (3.14+, each node's
+ * back link checked) or from the set of all tasks (3.7-3.13: a weak reference's referent
+ * of the Task type, of the loop the cron last saw the thread run); its coroutine must be
+ * created or suspended, not running or finished.  Before 3.14 a task's awaiter is the
+ * cron's last finding (asyncscan.c), checked to be a task before it is followed.
  */
 #include "asynctask.h"
 
@@ -43,6 +50,8 @@
 #define SET_ENTRY 16
 /* _PyStackRef's tag bits (3.14+). */
 #define STACKREF_TAG 3u
+#define TP_BASE 256  /* PyTypeObject.tp_base */
+#define WR_OBJECT 16 /* PyWeakReference.wr_object */
 
 static asynctask_layout L;
 static _Atomic int ready;
@@ -55,11 +64,107 @@ void asynctask_publish(const asynctask_layout *l)
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
+/* 3.7-3.13: each thread state's running event loop, as the cron last saw it; `seq` is odd
+ * while the cron rewrites it, and a reader that saw it change reads nothing. */
+static struct {
+    _Atomic uint32_t seq, n;
+    _Atomic uintptr_t ts[ASYNCTASK_LOOPS_MAX], loop[ASYNCTASK_LOOPS_MAX];
+} loops;
+
+void asynctask_loops(const uintptr_t *ts, const uintptr_t *loop, unsigned n)
+{
+    if (n > ASYNCTASK_LOOPS_MAX)
+        n = ASYNCTASK_LOOPS_MAX;
+    atomic_fetch_add_explicit(&loops.seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (unsigned i = 0; i < n; i++) {
+        atomic_store_explicit(&loops.ts[i], ts[i], memory_order_relaxed);
+        atomic_store_explicit(&loops.loop[i], loop[i], memory_order_relaxed);
+    }
+    atomic_store_explicit(&loops.n, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&loops.seq, 1, memory_order_release);
+}
+
+/* The event loop thread state `ts` runs (3.7-3.13), 0 when none or being rewritten. */
+static uintptr_t loop_of(uintptr_t ts)
+{
+    uint32_t seq = atomic_load_explicit(&loops.seq, memory_order_acquire);
+    if (seq & 1)
+        return 0;
+    uintptr_t loop = 0;
+    unsigned n = atomic_load_explicit(&loops.n, memory_order_relaxed);
+    for (unsigned i = 0; i < n && i < ASYNCTASK_LOOPS_MAX && !loop; i++)
+        if (atomic_load_explicit(&loops.ts[i], memory_order_relaxed) == ts)
+            loop = atomic_load_explicit(&loops.loop[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&loops.seq, memory_order_relaxed) == seq ? loop : 0;
+}
+
+/* 3.7-3.13: each task's awaiter as the cron last found it, sorted by task; read as the
+ * loops are. */
+static struct {
+    _Atomic uint32_t seq, n;
+    _Atomic uintptr_t child[ASYNCTASK_AWAITERS_MAX], parent[ASYNCTASK_AWAITERS_MAX];
+} awaiters;
+
+void asynctask_awaiters(const uintptr_t *child, const uintptr_t *parent, unsigned n)
+{
+    if (n > ASYNCTASK_AWAITERS_MAX)
+        n = ASYNCTASK_AWAITERS_MAX;
+    atomic_fetch_add_explicit(&awaiters.seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (unsigned i = 0; i < n; i++) {
+        atomic_store_explicit(&awaiters.child[i], child[i], memory_order_relaxed);
+        atomic_store_explicit(&awaiters.parent[i], parent[i], memory_order_relaxed);
+    }
+    atomic_store_explicit(&awaiters.n, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&awaiters.seq, 1, memory_order_release);
+}
+
+/* The task awaiting `task` as the cron last found it (3.7-3.13), 0 when none or being
+ * rewritten. */
+static uintptr_t awaiter_found(uintptr_t task)
+{
+    uint32_t seq = atomic_load_explicit(&awaiters.seq, memory_order_acquire);
+    if (seq & 1)
+        return 0;
+    unsigned lo = 0, hi = atomic_load_explicit(&awaiters.n, memory_order_relaxed);
+    if (hi > ASYNCTASK_AWAITERS_MAX)
+        return 0;
+    uintptr_t parent = 0;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        uintptr_t c = atomic_load_explicit(&awaiters.child[mid], memory_order_relaxed);
+        if (c == task) {
+            parent = atomic_load_explicit(&awaiters.parent[mid], memory_order_relaxed);
+            break;
+        }
+        if (c < task)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&awaiters.seq, memory_order_relaxed) == seq ? parent : 0;
+}
+
 /* The frame of coroutine `coro`: embedded in it (3.11+), or the heap frame it points to. */
 static uintptr_t frame_of(uintptr_t coro)
 {
     return L.gen_iframe >= 0 ? coro + (uintptr_t)L.gen_iframe
                              : safe_ptr(coro + (uintptr_t)L.gen_frame);
+}
+
+/* Is `o` a task (not a bare Future, which shares the head)?  3.14+ say so in the task;
+ * before, its type is _asyncio.Task or a class derived from it directly. */
+static int is_task(uintptr_t o)
+{
+    uintptr_t type = safe_ptr(o + PYABI_OB_TYPE);
+    if (L.task_is_task < 0)
+        return type == L.task_type || safe_ptr(type + TP_BASE) == L.task_type;
+    if (safe_u8(o + (uintptr_t)L.task_is_task) != 1)
+        return 0;
+    return safe_u64(type + PYABI_TP_BASICSIZE) >= (uint64_t)L.task_size;
 }
 
 /* PyDictObject and PyDictKeysObject, for _current_tasks (3.7-3.13; the same constants
@@ -102,7 +207,7 @@ static unsigned from_dict(uintptr_t *tasks, uintptr_t *frames)
     unsigned found = 0;
     for (uint64_t i = 0; i < n && i < DICT_ENTRIES_MAX && found < ASYNCTASK_CANDIDATES; i++) {
         uintptr_t task = safe_ptr(entries + i * ENTRY_SIZE + ENTRY_VALUE);
-        if (!task || !safe_ptr_ok(task, 8) || safe_ptr(task + PYABI_OB_TYPE) != L.task_type)
+        if (!task || !safe_ptr_ok(task, 8) || !is_task(task))
             continue; /* a deleted entry, or not a Task */
         uintptr_t coro = safe_ptr(task + (uintptr_t)L.task_coro);
         if (!coro)
@@ -133,21 +238,14 @@ unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintp
     return 1;
 }
 
-/* Is `o` a task (not a bare Future, which shares the head)? */
-static int is_task(uintptr_t o)
-{
-    if (safe_u8(o + (uintptr_t)L.task_is_task) != 1)
-        return 0;
-    uintptr_t type = safe_ptr(o + PYABI_OB_TYPE);
-    return safe_u64(type + PYABI_TP_BASICSIZE) >= (uint64_t)L.task_size;
-}
-
-/* The task awaiting `task` (the first task of the set, when several do), or 0 (and
- * always before 3.14, where no task knows who awaits it). */
+/* The task awaiting `task` (the first task of the set, when several do), or 0.  Before
+ * 3.14 no task knows who awaits it: the cron's scan says. */
 static uintptr_t awaiter(uintptr_t task)
 {
-    if (L.task_awaited_by < 0)
-        return 0;
+    if (L.task_awaited_by < 0) {
+        uintptr_t by = awaiter_found(task);
+        return by && safe_ptr_ok(by, 8) && is_task(by) ? by : 0;
+    }
     uintptr_t by = safe_ptr(task + (uintptr_t)L.task_awaited_by);
     if (!by)
         return 0;
@@ -172,31 +270,83 @@ static rframe coro_frame(const pyabi *a, int t, uintptr_t c)
     frame_raw f;
     uintptr_t code;
     int32_t offset;
-    if (pyread_frame_as(a, PYABI_FRAME_INTERP, c + (uintptr_t)L.gen_iframe, &f) < 0 ||
-        pyread_frame_view_as(a, PYABI_FRAME_INTERP, &f, &code, &offset) != 1)
+    if (L.gen_iframe >= 0) {
+        if (pyread_frame_as(a, PYABI_FRAME_INTERP, c + (uintptr_t)L.gen_iframe, &f) < 0 ||
+            pyread_frame_view_as(a, PYABI_FRAME_INTERP, &f, &code, &offset) != 1)
+            return out;
+    } else if (pyread_frame_as(a, PYABI_FRAME_OBJECT, frame_of(c), &f) < 0 ||
+               pyread_frame_view_as(a, PYABI_FRAME_OBJECT, &f, &code, &offset) != 1) {
         return out;
+    }
     int changed = 0;
     out.code_id = codeid_of(a, t, code, 0, NULL, &changed);
     out.offset = offset;
     return out;
 }
 
+/* Is coroutine `c` created or suspended (not running, not finished)?  3.11+ say so in
+ * their frame state; before, a finished coroutine has no frame, and the caller leaves
+ * out the running tasks. */
+static int waits(uintptr_t c)
+{
+    if (L.gen_frame_state < 0)
+        return frame_of(c) != 0;
+    int8_t state = (int8_t)safe_u8(c + (uintptr_t)L.gen_frame_state);
+    return state >= L.state_first && state <= L.state_last;
+}
+
+/* What suspended coroutine `c` awaits, as its frame's value stack holds it at the top
+ * (docs/ASYNCIO.md, "What a suspended coroutine awaits"), or 0: not at an `await`, or a
+ * stack that does not look like one. */
+static uintptr_t awaited(uintptr_t c)
+{
+    uintptr_t fr = frame_of(c);
+    if (!fr)
+        return 0;
+    if (L.stack_kind <= ASYNCTASK_STACK_INDEX &&
+        (int8_t)safe_u8(c + (uintptr_t)L.gen_frame_state) != L.state_yield_from)
+        return 0;
+    uintptr_t end;
+    switch (L.stack_kind) {
+    case ASYNCTASK_STACK_POINTER:
+        end = safe_ptr(fr + (uintptr_t)L.fr_stack);
+        if (end <= fr + 8u * L.awaited_slot || end > fr + STACK_SPAN)
+            return 0;
+        return safe_ptr(end - 8u * L.awaited_slot) & ~(uintptr_t)STACKREF_TAG;
+    case ASYNCTASK_STACK_INDEX: {
+        int32_t top = safe_i32(fr + (uintptr_t)L.fr_stack);
+        if (top < (int32_t)L.awaited_slot || top > (int32_t)(STACK_SPAN / 8))
+            return 0;
+        return safe_ptr(fr + (uintptr_t)L.fr_base + 8u * (uint32_t)(top - L.awaited_slot));
+    }
+    case ASYNCTASK_STACK_DEPTH: {
+        int32_t depth = safe_i32(fr + (uintptr_t)L.fr_stack);
+        if (depth < (int32_t)L.awaited_slot || depth > (int32_t)(STACK_SPAN / 8))
+            return 0;
+        uintptr_t base = safe_ptr(fr + (uintptr_t)L.fr_base);
+        return safe_ptr(base + 8u * (uint32_t)(depth - L.awaited_slot));
+    }
+    default:
+        end = safe_ptr(fr + (uintptr_t)L.fr_stack);
+        if (end < safe_ptr(fr + (uintptr_t)L.fr_base) + 8u * L.awaited_slot ||
+            end - safe_ptr(fr + (uintptr_t)L.fr_base) > STACK_SPAN)
+            return 0;
+        return safe_ptr(end - 8u * L.awaited_slot);
+    }
+}
+
 /* The coroutines of suspended task `task`, outermost first, into chain (room for
- * ASYNCTASK_MAX_COROS): its own coroutine, then each one awaits while that is a live
- * coroutine of type `type` suspended at an `await`.  Returns how many. */
+ * ASYNCTASK_MAX_COROS): its own coroutine while created or suspended, then each one
+ * awaits while that is a live coroutine of type `type`.  Returns how many. */
 static unsigned coro_chain(uintptr_t task, uintptr_t type, uintptr_t *chain)
 {
     unsigned n = 0;
     uintptr_t c = safe_ptr(task + (uintptr_t)L.task_coro);
-    while (n < ASYNCTASK_MAX_COROS && c && pyread_is_live(c, type)) {
+    if (!c || !pyread_is_live(c, type) || !waits(c))
+        return 0;
+    while (n < ASYNCTASK_MAX_COROS && c && pyread_is_live(c, type) && frame_of(c)) {
         chain[n++] = c;
-        if ((int8_t)safe_u8(c + (uintptr_t)L.gen_frame_state) != L.state_yield_from)
-            break;
-        uintptr_t fr = c + (uintptr_t)L.gen_iframe;
-        uintptr_t sp = safe_ptr(fr + (uintptr_t)L.fr_stackpointer);
-        if (sp <= fr + 8u * L.awaited_slot || sp > fr + STACK_SPAN)
-            break;
-        c = safe_ptr(sp - 8u * L.awaited_slot) & ~(uintptr_t)STACKREF_TAG;
+        c = awaited(c);
     }
     return n;
 }
@@ -234,8 +384,8 @@ static unsigned chain_of(const pyabi *a, int t, uintptr_t task, uintptr_t type, 
             out[n++] = coro_frame(a, t, chain[--nc]);
     }
     for (unsigned k = 0; n < cap; k++) {
-        uintptr_t name = L.task_name >= 0 ? safe_ptr(task + (uintptr_t)L.task_name) : 0;
-        out[n++] = (rframe){codeid_of_task(a, t, task, name), -1};
+        uintptr_t name_at = L.task_name >= 0 ? task + (uintptr_t)L.task_name : 0;
+        out[n++] = (rframe){codeid_of_task(a, t, task, name_at), -1};
         whole = n;
         uintptr_t by = k < ASYNCTASK_MAX_AWAITERS ? awaiter(task) : 0;
         if (!by)
@@ -261,14 +411,66 @@ unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, uns
 {
     if (cap > ASYNCTASK_MAX_FRAMES)
         cap = ASYNCTASK_MAX_FRAMES;
-    uintptr_t type = 0;
-    if (L.task_awaited_by >= 0) {
-        /* The caller found this coroutine's frame on its thread's stack: a coroutine. */
-        type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
-        if (!atomic_load_explicit(&coro_type, memory_order_relaxed))
-            atomic_store_explicit(&coro_type, type, memory_order_relaxed);
-    }
+    /* The caller found this coroutine's frame on its thread's stack: a coroutine, whose
+     * type its awaiters' coroutines must have too. */
+    uintptr_t type = safe_ptr(safe_ptr(task + (uintptr_t)L.task_coro) + PYABI_OB_TYPE);
+    if (!atomic_load_explicit(&coro_type, memory_order_relaxed))
+        atomic_store_explicit(&coro_type, type, memory_order_relaxed);
     return chain_of(a, t, task, type, 0, out, cap);
+}
+
+/* The task weak reference `ref` (an entry of the set of all tasks) refers to, or 0. */
+static uintptr_t task_of_ref(uintptr_t ref)
+{
+    if (!safe_ptr_ok(ref, 8) || safe_ptr(ref + PYABI_OB_TYPE) != L.weakref_type)
+        return 0; /* the set's dummy entry, or memory reused */
+    uintptr_t task = safe_ptr(ref + WR_OBJECT);
+    return task && safe_ptr_ok(task, 8) && is_task(task) ? task : 0;
+}
+
+/* asynctask_waiting before 3.14: the tasks of the set of all tasks whose loop is the one
+ * thread state `ts` runs, but the running ones.  The set is walked twice, as the 3.14+
+ * list is; a table that moved between the walks (it grew or shrank) gives none. */
+static unsigned from_set(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
+                         unsigned *stride, unsigned *listed)
+{
+    uintptr_t loop = loop_of(ts);
+    if (!loop || !L.all_tasks)
+        return 0;
+    uintptr_t running[ASYNCTASK_CANDIDATES], frames[ASYNCTASK_CANDIDATES];
+    unsigned nrunning = from_dict(running, frames);
+    uint64_t mask = safe_u64(L.all_tasks + SET_MASK);
+    uintptr_t table = safe_ptr(L.all_tasks + SET_TABLE);
+    if (mask < 7 || mask >= 4u * ASYNCTASK_LIST_MAX || (mask & (mask + 1)))
+        return 0;
+    unsigned total = 0;
+    for (int round = 0; round < 2; round++) {
+        unsigned i = 0, n = 0, start = round ? pass % *stride : 0;
+        for (uint64_t k = 0; k <= mask; k++) {
+            uintptr_t ref = safe_ptr(table + k * SET_ENTRY);
+            uintptr_t task = ref ? task_of_ref(ref) : 0;
+            if (!task || safe_ptr(task + (uintptr_t)L.task_loop) != loop)
+                continue;
+            int run = 0;
+            for (unsigned r = 0; r < nrunning; r++)
+                run |= running[r] == task;
+            if (run)
+                continue;
+            if (round && i % *stride == start && n < cap)
+                tasks[n++] = task;
+            i++;
+        }
+        if (!round) {
+            total = i;
+            *listed = total;
+            *stride = total > cap ? (total + cap - 1) / cap : 1;
+        } else {
+            if (safe_ptr(L.all_tasks + SET_TABLE) != table)
+                return 0;
+            return n;
+        }
+    }
+    return 0;
 }
 
 unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
@@ -276,8 +478,11 @@ unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigne
 {
     *stride = 1;
     *listed = 0;
-    if (!atomic_load_explicit(&ready, memory_order_acquire) || L.current_tasks ||
-        !coroutine_type() || !cap || !safe_ptr(ts + (uintptr_t)L.ts_running_loop))
+    if (!atomic_load_explicit(&ready, memory_order_acquire) || !coroutine_type() || !cap)
+        return 0;
+    if (L.current_tasks)
+        return from_set(ts, tasks, cap, pass, stride, listed);
+    if (!safe_ptr(ts + (uintptr_t)L.ts_running_loop))
         return 0;
     uintptr_t running = safe_ptr(ts + (uintptr_t)L.ts_running_task);
     uintptr_t head = ts + (uintptr_t)L.ts_tasks_head;

@@ -9,12 +9,17 @@
  * event loop's frames.  The layout is published by asyncabi once found and checked: on
  * 3.14+ `.AsyncioDebug`'s, where the thread state holds its running task and each task
  * the tasks awaiting it; on 3.7-3.13 a per-minor table, where the running tasks are the
- * values of _asyncio._current_tasks ({loop: task}) and no task knows who awaits it (a
- * sample gets its running task's frame, no awaiters).
+ * values of _asyncio._current_tasks ({loop: task}), all tasks are in the module's WeakSet,
+ * and no task knows who awaits it: the cron's scan (asyncscan.c) says, as of its last
+ * round.
  *
  * Interface:
  *   asynctask_layout                the offsets the handler reads by
  *   asynctask_publish(l)   [not sigsafe] the cron: the layout found, sampled from now on
+ *   asynctask_loops(ts, loop, n)  [not sigsafe] the cron, 3.7-3.13: each thread's
+ *                                   running event loop now
+ *   asynctask_awaiters(child, parent, n)  [not sigsafe] the cron, 3.7-3.13: the task
+ *                                   awaiting each task now
  *   asynctask_running(a, ts, tasks, frames)  [sigsafe, guarded] the tasks that may be
  *                                   the one the thread runs, and their coroutines' frames:
  *                                   the one whose frame is on the thread's stack is
@@ -23,9 +28,11 @@
  *                                   its own (a failed read keeps what was whole)
  *   asynctask_insert(st, after, f, n)  [sigsafe, pure] puts n frames into stack st
  *                                   after its frame `after`
- *   asynctask_waiting(ts, tasks, cap, pass, &stride, &listed)  [sigsafe, guarded] the tasks of
- *                                   thread state ts's list (3.14+) that are not running,
- *                                   every stride-th of them when there are more than cap
+ *   asynctask_waiting(ts, tasks, cap, pass, &stride, &listed)  [sigsafe, guarded] the
+ *                                   suspended tasks of thread state ts's event loop
+ *                                   (3.14+: the thread's list; 3.7-3.13: those of the
+ *                                   set of all tasks whose loop it runs), every
+ *                                   stride-th of them when there are more than cap
  *   asynctask_suspended(a, t, task, out, cap)  [sigsafe] a suspended task's frames:
  *                                   its coroutines down to the innermost `await`, then
  *                                   its task frame and its awaiters', innermost first
@@ -52,21 +59,49 @@
 
 typedef struct asynctask_layout {
     /* 3.7-3.13: the running tasks are the values of this dict, _asyncio._current_tasks
-     * (0 on 3.14+), and a task is of type task_type (_asyncio.Task) */
+     * (0 on 3.14+), and a task is of type task_type (_asyncio.Task) or a direct subclass */
     uintptr_t current_tasks, task_type;
+    /* 3.7-3.13: the set of weak references (of type weakref_type) to every task, the
+     * `data` of _asyncio's WeakSet of tasks (0: not found, no suspended tasks) */
+    uintptr_t all_tasks, weakref_type;
     int dict_layout; /* the dict's: enum pyabi_dict_layout */
     /* _PyThreadStateImpl (3.14+) */
     int64_t ts_running_loop, ts_running_task, ts_tasks_head;
     /* TaskObj */
-    int64_t task_size, task_coro, task_name, task_awaited_by, task_is_task,
-        task_awaited_by_is_set, task_node;
+    int64_t task_size, task_loop, task_fut_waiter, task_coro, task_name, task_awaited_by,
+        task_is_task, task_awaited_by_is_set, task_node;
     /* the coroutine object and its frame: embedded at gen_iframe (3.11+), or a pointer to
      * a heap frame at gen_frame (3.7-3.10; gen_iframe -1) */
-    int64_t gen_iframe, gen_frame, gen_frame_state, fr_stackpointer;
-    uintptr_t coro_type;     /* &PyCoro_Type (0: learned from a running task) */
-    int8_t state_yield_from; /* gi_frame_state while suspended at an `await` */
-    uint8_t awaited_slot;    /* the awaited object is stackpointer[-awaited_slot] */
+    int64_t gen_iframe, gen_frame, gen_frame_state;
+    uintptr_t coro_type; /* &PyCoro_Type (0: learned from a running task) */
+    /* 3.11+: gi_frame_state while created or suspended (state_first..state_last), and
+     * while suspended at an `await` (state_yield_from) */
+    int8_t state_first, state_last, state_yield_from;
+    /* where the frame's value stack ends (enum asynctask_stack): the field at fr_stack,
+     * the stack's base at fr_base; the awaited object is the awaited_slot-th word below
+     * the end */
+    int stack_kind;
+    int64_t fr_stack, fr_base;
+    uint8_t awaited_slot;
 } asynctask_layout;
+
+/* How a suspended coroutine's frame says where its value stack ends. */
+enum asynctask_stack {
+    ASYNCTASK_STACK_POINTER = 0, /* 3.14+: a pointer (its words tagged _PyStackRefs) */
+    ASYNCTASK_STACK_INDEX = 1,   /* 3.11-3.13: an int, words above localsplus at fr_base */
+    ASYNCTASK_STACK_DEPTH = 2,   /* 3.10: an int, words above the pointer at fr_base */
+    ASYNCTASK_STACK_TOP = 3      /* 3.7-3.9: a pointer (NULL while running) */
+};
+
+/* [not sigsafe] The cron (3.7-3.13): the event loop each thread state runs now (n pairs,
+ * at most ASYNCTASK_LOOPS_MAX kept), which tells the wall pass whose tasks are whose. */
+#define ASYNCTASK_LOOPS_MAX 64u
+void asynctask_loops(const uintptr_t *ts, const uintptr_t *loop, unsigned n);
+
+/* [not sigsafe] The cron (3.7-3.13): the task awaiting each task (n pairs sorted by
+ * child, at most ASYNCTASK_AWAITERS_MAX kept), which no task says itself before 3.14. */
+#define ASYNCTASK_AWAITERS_MAX 16384u
+void asynctask_awaiters(const uintptr_t *child, const uintptr_t *parent, unsigned n);
 
 /* [not sigsafe] The layout found and checked (asyncabi): samples carry tasks from now on.
  * Called once; a second call is ignored. */
@@ -87,12 +122,13 @@ unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintp
 unsigned asynctask_chain(const pyabi *a, int t, uintptr_t task, rframe *out, unsigned cap);
 
 /* [sigsafe] Inside the caller's guarded region (the wall-clock pass, on another thread):
- * the tasks on thread state ts's list of tasks (3.14+: every pending asyncio.Task of
- * the thread), but its running one, into tasks[] (room for cap): all of them while
- * they are at most cap, else every *stride-th, starting at pass % *stride.  0 when the
- * thread runs no event loop, before 3.14, before the running coroutines' type is known
- * (a first running task seen by the handler), or when the list was met mid-update.
- * *listed: the tasks on the list (the cost of the look, in nodes followed twice). */
+ * the tasks of thread state ts's event loop that are created or suspended, not running
+ * (3.14+: from the thread's list of tasks; 3.7-3.13: from the set of all tasks, those
+ * whose loop the cron last saw the thread run), into tasks[] (room for cap): all of them
+ * while they are at most cap, else every *stride-th, starting at pass % *stride.  0 when
+ * the thread runs no event loop, before the coroutines' type is known, or when the list
+ * was met mid-update.  *listed: the tasks looked at (the cost of the look: each is read
+ * twice). */
 unsigned asynctask_waiting(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
                            unsigned *stride, unsigned *listed);
 

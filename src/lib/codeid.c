@@ -324,16 +324,24 @@ static rrec_code *emit_task(const pyabi *a, uint32_t id, uintptr_t name)
     return r;
 }
 
-uint32_t codeid_of_task(const pyabi *a, int t, uintptr_t task, uintptr_t name)
+uint32_t codeid_of_task(const pyabi *a, int t, uintptr_t task, uintptr_t name_at)
 {
     uint32_t id = 0;
     code_slot *s;
+    uintptr_t name = name_at ? safe_ptr(name_at) : 0;
     uint64_t digest = identity_digest(name, TASK_DIGEST_TAG, 0, 0);
     if (claim(t, task, digest, &id, &s))
         return id;
     rrec_code *rec = emit_task(a, id, name);
     if (!rec)
         sampleout_drop(PYPROF_DROP_RING_FULL);
+    /* Renamed or freed while it was copied (a task clears its name before the name
+     * object is freed, and another string of the same length may take its place):
+     * then the copy may mix two strings, and is not kept. */
+    if (rec && name_at && safe_ptr(name_at) != name) {
+        codeid_abandon();
+        return PYPROF_CODE_UNREADABLE;
+    }
     return claim_end(rec, s, id);
 }
 

@@ -9,7 +9,7 @@
  *   codeid_of(a, t, code, holder, held, &changed)
  *                          the id of `code` in table generation t, inside a guarded
  *                          region; PYPROF_CODE_UNREADABLE when none can be given
- *   codeid_of_task(a, t, task, name)
+ *   codeid_of_task(a, t, task, name_at)
  *                          the id of an asyncio task's frame (its CODE record is flagged
  *                          PYPROF_CODE_F_TASK and carries the task's name)
  *   codeid_abandon()       a guarded read failed: cancels the CODE record (and retires
@@ -46,13 +46,14 @@ uint64_t codeid_digest(const pyabi *a, uintptr_t code);
 uint32_t codeid_of_digest(const pyabi *a, int t, uintptr_t code, uint64_t digest,
                           uintptr_t holder, const frame_raw *held, int *changed);
 
-/* [sigsafe] The id of the task frame of the asyncio task at `task` whose name field
- * holds `name` (a str, or on 3.12+ the int a default name is kept as until asked for),
- * inside a guarded region: keyed by the task's address and its name object, so a task
- * renamed or a new task at a freed one's address gets a new id, and a CODE record
- * flagged PYPROF_CODE_F_TASK naming it ("Task-N" for an int) the first time.
- * PYPROF_CODE_UNREADABLE when it cannot give an id. */
-uint32_t codeid_of_task(const pyabi *a, int t, uintptr_t task, uintptr_t name);
+/* [sigsafe] The id of the task frame of the asyncio task at `task` whose name field is
+ * at name_at (0: 3.7's nameless tasks; the field holds a str, or on 3.12+ the int a
+ * default name is kept as until asked for), inside a guarded region: keyed by the
+ * task's address and its name object, so a task renamed or a new task at a freed one's
+ * address gets a new id, and a CODE record flagged PYPROF_CODE_F_TASK naming it
+ * ("Task-N" for an int) the first time, kept only if the field still holds the same
+ * object after the copy.  PYPROF_CODE_UNREADABLE when it cannot give an id. */
+uint32_t codeid_of_task(const pyabi *a, int t, uintptr_t task, uintptr_t name_at);
 
 /* [sigsafe] The failure path of a guarded region that may have been inside codeid_of:
  * gives up the CODE record being filled and its table slot. */

@@ -547,6 +547,55 @@ uintptr_t pynames_module_attr(const pyabi *a, const char *module, const char *at
 }
 #pragma GCC diagnostic pop
 
+SAFE_NO_SANITIZE static uintptr_t dict_item(uintptr_t dict, const char *key)
+{
+    static _Atomic uint32_t hint;
+    dview v;
+    return dict_view(dict, &v) ? dv_find(&v, key, &hint) : 0;
+}
+
+SAFE_NO_SANITIZE static uintptr_t attr_of(uintptr_t obj, const char *attr)
+{
+    static _Atomic uint32_t hint;
+    uintptr_t type = safe_ptr(obj + PYABI_OB_TYPE);
+    uint64_t flags = safe_u64(type + PYABI_TP_FLAGS);
+    dview v;
+    if (!(flags & TPFLAGS_HEAPTYPE) || !attrs_view(obj, type, flags, &v))
+        return 0;
+    return dv_find(&v, attr, &hint);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wunknown-warning-option"
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+uintptr_t pynames_dict_item(const pyabi *a, uintptr_t dict, const char *key)
+{
+    if (!dict || !ready(a))
+        return 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        uintptr_t found = dict_item(dict, key);
+        SAFE_GUARD_END();
+        return found;
+    }
+    return 0;
+}
+
+uintptr_t pynames_attr(const pyabi *a, uintptr_t obj, const char *attr)
+{
+    if (!obj || !ready(a))
+        return 0;
+    safe_jmpbuf jb;
+    if (SAFE_GUARD_BEGIN(jb)) {
+        uintptr_t found = attr_of(obj, attr);
+        SAFE_GUARD_END();
+        return found;
+    }
+    return 0;
+}
+#pragma GCC diagnostic pop
+
 SAFE_NO_SANITIZE int pynames_collect(const pyabi *a, pynames_entry *out, int cap)
 {
     if (!ready(a) || cap <= 0)

@@ -39,4 +39,13 @@ int pynames_collect(const pyabi *a, pynames_entry *out, int cap);
  * The caller checks what the object is before it trusts it. */
 uintptr_t pynames_module_attr(const pyabi *a, const char *module, const char *attr);
 
+/* [not sigsafe] The value stored under the str key `key` in the dict object `dict`, read
+ * the same way: 0 when `dict` is not a dict, has no such key, or a read failed. */
+uintptr_t pynames_dict_item(const pyabi *a, uintptr_t dict, const char *key);
+
+/* [not sigsafe] The instance attribute `attr` of object `obj` (of a class: its __dict__,
+ * or its inline or managed values, as each version keeps them), read the same way: 0
+ * when it has none, or a read failed.  The caller checks what the object is. */
+uintptr_t pynames_attr(const pyabi *a, uintptr_t obj, const char *attr);
+
 #endif

@@ -10,7 +10,7 @@
  * guarded region.  What it calls:
  *   pyread.h, walk, codeid_of, codeid_abandon    the sample path's readers (sigsafe)
  *   asynctask_running, _chain, _insert           the running asyncio task (sigsafe), and
- *   asynctask_waiting, _suspended                the suspended ones (wall mode, 3.14+)
+ *   asynctask_waiting, _suspended                the suspended ones (wall mode)
  *   threadtimer_ask, threadtimer_take_asked_tid, threadtimer_take_ended_asked
  *                                                atomics on threadtimer's slot table
  *   gilstate_watch, gilstate_waiters             atomics on gilstate's table
@@ -158,7 +158,7 @@ static void add_task(int t, uintptr_t ts, rrec_stack *st, unsigned room)
 #define WAITING_NODES_PER_S 200000u
 #define WAITING_EVERY_MAX 1000u
 
-/* The asyncio tasks suspended in thread state `ts`'s event loop (3.14+; OS thread
+/* The asyncio tasks suspended in thread state `ts`'s event loop (OS thread
  * `tid`), one sample each (every stride-th of them standing for `stride`, when there are
  * more than ASYNCTASK_WAITING_MAX), each also standing for the `every` passes since the
  * last look, in the AWAIT state: their coroutines down to the innermost `await` and the
@@ -610,7 +610,7 @@ static uintptr_t gil_holder_now(const pyabi *a)
 #define SNAP_TASKS_MAX 1024u
 
 /* A snapshot's entries for the asyncio tasks suspended in thread state `ts`'s loop
- * (3.14+), each flagged PYPROF_SNAP_F_TASK with its task's frames.  Returns how many. */
+ * (3.7+), each flagged PYPROF_SNAP_F_TASK with its task's frames.  Returns how many. */
 static unsigned snap_waiting(int t, uintptr_t ts, uint32_t tid, uint32_t snapshot_id)
 {
     static uintptr_t tasks[SNAP_TASKS_MAX];

@@ -98,7 +98,9 @@ static void *cron_main(void *arg)
             calib_tick(now - sampler_t0_ns());
         wake_ns = writer_round(now);
         allochook_tick(now);
-        asyncabi_tick();
+        uint64_t scan_ns = asyncabi_tick();
+        if (scan_ns && scan_ns < wake_ns)
+            wake_ns = scan_ns;
         if (now - alone_checked_ns >= ALONE_EVERY_NS) {
             alone_checked_ns = now;
             window_end_if_alone();

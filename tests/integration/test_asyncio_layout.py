@@ -16,7 +16,8 @@ WORKLOAD = t.workload("asyncio_layout.py")
 FOUND = re.compile(r"^pyprof: asyncio: layout from \.AsyncioDebug in (\S+) \(task (\d+) "
                    r"bytes, running task at thread state \+(\d+)\)$")
 TABLE = re.compile(r"^pyprof: asyncio: layout from the table for 3\.(\d+) \(task (\d+) "
-                   r"bytes, running tasks from _asyncio\._current_tasks\)$")
+                   r"bytes, running tasks from _asyncio\._current_tasks, suspended ones "
+                   r"from its set of tasks\)$")
 
 
 def asyncio_lines(prof):

@@ -1,7 +1,8 @@
 """asyncio tasks in samples (docs/ASYNCIO.md): every sample of a thread whose event loop
 runs a task carries the task's frame, named as get_name() names it, right outside the
-task's outermost coroutine; on 3.14+ then the suspended coroutines of the task awaiting
-it and its frame, up to the root task (before 3.14 no task knows who awaits it).
+task's outermost coroutine, then the suspended coroutines of the task awaiting it and its
+frame, up to the root task (3.14+: as each task says; before, as the library's look at
+asyncio's own links every 20 ms last found them).
 
 workloads/asyncio_tasks.py burns CPU in named tasks (a gather of three `orders-N`, an
 awaited `audit`, a TaskGroup's `report`, a shielded `shielded`, their parent `boss` and
@@ -76,9 +77,14 @@ def check_tasks(interp, p, measured, stacks, clock="cpu"):
     if interp.minor < (3, 8):
         check_unnamed(p, stacks)
         return None
-    chains = interp.minor >= (3, 14)
+    # 3.14+: each task says who awaits it, so every chain is whole.  Before, the
+    # library's look at asyncio's links every 20 ms finds them: a chain may lack the
+    # awaiters a task got since the last look (a prefix of the expected one), and each
+    # awaited task must show its whole chain in some samples.
+    exact = interp.minor >= (3, 14)
     burning = {}    # workload name -> samples in spin under account
     untasked = 0    # burning samples with no task frame
+    whole = {}      # workload name -> [samples with the whole chain, samples]
     for frames, n in stacks:
         names = [name for name, _ in frames]
         tasks = tasks_of(frames)
@@ -91,20 +97,34 @@ def check_tasks(interp, p, measured, stacks, clock="cpu"):
         if key is None:
             continue    # the main task's own frames (asyncio.run's)
         chain = [name for _, name in reversed(tasks)]
-        want = [inner] + measured["chains"][key][1:] if chains else [inner]
-        if key == "unnamed" and chains:   # awaited by main only if still running at its await
+        want = [inner] + measured["chains"][key][1:]
+        if key == "unnamed":   # awaited by main only if still running at its await
             assert chain in ([inner], [inner, measured["main"]]), (frames, where)
-        else:
+        elif exact:
             assert chain == want, ("stack %r: task chain %r, expected %r\n%s"
                                    % (names, chain, want, where))
+        else:
+            assert chain == want[:len(chain)], ("stack %r: task chain %r, expected %r "
+                                                "or a part of it\n%s"
+                                                % (names, chain, want, where))
+            counts = whole.setdefault(key, [0, 0])
+            counts[0] += n * (chain == want)
+            counts[1] += n
         # The awaiting tasks' coroutines sit between the task frames.
         for (i, outer), (j, inner_t) in zip(tasks, tasks[1:]):
             o = "main" if outer == measured["main"] else outer
             k = re.sub(r"-\d+$", "", key_of(inner_t, measured) or inner_t)
             if (o, k) in BETWEEN:
-                assert names[i + 1:j] == BETWEEN[(o, k)], (names, where)
+                between = BETWEEN[(o, k)]
+                if interp.minor < (3, 14):   # __aexit__ does the waiting itself
+                    between = [n for n in between if n != "TaskGroup._aexit"]
+                assert names[i + 1:j] == between, (names, where)
         if burns:
             burning[key] = burning.get(key, 0) + n
+    for key, (n_whole, n) in sorted(whole.items()):
+        if len(measured["chains"][key]) > 1:
+            assert n_whole > 0, ("no sample of %s has its whole chain %r: %r\n%s"
+                                 % (key, measured["chains"][key], whole, where))
     total = sum(burning.values())
     assert total >= 200, (burning, where)
     # Samples taken before the layout was found carry no task: at most a few.
@@ -126,7 +146,8 @@ def check_tasks(interp, p, measured, stacks, clock="cpu"):
 
 
 def check_unnamed(p, stacks):
-    """3.7: tasks have no names; every burning sample is a task's, named "Task"."""
+    """3.7: tasks have no names; every burning sample is a task's, its task frames (the
+    task's and its awaiters') named "Task"."""
     burning = untasked = 0
     for frames, n in stacks:
         names = [name for name, _ in frames]
@@ -136,7 +157,7 @@ def check_unnamed(p, stacks):
         if not tasks:
             untasked += n
             continue
-        assert [name for _, name in tasks] == ["Task"], (names, p.dump())
+        assert set(name for _, name in tasks) == {"Task"}, (names, p.dump())
         burning += n
     assert burning >= 200 and untasked <= 0.03 * (burning + untasked), (
         burning, untasked, p.dump())
@@ -176,7 +197,7 @@ def check_views(p, prof_log, stacks, tmp_dir):
 
 @pytest.mark.parametrize("interp", t.params(ASYNCIO))
 def test_task_frames(interp, tmp_path):
-    """cpu clock: task frames, and on 3.14+ awaiter chains."""
+    """cpu clock: task frames and awaiter chains."""
     interp.require()
     p, measured, stacks = run(interp, tmp_path)
     check_tasks(interp, p, measured, stacks)

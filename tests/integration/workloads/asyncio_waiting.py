@@ -1,11 +1,13 @@
 """asyncio tasks that wait, for the wall-mode samples of suspended tasks.
 
 The main task starts four `sleeper-N` tasks (each awaits asyncio.sleep through two
-coroutines of its own), a `locker` waiting for a Lock the main task holds and a
-`reader` waiting on an empty Queue, then awaits them all through a gather while it
-ticks: every 20 ms it wakes, burns a little CPU and sleeps again, for about 1.2 s of
-wall time (WORKLOAD_SECONDS), with WORKLOAD_MANY more idle `many-N` tasks; then it releases the lock, fills the queue and cancels the sleepers.  Every
-waiting task stays suspended at the same await the whole time.  Prints nothing.
+coroutines of its own), a `locker` waiting for a Lock the main task holds, a `reader`
+waiting on an empty Queue, WORKLOAD_MANY more idle `many-N` tasks and three `done-N`
+tasks that finish at once (kept referenced: finished, never waiting), then awaits them
+all and a ticker through one gather.  The ticker task wakes every 20 ms, burns a little
+CPU and sleeps again, for about 1.2 s of wall time (WORKLOAD_SECONDS); then it releases
+the lock, fills the queue and cancels the sleepers.  Every waiting task stays suspended
+at the same await the whole time.  Prints nothing.
 """
 
 import asyncio
@@ -38,11 +40,15 @@ def burn(sec):
         pass
 
 
-async def ticker():
+async def ticker(lock, queue, sleepers):
     end = time.monotonic() + float(os.environ.get("WORKLOAD_SECONDS", "1.2"))
     while time.monotonic() < end:
         burn(0.002)
         await asyncio.sleep(0.02)
+    lock.release()
+    queue.put_nowait(1)
+    for task in sleepers:
+        task.cancel()
 
 
 async def main():
@@ -62,13 +68,12 @@ async def main():
     for n, task in enumerate(many, 1):
         task.set_name("many-%d" % n)
     sleepers += many
-    waiting = asyncio.gather(*sleepers, locker, reader, return_exceptions=True)
-    await ticker()
-    lock.release()
-    queue.put_nowait(1)
-    for task in sleepers:
-        task.cancel()
-    await waiting
+    done = [asyncio.ensure_future(asyncio.sleep(0)) for _ in range(3)]
+    for n, task in enumerate(done, 1):
+        task.set_name("done-%d" % n)
+    await asyncio.gather(*sleepers, locker, reader, ticker(lock, queue, sleepers),
+                         return_exceptions=True)
+    assert all(task.done() for task in done)
 
 
 asyncio.run(main())
