@@ -28,7 +28,15 @@
  *   - with allocation samples (PYPROF_ALLOC), each sampled allocation, sorted by time, is
  *     (time, thread, stack, the bytes it stands for, when it was freed): the page weighs
  *     the flame graph by bytes allocated or in use with them and draws the estimated live
- *     heap over the RSS.  A page without allocation samples has no "allocs" key at all.
+ *     heap over the RSS.  A page without allocation samples has no "allocs" key at all;
+ *   - with asyncio task frames (src/read/tasks.h), each task's samples are marks in a lane
+ *     of its own: the samples it was running (its frame the innermost task frame) and, in
+ *     wall mode, those of it suspended at an await (PYPROF_GIL_AWAIT).  The logs are
+ *     loaded with those (PROFILE_AWAITING), which are then kept apart from the samples
+ *     (unless --awaiting asks for them there), so the flame graph, the timeline's stacks
+ *     and the GIL counts are what they are without them.  Each process's TASK_LANES
+ *     tasks with the most samples get a lane, the rest one lane together; a lane's marks
+ *     are runs like a thread's.  A page without task frames has no "tasks" key.
  *
  * Every string from the logs (function names, files, thread names, argv) is data: it is
  * written by jsonw with every '<', '>' and '&' as a \u escape (JSONW_HTML), so no name
@@ -49,7 +57,9 @@
 #include "read/aggregate.h"
 #include "read/allocs.h"
 #include "read/calltree.h"
+#include "read/keep.h"
 #include "read/spans.h"
+#include "read/tasks.h"
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_log.h"
@@ -82,6 +92,10 @@ extern const char pyprof_viewer_html_end[];
  * starts a new run, so the timeline shows it. */
 #define RUN_GAP_PERIODS 3
 
+/* Task lanes per process: the tasks with the most samples get one each, the others
+ * share one more ("other tasks"). */
+#define TASK_LANES 64
+
 /* clang-format off */
 const char cmd_html_usage[] =
     "usage: pyprof html [options] LOG... | DIR... -o FILE.html\n"
@@ -96,8 +110,9 @@ const char cmd_html_usage[] =
     "in use at the end, and the estimated live heap is drawn over the RSS.  With GIL\n"
     "states (logs written with PYPROF_CLOCK=wall) the timeline can colour samples by\n"
     "where their thread stood with the GIL, a table gives each thread's split (held,\n"
-    "waiting for it, neither), and the flame graph can show the GIL waits alone.  A\n"
-    "directory stands for every log in it.\n"
+    "waiting for it, neither), and the flame graph can show the GIL waits alone.  With\n"
+    "asyncio task frames, the timeline can show a lane per task, its samples marked as\n"
+    "running or (wall mode, 3.14+) awaiting.  A directory stands for every log in it.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE\n"
@@ -115,6 +130,34 @@ const char cmd_html_usage[] =
 
 /* ---- what the page gets --------------------------------------------------------------- */
 
+/* A sample of an asyncio task: it ran (its task frame the innermost one) or, awaiting,
+ * it was suspended at an await. */
+typedef struct task_mark {
+    int64_t t;           /* on the common axis */
+    uint32_t proc, func; /* the task: its process and its task frame's function */
+    uint32_t stack;      /* index in "stacks" */
+    uint32_t thread;     /* profile thread */
+    uint32_t awaiting;   /* 1: suspended (PYPROF_GIL_AWAIT), 0: running */
+    uint32_t us;         /* the time it stands for (a suspended task of many is sampled
+                          * every few passes, each sample standing for as many periods) */
+} task_mark;
+
+/* A lane of the page: one task, or (func UINT32_MAX) the rest of a process's tasks. */
+typedef struct task_lane {
+    uint32_t proc, func, tasks;
+    uint32_t thread; /* the profile thread most of its samples were on */
+    uint64_t running, awaiting;
+    size_t first, n; /* its marks: page.marks[first .. first + n), by task then time */
+} task_lane;
+
+/* A lane's run: marks of one task with the same stack and state, each less than
+ * RUN_GAP_PERIODS periods (or times what it stands for, when more) after the previous
+ * one. */
+typedef struct task_run {
+    int64_t start, last, end; /* end: its last mark's time and what that stands for */
+    uint32_t stack, count, awaiting;
+} task_run;
+
 typedef struct page {
     const profile *p;
     calltree tree;       /* nodes keyed by function only, numbered in order of use */
@@ -130,11 +173,18 @@ typedef struct page {
     int64_t *proc_offset_us; /* process start, from the earliest process's start */
     uint64_t t0_unix_ns;
     int64_t t_min_us, t_max_us;
-    spans_index spans;     /* the samples inside each span */
-    uint32_t *span_stacks; /* room for one span's samples' stacks */
-    uint32_t *alloc_order; /* allocation indexes by time on the common axis (nallocs) */
-    int has_gil;           /* some sample kept has a GIL state (wall-clock logs) */
-    char *run_gil;         /* room for one thread's runs' GIL states, a digit each */
+    spans_index spans;      /* the samples inside each span */
+    uint32_t *span_stacks;  /* room for one span's samples' stacks */
+    uint32_t *alloc_order;  /* allocation indexes by time on the common axis (nallocs) */
+    int has_gil;            /* some sample kept has a GIL state (wall-clock logs) */
+    char *run_gil;          /* room for one thread's runs' GIL states, a digit each */
+    profile_sample *awaits; /* the suspended tasks' samples kept apart from p->samples */
+    size_t nawaits;
+    task_mark *marks; /* the task samples, by lane, then task, then time */
+    size_t nmarks;
+    task_lane *lanes;
+    size_t nlanes;
+    task_run *runs; /* room for one lane's runs */
 } page;
 
 static void page_free(page *g)
@@ -152,6 +202,10 @@ static void page_free(page *g)
     free(g->span_stacks);
     free(g->alloc_order);
     free(g->run_gil);
+    free(g->awaits);
+    free(g->marks);
+    free(g->lanes);
+    free(g->runs);
 }
 
 static int64_t period_us(const profile_process *pr)
@@ -215,8 +269,7 @@ static int page_add_stack(page *g, uint32_t st)
  * and the per-thread sample order.  Returns 0, or -1 when out of memory. */
 static int page_build(page *g, const profile *p)
 {
-    memset(g, 0, sizeof *g);
-    g->p = p;
+    g->p = p; /* the caller zeroed g (and may have split the awaiting samples off) */
     if (calltree_init(&g->tree, p) < 0)
         return -1;
     size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
@@ -230,7 +283,7 @@ static int page_build(page *g, const profile *p)
     g->thread_first = calloc(nt + 1, sizeof *g->thread_first);
     g->proc_offset_us = malloc((p->nprocs ? p->nprocs : 1) * sizeof *g->proc_offset_us);
     g->span_stacks = malloc((p->nsamples ? p->nsamples : 1) * sizeof *g->span_stacks);
-    g->run_gil = malloc(p->nsamples + 1);
+    g->run_gil = malloc(p->nsamples + g->nawaits + 1); /* a thread's runs, or a lane's */
     if (!g->func_out || !g->func_list || !g->stack_out || !g->stack_list || !g->thread_out ||
         !g->order || !g->thread_first || !g->proc_offset_us || !g->span_stacks || !g->run_gil ||
         spans_index_build(p, &g->spans) < 0)
@@ -356,6 +409,272 @@ static int page_build(page *g, const profile *p)
         g->t_max_us = 1;
     }
     return 0;
+}
+
+/* ---- asyncio tasks ---------------------------------------------------------------- */
+
+/* Takes the suspended tasks' samples (PYPROF_GIL_AWAIT) out of p->samples into g->awaits,
+ * unless `keep` (--awaiting: they stay samples, as every command keeps them then), so
+ * that all but the task lanes count what they count without them.  Before page_build.
+ * 0, or -1 when out of memory. */
+static int page_split_awaiting(page *g, profile *p, int keep)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsamples; i++)
+        n += p->samples[i].gil == PYPROF_GIL_AWAIT;
+    if (keep || !n)
+        return 0;
+    uint8_t *kept = malloc(p->nsamples);
+    g->awaits = malloc(n * sizeof *g->awaits);
+    if (!kept || !g->awaits) {
+        free(kept);
+        return -1;
+    }
+    for (size_t i = 0; i < p->nsamples; i++) {
+        kept[i] = p->samples[i].gil != PYPROF_GIL_AWAIT;
+        if (!kept[i])
+            g->awaits[g->nawaits++] = p->samples[i];
+    }
+    keep_samples(p, kept);
+    free(kept);
+    return 0;
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+    const task_mark *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->awaiting != y->awaiting)
+        return x->awaiting < y->awaiting ? -1 : 1;
+    if (x->stack != y->stack)
+        return x->stack < y->stack ? -1 : 1;
+    return (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+/* Tasks by process, then most samples first, then name. */
+static int cmp_task(const void *a, const void *b, void *arg)
+{
+    const profile *p = arg;
+    const task_lane *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    uint64_t nx = x->running + x->awaiting, ny = y->running + y->awaiting;
+    if (nx != ny)
+        return nx > ny ? -1 : 1;
+    int c = strcmp(p->funcs[x->func].name, p->funcs[y->func].name);
+    if (c)
+        return c;
+    return (x->func > y->func) - (x->func < y->func);
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    const task_run *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->stack != y->stack)
+        return x->stack < y->stack ? -1 : 1;
+    return (x->awaiting > y->awaiting) - (x->awaiting < y->awaiting);
+}
+
+/* The marks of sample s, when its stack has a task frame (the innermost one is its
+ * task); `task_of` caches each stack's task (0: not looked at, UINT32_MAX: none, else
+ * the function + 1). */
+static void add_mark(page *g, const profile_sample *s, int awaiting, uint32_t *task_of)
+{
+    const profile *p = g->p;
+    if (!task_of[s->stack]) {
+        int64_t f = tasks_running(p, s->stack);
+        task_of[s->stack] = f < 0 ? UINT32_MAX : p->frames[f].func + 1;
+    }
+    if (task_of[s->stack] == UINT32_MAX)
+        return;
+    task_mark *m = &g->marks[g->nmarks++];
+    m->t = sample_time(g, s);
+    m->proc = s->process;
+    m->func = task_of[s->stack] - 1;
+    m->stack = g->stack_out[s->stack];
+    m->thread = s->thread;
+    m->awaiting = (uint32_t)awaiting;
+    m->us = s->cpu_us;
+}
+
+/* The task lanes: every sample with a task frame (and every suspended task's) as a mark
+ * of its task, the tasks of each process by samples, the first TASK_LANES a lane each
+ * and the rest one lane.  After page_build.  0, or -1 when out of memory. */
+static int page_tasks(page *g)
+{
+    const profile *p = g->p;
+    size_t n = p->nsamples + g->nawaits;
+    if (!n)
+        return 0;
+    uint32_t *task_of = calloc(p->nstacks ? p->nstacks : 1, sizeof *task_of);
+    g->marks = malloc(n * sizeof *g->marks);
+    if (!task_of || !g->marks) {
+        free(task_of);
+        return -1;
+    }
+    for (size_t i = 0; i < p->nsamples; i++)
+        add_mark(g, &p->samples[i], p->samples[i].gil == PYPROF_GIL_AWAIT, task_of);
+    for (size_t i = 0; i < g->nawaits; i++) {
+        const profile_sample *s = &g->awaits[i];
+        if (page_add_stack(g, s->stack) < 0) {
+            free(task_of);
+            return -1;
+        }
+        add_mark(g, s, 1, task_of);
+        int64_t ts = sample_time(g, s);
+        if (ts < g->t_min_us)
+            g->t_min_us = ts;
+        if (ts + period_us(&p->procs[s->process]) > g->t_max_us)
+            g->t_max_us = ts + period_us(&p->procs[s->process]);
+    }
+    free(task_of);
+    if (!g->nmarks)
+        return 0;
+    qsort(g->marks, g->nmarks, sizeof *g->marks, cmp_mark);
+
+    /* One entry per task, then the lanes in place: each process's tasks by samples, the
+     * first TASK_LANES as they are, the rest folded into the lane after them. */
+    size_t ntasks = 0;
+    for (size_t i = 0; i < g->nmarks; i++)
+        ntasks += !i || g->marks[i].proc != g->marks[i - 1].proc ||
+                  g->marks[i].func != g->marks[i - 1].func;
+    task_lane *tasks = calloc(ntasks, sizeof *tasks);
+    task_mark *sorted = malloc(g->nmarks * sizeof *sorted);
+    g->lanes = calloc(ntasks, sizeof *g->lanes);
+    g->runs = malloc(g->nmarks * sizeof *g->runs);
+    if (!tasks || !sorted || !g->lanes || !g->runs) {
+        free(tasks);
+        free(sorted);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < g->nmarks; i++) {
+        const task_mark *m = &g->marks[i];
+        if (i && (m->proc != g->marks[i - 1].proc || m->func != g->marks[i - 1].func))
+            k++;
+        task_lane *t = &tasks[k];
+        if (!t->n) {
+            t->proc = m->proc;
+            t->func = m->func;
+            t->tasks = 1;
+            t->first = i;
+        }
+        t->n++;
+        if (m->awaiting)
+            t->awaiting++;
+        else
+            t->running++;
+    }
+    qsort_r(tasks, ntasks, sizeof *tasks, cmp_task, (void *)p);
+    size_t out = 0, rank = 0;
+    for (size_t i = 0; i < ntasks; i++) {
+        const task_lane *t = &tasks[i];
+        if (i && t->proc != tasks[i - 1].proc)
+            rank = 0;
+        if (rank++ < TASK_LANES) {
+            g->lanes[g->nlanes] = *t;
+            g->lanes[g->nlanes++].first = out;
+        } else if (rank == TASK_LANES + 1) {
+            g->lanes[g->nlanes] = *t;
+            g->lanes[g->nlanes].func = UINT32_MAX;
+            g->lanes[g->nlanes++].first = out;
+        } else {
+            task_lane *o = &g->lanes[g->nlanes - 1];
+            o->tasks++;
+            o->n += t->n;
+            o->running += t->running;
+            o->awaiting += t->awaiting;
+        }
+        memcpy(&sorted[out], &g->marks[t->first], t->n * sizeof *sorted);
+        out += t->n;
+    }
+    free(tasks);
+    free(g->marks);
+    g->marks = sorted;
+
+    /* Each lane's thread: the one most of its marks are on (a majority vote). */
+    for (size_t l = 0; l < g->nlanes; l++) {
+        task_lane *ln = &g->lanes[l];
+        uint32_t cand = 0;
+        size_t votes = 0;
+        for (size_t i = ln->first; i < ln->first + ln->n; i++) {
+            if (!votes)
+                cand = g->marks[i].thread;
+            votes += g->marks[i].thread == cand ? 1 : (size_t)-1;
+        }
+        ln->thread = cand;
+    }
+    return 0;
+}
+
+/* Task lanes: process, "th" (index in "threads" of the thread most of its samples were
+ * on, -1: not listed), "name" (its task frame's, "<task NAME>", or "" for the lane of a
+ * process's other tasks), "tasks" (tasks in the lane), "running" and "awaiting" (its
+ * samples of each kind), "runs" as quadruples (start - the previous run's start, end -
+ * start, stack, samples; its end is its last sample's time and the time that sample
+ * stands for; by start, so runs of several tasks may overlap) and
+ * "runs_await", a digit per run (1: awaiting, 0: running).  Only written when some
+ * sample has a task frame. */
+static void write_tasks(jsonw *j, const page *g)
+{
+    const profile *p = g->p;
+    if (!g->nlanes)
+        return;
+    jsonw_break(j, 0);
+    jsonw_key(j, "tasks");
+    jsonw_begin_array(j);
+    for (size_t l = 0; l < g->nlanes; l++) {
+        const task_lane *ln = &g->lanes[l];
+        int64_t period = period_us(&p->procs[ln->proc]);
+        size_t nruns = 0;
+        for (size_t i = ln->first; i < ln->first + ln->n; i++) {
+            const task_mark *m = &g->marks[i];
+            task_run *r = nruns ? &g->runs[nruns - 1] : NULL;
+            int64_t us = m->us > period ? (int64_t)m->us : period;
+            if (r && m->func == g->marks[i - 1].func && m->stack == r->stack &&
+                m->awaiting == r->awaiting && m->t - r->last < RUN_GAP_PERIODS * us) {
+                r->last = m->t;
+                r->end = m->t + us;
+                r->count++;
+                continue;
+            }
+            g->runs[nruns++] = (task_run){m->t, m->t, m->t + us, m->stack, 1, m->awaiting};
+        }
+        qsort(g->runs, nruns, sizeof *g->runs, cmp_run);
+        jsonw_break(j, 0);
+        jsonw_begin_object(j);
+        jsonw_key_u64(j, "p", ln->proc);
+        uint32_t th = g->thread_out[ln->thread];
+        jsonw_key_i64(j, "th", th == UINT32_MAX ? -1 : (int64_t)th);
+        jsonw_key_string(j, "name", ln->func == UINT32_MAX ? "" : p->funcs[ln->func].name);
+        jsonw_key_u64(j, "tasks", ln->tasks);
+        jsonw_key_u64(j, "running", ln->running);
+        jsonw_key_u64(j, "awaiting", ln->awaiting);
+        jsonw_key(j, "runs");
+        jsonw_begin_array(j);
+        int64_t prev = 0;
+        for (size_t k = 0; k < nruns; k++) {
+            const task_run *r = &g->runs[k];
+            jsonw_i64(j, r->start - prev);
+            jsonw_i64(j, r->end - r->start);
+            jsonw_u64(j, r->stack);
+            jsonw_u64(j, r->count);
+            g->run_gil[k] = (char)('0' + r->awaiting);
+            prev = r->start;
+        }
+        jsonw_end_array(j);
+        g->run_gil[nruns] = 0;
+        jsonw_key_string(j, "runs_await", g->run_gil);
+        jsonw_end_object(j);
+    }
+    jsonw_end_array(j);
 }
 
 /* ---- the JSON document ------------------------------------------------------------- */
@@ -715,6 +1034,7 @@ static int write_json(FILE *f, const page *g, const char *title)
     write_snaps(&j, g);
     write_spans(&j, g);
     write_allocs(&j, g);
+    write_tasks(&j, g);
     jsonw_end_object(&j);
     return jsonw_error(&j);
 }
@@ -788,7 +1108,8 @@ int cmd_html(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {
-        "html", cmd_html_usage, 0, "o:", options, html_option, html_check, 0};
+        "html", cmd_html_usage, 0, "o:", options, html_option, html_check,
+        PROFILE_AWAITING /* for the task lanes; page_split_awaiting keeps them apart */};
     html_opts o = {NULL, NULL};
     page g;
     memset(&g, 0, sizeof g);
@@ -803,7 +1124,8 @@ int cmd_html(int argc, char **argv)
         if (!title)
             title = "pyprof";
     }
-    if (page_build(&g, a.p) < 0)
+    if (page_split_awaiting(&g, a.p, a.cf.f.awaiting) < 0 || page_build(&g, a.p) < 0 ||
+        page_tasks(&g) < 0)
         rc = cli_oom();
     else
         rc = write_page(&g, title, o.output);

@@ -806,3 +806,228 @@ def test_gil_waits_in_a_span(browser, tmp_path):
     browser.wait_for("pyprofViewer.selectedSpan() === null")
     assert browser.evaluate("pyprofViewer.flameSamples()") == waits
     check_clean(browser)
+
+
+# ---- asyncio tasks ------------------------------------------------------------------------
+
+TASKS_WORKLOAD = t.workload("html_tasks.py")
+TASK_RGB = {"running": (0x2b, 0x8a, 0x3e), "awaiting": (0xe8, 0xa3, 0x17)}
+# The workload's tasks (their main task has asyncio's default name, Task-N).
+TASK_NAMES = ("cruncher", "waiter", "<b>x</b>")
+
+
+@pytest.fixture(scope="module", params=[i for i in t.SID_IDS if i == "py3.14"])
+def tasks_page(tmp_path_factory, request):
+    """html_tasks.py (a busy `cruncher`, a `waiter` suspended the whole time, a task named
+    <b>x</b> that alternates CPU and sleeps) profiled in wall mode on 3.14, where the
+    suspended tasks are sampled too, and its page."""
+    tmp = tmp_path_factory.mktemp("html-tasks")
+    interp = t.by_id(request.param)[0].require()
+    prof = t.run([interp.path, TASKS_WORKLOAD], str(tmp / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "5ms"})
+    assert prof.rc == 0 and len(prof.logs) == 1, prof.describe()
+    page = str(tmp / "tasks.html")
+    res = t.tool("html", str(tmp / "logs"), "-o", page)
+    assert res.returncode == 0 and not res.stderr, (res.returncode, res.stderr)
+    rep = t.tool_json("report", "--tasks", "--json", str(tmp / "logs"))
+    return {"dir": str(tmp / "logs"), "page": page, "tmp": tmp,
+            "rows": dict((r["task"], r) for r in rep["tasks"])}
+
+
+def lane_counts(lane):
+    """A lane's samples (running, awaiting), summed from its runs."""
+    runs, states = lane["runs"], lane["runs_await"]
+    assert len(states) == len(runs) // 4 and set(states) <= set("01"), lane["name"]
+    n = [0, 0]
+    for k, s in enumerate(states):
+        n[int(s)] += runs[4 * k + 3]
+    return tuple(n)
+
+
+def test_task_lanes_in_page_data(tasks_page):
+    """A lane per task, named as the workload named it; each lane's running and awaiting
+    samples are what `pyprof report --tasks --json` counts for the task (self, awaiting);
+    the awaiting samples change nothing else (the samples, the threads' runs and GIL
+    counts are the report's without --awaiting), unless --awaiting is given."""
+    with open(tasks_page["page"], encoding="utf-8") as f:
+        data, raw = embedded_json(f.read())
+    check_schema("html", data, "pyprof html's data (asyncio tasks)")
+    assert "<" not in raw and "&" not in raw
+    rows = tasks_page["rows"]
+    lanes = dict((ln["name"], ln) for ln in data["tasks"])
+    named = [n for n in lanes if not re.match(r"^<task Task-\d+>$", n)]
+    assert sorted(named) == sorted("<task %s>" % n for n in TASK_NAMES), list(lanes)
+    for name in TASK_NAMES:
+        ln, row = lanes["<task %s>" % name], rows[name]
+        assert ln["tasks"] == 1 and ln["th"] == 0, ln["name"]
+        assert (ln["running"], ln["awaiting"]) == (row["self"], row["awaiting"]), (name, row)
+        assert lane_counts(ln) == (row["self"], row["awaiting"]), name
+    assert rows["cruncher"]["self"] > 20 and rows["waiter"]["awaiting"] > 20, rows
+    assert rows["waiter"]["self"] == 0, rows["waiter"]
+    # Kept apart: everything else counts what the report counts without --awaiting.
+    rep = t.report(tasks_page["dir"])
+    assert data["samples"] == rep["samples"]
+    assert sum(sum(th["runs"][3::4]) for th in data["threads"]) == rep["samples"]
+    gil = t.tool_json("report", "--gil", "--json", tasks_page["dir"])
+    assert [sum(th["gil"][i] for th in data["threads"]) for i in range(len(GIL_KEYS))] == [
+        gil["states"][k] for k in GIL_KEYS]
+    # With --awaiting they are samples too, as for every command; the lanes are the same.
+    page = str(tasks_page["tmp"] / "tasks-awaiting.html")
+    res = t.tool("html", "--awaiting", tasks_page["dir"], "-o", page)
+    assert res.returncode == 0 and not res.stderr, res.stderr
+    with open(page, encoding="utf-8") as f:
+        both, _ = embedded_json(f.read())
+    assert both["samples"] == t.report("--awaiting", tasks_page["dir"])["samples"]
+    assert both["samples"] == rep["samples"] + sum(ln["awaiting"] for ln in data["tasks"])
+    assert [(ln["name"], lane_counts(ln)) for ln in both["tasks"]] == [
+        (ln["name"], lane_counts(ln)) for ln in data["tasks"]]
+
+
+def lane_of(b, name):
+    lanes = [ln for ln in b.evaluate("pyprofViewer.taskLanes()") if ln["name"] == name]
+    assert len(lanes) == 1, (name, b.evaluate("pyprofViewer.taskLanes()"))
+    return lanes[0]
+
+
+def click_mark(b, name, state):
+    """Clicks (a real mouse click) a drawn mark of task lane `name` in `state`; returns
+    the stack panel's function names and its line."""
+    lane = lane_of(b, name)
+    where = "pyprofViewer.taskColumn(%d, %s)" % (lane["lane"], json.dumps(state))
+    at = b.evaluate(where)
+    assert at, (name, state, lane)
+    if not 0 < at["y"] < b.evaluate("window.innerHeight"):   # scrolled into view first
+        b.evaluate("window.scrollBy(0, %d)" % (at["y"] - b.evaluate("window.innerHeight") // 2))
+        at = b.evaluate(where)
+    b.click(at["x"], at["y"])
+    b.wait_for("pyprofViewer.selection() && pyprofViewer.selection().lane === %d"
+               % lane["lane"])
+    return (texts(b, "#stack li .fn"),
+            b.evaluate("document.getElementById('stack-info').textContent"))
+
+
+def test_tasks_view(browser, tasks_page):
+    """The Tasks toggle adds a lane per task to the timeline, its marks in the running
+    and awaiting colours (a legend says which is which), and back; the flame graph does
+    not change.  A real click on a mark lists its stack (markup in a task's name stays
+    text)."""
+    b = browser
+    del b.console_errors[:]
+    del b.dialogs[:]
+    del b.requests[:]
+    b.open(tasks_page["page"])
+    rows = tasks_page["rows"]
+    rep = t.report(tasks_page["dir"])
+    assert b.evaluate("pyprofViewer.tasks()") and not b.evaluate("pyprofViewer.tasksOn()")
+    assert not b.evaluate("document.getElementById('tasks-label').hidden")
+    assert b.evaluate("document.getElementById('tasks-legend').hidden")
+    for rgb in TASK_RGB.values():
+        assert drawn_pixels(b, "timeline", rgb) == 0
+    before = canvas_digest(b, "timeline")
+    assert b.evaluate("pyprofViewer.flameSamples()") == rep["samples"]
+
+    b.click(*center(b, "#tasks-on"))
+    b.wait_for("pyprofViewer.tasksOn()")
+    assert not b.evaluate("document.getElementById('tasks-legend').hidden")
+    legend = b.evaluate("document.getElementById('tasks-legend').textContent")
+    assert "running" in legend and "awaiting" in legend, legend
+    for state, rgb in TASK_RGB.items():
+        assert drawn_pixels(b, "timeline", rgb) > 100, state
+    for name in TASK_NAMES:
+        ln = lane_of(b, "<task %s>" % name)
+        assert ln["drawn"], ln
+        assert (ln["running"], ln["awaiting"]) == (rows[name]["self"], rows[name]["awaiting"])
+    cols = lane_of(b, "<task cruncher>")["columns"]
+    assert cols["running"] > 50, cols
+    cols = lane_of(b, "<task waiter>")["columns"]
+    assert cols["awaiting"] > 50 and cols["running"] == 0, cols
+    assert b.evaluate("pyprofViewer.flameSamples()") == rep["samples"]
+
+    # Marks clicked: the stack of a busy task's sample, of a waiting task's at its await.
+    fns, info = click_mark(b, "<task cruncher>", "running")
+    assert "<task cruncher>" in fns and fns[-1] == "burn", fns
+    assert "running" in info and "<task cruncher>" in info, info
+    fns, info = click_mark(b, "<task waiter>", "awaiting")
+    assert fns[:4] == ["<task waiter>", "waiter", "wait_inner", "Event.wait"], fns
+    assert "awaiting" in info, info
+    fns, info = click_mark(b, "<task <b>x</b>>", "awaiting")
+    assert fns[:2] == ["<task <b>x</b>>", "marked"], fns
+    assert "<task <b>x</b>>" in info, info
+    assert b.evaluate("document.querySelectorAll('b').length") == 0
+
+    b.click(*center(b, "#tasks-on"))
+    b.wait_for("!pyprofViewer.tasksOn()")
+    assert b.evaluate("pyprofViewer.selection()") is None
+    for rgb in TASK_RGB.values():
+        assert drawn_pixels(b, "timeline", rgb) == 0
+    assert canvas_digest(b, "timeline") == before
+    check_clean(b)
+
+
+def test_tasks_hash_opens_lanes(browser, tasks_page):
+    """`PAGE.html#tasks` opens the page with the task lanes on."""
+    page = str(tasks_page["tmp"] / "tasks-hash.html")
+    with open(tasks_page["page"], "rb") as f, open(page, "wb") as out:
+        out.write(f.read())
+    del browser.console_errors[:]
+    browser.open(page + "#tasks")
+    assert browser.evaluate("pyprofViewer.tasksOn()")
+    assert browser.evaluate("document.getElementById('tasks-on').checked")
+    assert drawn_pixels(browser, "timeline", TASK_RGB["running"]) > 100
+    assert lane_of(browser, "<task waiter>")["drawn"]
+    check_clean(browser)
+
+
+def test_no_tasks_view_without_task_frames(opened, names_page):
+    """A page of a program without asyncio tasks (cpu mode) has no task lanes in its
+    data, no Tasks toggle, and turning the toggle on anyway changes no pixel."""
+    with open(names_page["page"], encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    assert "tasks" not in data
+    b = opened
+    assert not b.evaluate("pyprofViewer.tasks()")
+    assert b.evaluate("document.getElementById('tasks-label').hidden")
+    before = canvas_digest(b, "timeline")
+    b.evaluate("""(() => { const c = document.getElementById('tasks-on');
+        c.checked = true; c.dispatchEvent(new Event('change')); })()""")
+    assert not b.evaluate("pyprofViewer.tasksOn()")
+    assert canvas_digest(b, "timeline") == before
+    check_clean(b)
+
+
+@pytest.mark.parametrize("interp", t.params([i for i in t.SIDS if i.id == "py3.14"]))
+def test_task_lanes_bounded(browser, tmp_path, interp):
+    """More tasks than lanes: asyncio_waiting.py with 100 more idle tasks.  A process has
+    64 lanes of its own tasks, those with the most samples, and one for the rest; every
+    task sample is in one of them (the lanes' sums are the report's), and a mark of the
+    shared lane, clicked, names its task."""
+    interp.require()
+    prof = t.run([interp.path, t.workload("asyncio_waiting.py")], str(tmp_path / "logs"),
+                 env={"PYPROF_CLOCK": "wall", "PYPROF_PERIOD": "10ms", "WORKLOAD_MANY": "100"})
+    assert prof.rc == 0 and len(prof.logs) == 1, prof.describe()
+    page = str(tmp_path / "many.html")
+    res = t.tool("html", prof.logs[0], "-o", page)
+    assert res.returncode == 0 and not res.stderr, res.stderr
+    with open(page, encoding="utf-8") as f:
+        data, _ = embedded_json(f.read())
+    check_schema("html", data, "pyprof html's data (more tasks than lanes)")
+    rep = t.tool_json("report", "--tasks", "--json", prof.logs[0])
+    lanes = data["tasks"]
+    assert len(lanes) == 65 and [ln["name"] for ln in lanes].count("") == 1, len(lanes)
+    other = lanes[-1]
+    assert other["name"] == "", [ln["name"] for ln in lanes][-3:]
+    tasks = set(f[0] for f in data["funcs"] if re.match(r"^<task .*>$", f[0]) and not f[1])
+    assert other["tasks"] == len(tasks) - 64 > 0, (other["tasks"], len(tasks))
+    totals = [ln["running"] + ln["awaiting"] for ln in lanes[:-1]]
+    assert totals == sorted(totals, reverse=True), totals
+    assert sum(lane_counts(ln)[0] for ln in lanes) == rep["with_task"]
+    assert sum(lane_counts(ln)[1] for ln in lanes) == rep["awaiting"] > 0
+    del browser.console_errors[:]
+    browser.open(page + "#tasks")
+    lane = lane_of(browser, "%d other tasks" % other["tasks"])
+    assert lane["drawn"] and lane["columns"]["awaiting"] > 0, lane
+    fns, info = click_mark(browser, lane["name"], "awaiting")
+    named = re.search(r" · (<task [^>]*>) · awaiting", info)
+    assert named and named.group(1) in tasks and named.group(1) in fns, (info, fns)
+    assert named.group(1) not in [ln["name"] for ln in lanes], named.group(1)
+    check_clean(browser)
