@@ -112,7 +112,7 @@ const char cmd_html_usage[] =
     "where their thread stood with the GIL, a table gives each thread's split (held,\n"
     "waiting for it, neither), and the flame graph can show the GIL waits alone.  With\n"
     "asyncio task frames, the timeline can show a lane per task, its samples marked as\n"
-    "running or (wall mode, 3.14+) awaiting.  A directory stands for every log in it.\n"
+    "running or (wall mode) awaiting.  A directory stands for every log in it.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE\n"

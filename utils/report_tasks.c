@@ -33,7 +33,7 @@ typedef struct task_row {
     uint64_t names; /* distinct task names folded into it */
     uint64_t self, total;
     uint64_t *func_self;  /* per function: samples it was innermost while the row ran */
-    uint64_t awaiting;    /* samples of the row's tasks suspended (wall mode, 3.14+) */
+    uint64_t awaiting;    /* samples of the row's tasks suspended (wall mode) */
     uint64_t awaiting_us; /* the waiting they stand for (their cpu_us) */
     await_site sites[ROW_SITES];
     unsigned nsites;
@@ -203,7 +203,7 @@ static void print_text(const profile *p, const task_rows *t, size_t top)
     printf("\ntasks (names ending in a number folded into one row; self: the task's own\n"
            "frames ran, total: it or a task it awaited ran, %% of the samples that are not\n"
            "awaiting; awaiting: seconds its tasks were suspended at an await, summed, wall\n"
-           "mode, 3.14+)\n"
+           "mode)\n"
            "   self%%      self  total%%     total  awaiting  names  task\n");
     for (size_t i = 0; i < t->n && i < top; i++) {
         const task_row *r = &t->rows[i];

@@ -1,8 +1,8 @@
 """The asyncio part: an asyncio server's CPU while it serves (asyncio_server.py) with
 100 and 10,000 tasks waiting, without the library and with it in cpu mode (every sample
 tagged with its task) and in wall mode at 100 Hz and 1 kHz (every pass also samples the
-waiting tasks), on Debian sid's 3.14 (the first interpreter with every asyncio view),
-and its table."""
+waiting tasks), on Debian sid's 3.14 (the tasks' own lists and awaiter links) and on
+pyenv's 3.12 (the set of all tasks, and the links found every 20 ms), and its table."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import shutil
 import statistics
 
 from common import SID_BIN, log
+from machine import pyenv_python
 from report import print_table
 from runner import guarded
 
@@ -49,29 +50,37 @@ def serve_cost(runner, py, pendings, requests, work, reps):
     return out
 
 
+def interpreters():
+    """(label, path) of the interpreters measured: sid's 3.14 and pyenv's 3.12."""
+    return [("sid 3.14", os.path.join(SID_BIN, "python3.14")),
+            ("pyenv 3.12", pyenv_python("3.12.1"))]
+
+
 def run(ctx):
-    """The serving cost with 100 and 10,000 waiting tasks, when sid's 3.14 is here."""
-    py = os.path.join(SID_BIN, "python3.14")
-    if not os.access(py, os.X_OK):
-        ctx.results["asyncio"] = {"error": "no %s (make sid)" % py}
-        return
-    log("asyncio server cost, with and without the library")
-    ctx.results["asyncio"] = guarded(serve_cost, ctx.runner, py, [100, 10000],
-                                     5000 if ctx.quick else 20000, 2000,
-                                     2 if ctx.quick else 5)
+    """The serving cost with 100 and 10,000 waiting tasks, on each interpreter here."""
+    res = ctx.results["asyncio"] = {}
+    for label, py in interpreters():
+        if not py or not os.access(py, os.X_OK):
+            res[label] = {"error": "no %s" % py}
+            continue
+        log("asyncio server cost on %s, with and without the library" % label)
+        res[label] = guarded(serve_cost, ctx.runner, py, [100, 10000],
+                             5000 if ctx.quick else 20000, 2000, 2 if ctx.quick else 5)
 
 
 def show(ctx):
-    """The asyncio table: serving CPU and its ratio per mode and waiting tasks."""
-    res = ctx.results.get("asyncio") or {}
-    if "error" in res:
-        print("asyncio server cost: %s\n" % res["error"])
-        return
+    """The asyncio table: serving CPU and its ratio per interpreter, mode and waiting
+    tasks."""
     rows = []
-    for pending, modes in res.items():
-        for name, v in modes.items():
-            rows.append({"asyncio server (sid 3.14)": "%s tasks waiting, %s" % (pending, name),
-                         "serving CPU, s": "%.3f" % v["cpu_s"],
-                         "ratio": "%.3f" % v["ratio"] if v["ratio"] else "-"})
+    for label, res in (ctx.results.get("asyncio") or {}).items():
+        if "error" in res:
+            print("asyncio server cost on %s: %s\n" % (label, res["error"]))
+            continue
+        for pending, modes in res.items():
+            for name, v in modes.items():
+                rows.append({"asyncio server": "%s, %s tasks waiting, %s" % (label, pending,
+                                                                             name),
+                             "serving CPU, s": "%.3f" % v["cpu_s"],
+                             "ratio": "%.3f" % v["ratio"] if v["ratio"] else "-"})
     if rows:
         print_table(rows, "asyncio: serving CPU with tasks waiting (median of runs)")

@@ -95,13 +95,18 @@ static void find_loops(const pyabi *a, int minor)
 
 /* ---- who awaits whom ------------------------------------------------------------------ */
 
-/* What one task links to: what it awaits (fut_waiter) and its first done callback. */
+/* A link the walk found: kind AWAITS (`task` awaits task `to`), GATHER (`task` awaits the
+ * gathering future `to`: its children's awaiter) or GROUP (`task` is a child of the
+ * TaskGroup `to`: the group's parent task is its awaiter). */
+enum { AWAITS, GATHER, GROUP };
 typedef struct task_link {
-    uintptr_t task, waiter, callback;
+    uintptr_t task, to;
+    int kind;
 } task_link;
 
 /* The cron's only: too large for its stack. */
 static task_link links[TASKS_MAX];
+static uintptr_t pairs[TASKS_MAX][2];
 static uintptr_t child_of[TASKS_MAX], parent_of[TASKS_MAX];
 static struct {
     int ready;
@@ -114,8 +119,14 @@ static int is_task(const asynctask_layout *l, uintptr_t o)
     return type == l->task_type || safe_ptr(type + TP_BASE) == l->task_type;
 }
 
-/* The tasks of the set of all tasks that await something or have a done callback, into
- * links[]: inside one guarded region, which a failed read ends with what it has. */
+/* The type of `o`, or 0 when it is not a pointer to an object. */
+static uintptr_t type_in(uintptr_t o)
+{
+    return o && safe_ptr_ok(o, 8) ? safe_ptr(o + PYABI_OB_TYPE) : 0;
+}
+
+/* The links of the tasks of the set of all tasks, into links[]: inside one guarded
+ * region, which a failed read ends with what it has. */
 SAFE_NO_SANITIZE static unsigned collect_links(const asynctask_layout *l)
 {
     volatile unsigned n = 0;
@@ -130,15 +141,24 @@ SAFE_NO_SANITIZE static unsigned collect_links(const asynctask_layout *l)
     }
     for (uint64_t k = 0; k <= mask && n < TASKS_MAX; k++) {
         uintptr_t ref = safe_ptr(table + k * SET_ENTRY);
-        if (!ref || !safe_ptr_ok(ref, 8) || safe_ptr(ref + PYABI_OB_TYPE) != l->weakref_type)
+        if (type_in(ref) != l->weakref_type)
             continue;
         uintptr_t task = safe_ptr(ref + WR_OBJECT);
-        if (!task || !safe_ptr_ok(task, 8) || !is_task(l, task))
+        if (!type_in(task) || !is_task(l, task))
             continue;
         uintptr_t waiter = safe_ptr(task + (uintptr_t)l->task_fut_waiter);
+        uintptr_t wtype = type_in(waiter);
+        if (wtype && is_task(l, waiter))
+            links[n++] = (task_link){task, waiter, AWAITS};
+        else if (wtype && wtype == T.gathering_type)
+            links[n++] = (task_link){task, waiter, GATHER};
+        /* A TaskGroup's task: its first done callback is the group's _on_task_done. */
         uintptr_t callback = safe_ptr(task + FUT_CALLBACK0);
-        if (waiter || callback)
-            links[n++] = (task_link){task, waiter, callback};
+        if (T.group_type && n < TASKS_MAX && type_in(callback) == T.method_type) {
+            uintptr_t group = safe_ptr(callback + METHOD_SELF);
+            if (type_in(group) == T.group_type)
+                links[n++] = (task_link){task, group, GROUP};
+        }
     }
     SAFE_GUARD_END();
     return n;
@@ -167,67 +187,63 @@ static int by_child(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+/* Adds (each child of gathering future `outer`, parent) to pairs[] from *n. */
+static void add_gathered(const pyabi *a, const asynctask_layout *l, uintptr_t outer,
+                         uintptr_t parent, unsigned *n)
+{
+    uintptr_t children = pynames_attr(a, outer, "_children"), type = 0, size = 0, items = 0;
+    if (type_of(children, &type) < 0 || type != T.list_type ||
+        read_word(children + LIST_SIZE, &size) < 0 ||
+        read_word(children + LIST_ITEMS, &items) < 0)
+        return;
+    for (uintptr_t c = 0; c < size && c < CHILDREN_MAX && *n < TASKS_MAX; c++) {
+        uintptr_t child = 0;
+        if (read_word(items + 8 * c, &child) == 0 && task_checked(l, child)) {
+            pairs[*n][0] = child;
+            pairs[(*n)++][1] = parent;
+        }
+    }
+}
+
 static void find_awaiters(const pyabi *a, const asynctask_layout *l)
 {
     if (!T.ready) {
         T.gathering_type = pynames_module_attr(a, "asyncio.tasks", "_GatheringFuture");
-        T.group_type = pynames_module_attr(a, "asyncio.taskgroups", "TaskGroup");
         T.method_type = (uintptr_t)pyabi_dlsym_python("PyMethod_Type");
         T.list_type = (uintptr_t)pyabi_dlsym_python("PyList_Type");
         /* asyncio.tasks comes with asyncio; taskgroups (3.11+) may come later. */
-        T.ready = T.gathering_type && T.list_type;
-    } else if (!T.group_type) {
-        T.group_type = pynames_module_attr(a, "asyncio.taskgroups", "TaskGroup");
+        T.ready = T.gathering_type && T.method_type && T.list_type;
     }
+    if (T.ready && !T.group_type)
+        T.group_type = pynames_module_attr(a, "asyncio.taskgroups", "TaskGroup");
     if (!T.ready)
         return;
     unsigned nl = collect_links(l), n = 0;
     uintptr_t groups[GROUPS_CACHED][2];
     unsigned ngroups = 0;
-    static uintptr_t pairs[TASKS_MAX][2];
     for (unsigned i = 0; i < nl && n < TASKS_MAX; i++) {
         const task_link *k = &links[i];
-        uintptr_t type;
-        if (k->waiter && type_of(k->waiter, &type) == 0) {
-            if (task_checked(l, k->waiter)) { /* await task */
-                pairs[n][0] = k->waiter;
-                pairs[n++][1] = k->task;
-            } else if (type == T.gathering_type) { /* await gather(...) */
-                uintptr_t children = pynames_attr(a, k->waiter, "_children"), ltype = 0;
-                uintptr_t size = 0, items = 0;
-                if (type_of(children, &ltype) == 0 && ltype == T.list_type &&
-                    read_word(children + LIST_SIZE, &size) == 0 &&
-                    read_word(children + LIST_ITEMS, &items) == 0) {
-                    for (uintptr_t c = 0; c < size && c < CHILDREN_MAX && n < TASKS_MAX; c++) {
-                        uintptr_t child = 0;
-                        if (read_word(items + 8 * c, &child) == 0 && task_checked(l, child)) {
-                            pairs[n][0] = child;
-                            pairs[n++][1] = k->task;
-                        }
-                    }
+        if (k->kind == AWAITS) {
+            pairs[n][0] = k->to;
+            pairs[n++][1] = k->task;
+        } else if (k->kind == GATHER) {
+            add_gathered(a, l, k->to, k->task, &n);
+        } else {
+            uintptr_t parent = 0;
+            for (unsigned g = 0; g < ngroups && !parent; g++)
+                if (groups[g][0] == k->to)
+                    parent = groups[g][1];
+            if (!parent) {
+                parent = pynames_attr(a, k->to, "_parent_task");
+                if (ngroups < GROUPS_CACHED) {
+                    groups[ngroups][0] = k->to;
+                    groups[ngroups++][1] = parent;
                 }
             }
-        }
-        /* A TaskGroup's task: its first done callback is the group's _on_task_done. */
-        uintptr_t group = 0, gtype = 0;
-        if (!T.group_type || !k->callback || type_of(k->callback, &type) < 0 ||
-            type != T.method_type || read_word(k->callback + METHOD_SELF, &group) < 0 ||
-            type_of(group, &gtype) < 0 || gtype != T.group_type || n >= TASKS_MAX)
-            continue;
-        uintptr_t parent = 0;
-        for (unsigned g = 0; g < ngroups && !parent; g++)
-            if (groups[g][0] == group)
-                parent = groups[g][1];
-        if (!parent) {
-            parent = pynames_attr(a, group, "_parent_task");
-            if (ngroups < GROUPS_CACHED) {
-                groups[ngroups][0] = group;
-                groups[ngroups++][1] = parent;
+            if (parent && parent != k->task && task_checked(l, parent)) {
+                pairs[n][0] = k->task;
+                pairs[n++][1] = parent;
             }
-        }
-        if (parent && parent != k->task && task_checked(l, parent)) {
-            pairs[n][0] = k->task;
-            pairs[n++][1] = parent;
         }
     }
     qsort(pairs, n, sizeof pairs[0], by_child);

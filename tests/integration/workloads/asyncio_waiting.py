@@ -40,6 +40,13 @@ def burn(sec):
         pass
 
 
+def name(task, text):
+    """Names the task (3.8+; 3.7's tasks have no names)."""
+    if hasattr(task, "set_name"):
+        task.set_name(text)
+    return task
+
+
 async def ticker(lock, queue, sleepers):
     end = time.monotonic() + float(os.environ.get("WORKLOAD_SECONDS", "1.2"))
     while time.monotonic() < end:
@@ -57,20 +64,18 @@ async def main():
     queue = asyncio.Queue()
     sleepers = [asyncio.ensure_future(sleeper_outer()) for _ in range(4)]
     for n, task in enumerate(sleepers, 1):
-        task.set_name("sleeper-%d" % n)
-    locker = asyncio.ensure_future(locker_inner(lock))
-    locker.set_name("locker")
-    reader = asyncio.ensure_future(reader_inner(queue))
-    reader.set_name("reader")
+        name(task, "sleeper-%d" % n)
+    locker = name(asyncio.ensure_future(locker_inner(lock)), "locker")
+    reader = name(asyncio.ensure_future(reader_inner(queue)), "reader")
     # WORKLOAD_MANY more idle tasks, `many-N`: more than the library samples in a pass.
     many = [asyncio.ensure_future(sleeper_outer())
             for _ in range(int(os.environ.get("WORKLOAD_MANY", "0")))]
     for n, task in enumerate(many, 1):
-        task.set_name("many-%d" % n)
+        name(task, "many-%d" % n)
     sleepers += many
     done = [asyncio.ensure_future(asyncio.sleep(0)) for _ in range(3)]
     for n, task in enumerate(done, 1):
-        task.set_name("done-%d" % n)
+        name(task, "done-%d" % n)
     await asyncio.gather(*sleepers, locker, reader, ticker(lock, queue, sleepers),
                          return_exceptions=True)
     assert all(task.done() for task in done)
