@@ -139,7 +139,7 @@ DEB_PKGS := liblz4-dev libunwind-dev libcmocka-dev python3-pytest lz4 pkg-config
             zlib1g-dev golang-go valgrind python3-jsonschema chromium python3-yappi \
             libpython3.11-testsuite libpython3.11-dev libdw-dev elfutils tmux clang \
             libclang-rt-dev python3-osprofiler python3-graphviz clang-format-14 systemd \
-            systemd-container pyflakes3
+            systemd-container pyflakes3 python3-uvloop
 # `make deb` needs only the package's Build-Depends (debian/control) and the packaging
 # tools: it runs this rule with DEB_PKGS set to PACKAGE_PKGS.
 PACKAGE_PKGS := debhelper dh-python lintian python3 liblz4-dev libdw-dev zlib1g-dev libcmocka-dev

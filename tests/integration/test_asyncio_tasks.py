@@ -33,13 +33,18 @@ DEFAULT = re.compile(r"^Task-\d+$")
 ASYNCIO = [i for i in t.INTERPRETERS if i.minor >= (3, 7)]  # asyncio.run
 
 
-def run(interp, tmp_path, clock="cpu", late=False):
+# uvloop: Debian's python3-uvloop, for Debian's own 3.11.
+UVLOOP = [i for i in t.INTERPRETERS if i.id == "py3.11-debian"]
+
+
+def run(interp, tmp_path, clock="cpu", late=False, uvloop=False):
     result = str(tmp_path / "measured.json")
     argv = [interp.path, WORKLOAD] + (["late"] if late else [])
+    loop = {"WORKLOAD_UVLOOP": "1"} if uvloop else {}
     prof, base = t.run_pair(argv, tmp_path,
-                            env={"PYPROF_PERIOD": "2ms", "PYPROF_CLOCK": clock,
-                                 "WORKLOAD_RESULT": result},
-                            base_env={"WORKLOAD_RESULT": str(tmp_path / "base.json")})
+                            env=dict(loop, PYPROF_PERIOD="2ms", PYPROF_CLOCK=clock,
+                                     WORKLOAD_RESULT=result),
+                            base_env=dict(loop, WORKLOAD_RESULT=str(tmp_path / "base.json")))
     t.assert_transparent(prof, base)
     p = t.one_log(prof, ended="exit")
     with open(result) as f:
@@ -212,6 +217,18 @@ def test_task_frames_wall(interp, tmp_path):
     interp.require()
     p, measured, stacks = run(interp, tmp_path, clock="wall")
     check_tasks(interp, p, measured, stacks, clock="wall")
+
+
+@pytest.mark.parametrize("interp", t.params(UVLOOP))
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+def test_task_frames_uvloop(interp, clock, tmp_path):
+    """uvloop's loop (Cython) runs the same asyncio.Tasks: the same task frames and
+    chains, the same shares."""
+    interp.require()
+    p, measured, stacks = run(interp, tmp_path, clock=clock, uvloop=True)
+    check_tasks(interp, p, measured, stacks, clock=clock)
+    assert not any(name.endswith("run_forever") for frames, _ in stacks
+                   for name, _ in frames), "not uvloop's loop"
 
 
 @pytest.mark.parametrize("interp", t.params(t.SIDS))

@@ -45,9 +45,15 @@ def waits(kind, interp):
     return names if interp.minor >= (3, 11) else [n.split(".")[-1] for n in names]
 
 
-def run(interp, tmp_path, clock):
+# uvloop: Debian's python3-uvloop, for Debian's own 3.11.
+UVLOOP = [i for i in t.INTERPRETERS if i.id == "py3.11-debian"]
+
+
+def run(interp, tmp_path, clock, uvloop=False):
+    env = {"PYPROF_PERIOD": "10ms", "PYPROF_CLOCK": clock}
     prof, base = t.run_pair([interp.path, WORKLOAD], tmp_path,
-                            env={"PYPROF_PERIOD": "10ms", "PYPROF_CLOCK": clock})
+                            env=dict(env, WORKLOAD_UVLOOP="1") if uvloop else env,
+                            base_env={"WORKLOAD_UVLOOP": "1"} if uvloop else None)
     t.assert_transparent(prof, base)
     p = t.one_log(prof, ended="exit")
     log = prof.logs[0]
@@ -64,10 +70,27 @@ def awaiting_of(stacks):
 def test_waiting_tasks(interp, tmp_path):
     interp.require()
     p, log, stacks = run(interp, tmp_path, "wall")
-    waiting = awaiting_of(stacks)
-    where = p.dump()
     passes = sum(n for frames, n in stacks
                  if any(name.endswith("run_forever") for name, _ in frames))
+    check_waiting(interp, p, log, stacks, passes)
+
+
+@pytest.mark.parametrize("interp", t.params(UVLOOP))
+def test_waiting_tasks_uvloop(interp, tmp_path):
+    """The same under uvloop's loop (its tasks are asyncio.Tasks): its run_forever is
+    not Python, so the passes are the loop thread's samples under asyncio.Runner.run."""
+    interp.require()
+    p, log, stacks = run(interp, tmp_path, "wall", uvloop=True)
+    assert not any(name.endswith("run_forever") for frames, _ in stacks
+                   for name, _ in frames), "not uvloop's loop"
+    passes = sum(n for frames, n in stacks if not TASK.match(frames[0][0])
+                 and any(name == "Runner.run" for name, _ in frames))
+    check_waiting(interp, p, log, stacks, passes)
+
+
+def check_waiting(interp, p, log, stacks, passes):
+    waiting = awaiting_of(stacks)
+    where = p.dump()
     assert passes >= 60, (passes, where)
     if interp.minor < (3, 8):
         check_unnamed(interp, waiting, passes, where)

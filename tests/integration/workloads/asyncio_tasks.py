@@ -9,7 +9,8 @@ between steps, and adds what it burnt to its own count (CPU and wall-clock time:
 busy machine a step may take longer than the CPU it burns).  At exit the JSON file named by
 WORKLOAD_RESULT holds each task's CPU seconds, the main task's name and the expected
 awaiter chain of each task, innermost first.  argv[1] == "late": asyncio is imported
-only after 0.3 s of CPU (a module loaded long after the start).
+only after 0.3 s of CPU (a module loaded long after the start).  WORKLOAD_UVLOOP set:
+the loop is uvloop's.
 """
 
 import json
@@ -120,6 +121,9 @@ async def main():
     return me
 
 
+if os.environ.get("WORKLOAD_UVLOOP"):   # uvloop's loop runs the same asyncio.Tasks
+    import uvloop
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 me = asyncio.run(main())
 chains = {"orders-%d" % n: ["orders-%d" % n, "boss", me] for n in (1, 2, 3)}
 chains.update(boss=["boss", me], audit=["audit", "boss", me], unnamed=["unnamed"])

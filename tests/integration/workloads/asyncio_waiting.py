@@ -7,7 +7,8 @@ tasks that finish at once (kept referenced: finished, never waiting), then await
 all and a ticker through one gather.  The ticker task wakes every 20 ms, burns a little
 CPU and sleeps again, for about 1.2 s of wall time (WORKLOAD_SECONDS); then it releases
 the lock, fills the queue and cancels the sleepers.  Every waiting task stays suspended
-at the same await the whole time.  Prints nothing.
+at the same await the whole time.  WORKLOAD_UVLOOP set: the loop is uvloop's.  Prints
+nothing.
 """
 
 import asyncio
@@ -81,4 +82,7 @@ async def main():
     assert all(task.done() for task in done)
 
 
+if os.environ.get("WORKLOAD_UVLOOP"):   # uvloop's loop runs the same asyncio.Tasks
+    import uvloop
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 asyncio.run(main())
