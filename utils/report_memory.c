@@ -122,7 +122,14 @@ static int print_memory_text(const profile *p, const allocs_counts *c, const rep
     printf("  in use     %s in %" PRIu64 " objects at the end%s: %" PRIu64
            " blocks sampled (%" PRIu64 " freed, %" PRIu64 " not followed to their free)\n",
            fmt_bytes(c->all.inuse_bytes, b2, sizeof b2), cli_bytes_count(c->all.inuse_objects),
-           p->filter.has_to ? " (--to)" : "", c->all.inuse_samples, c->freed, c->untracked);
+           p->filter.has_to            ? " (--to)"
+           : allocs_before_teardown(p) ? " of the program (before the interpreter's teardown)"
+                                       : "",
+           c->all.inuse_samples, c->freed, c->untracked);
+    if (allocs_before_teardown(p))
+        printf("             of which the interpreter's teardown then freed %" PRIu64
+               " blocks sampled (the modules' objects)\n",
+               c->teardown_freed);
     if (c->peak.found)
         printf("  peak       %s in %" PRIu64 " objects at %.3f s from the start%s: %" PRIu64
                " blocks sampled\n",
@@ -223,6 +230,11 @@ static int print_memory_json(const profile *p, const allocs_counts *c, const rep
     jsonw_key_u64(&w, "samples", c->peak.samples);
     jsonw_end_object(&w);
     jsonw_key_u64(&w, "freed", c->freed);
+    jsonw_key_u64(&w, "teardown_freed", c->teardown_freed);
+    jsonw_key(&w, "inuse_at");
+    jsonw_string(&w, p->filter.has_to            ? "to"
+                     : allocs_before_teardown(p) ? "program_end"
+                                                 : "log_end");
     jsonw_key_u64(&w, "untracked", c->untracked);
     jsonw_break(&w, 1);
     jsonw_key(&w, "domains");

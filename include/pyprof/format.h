@@ -220,7 +220,12 @@ enum pyprof_record_type {
      * to the next; clear: they stand for the timer's count, as in wall mode, where the
      * passes set it; other bits are reserved and ignored).  Both times are 0 when no
      * per-thread timer ran (the process CPU timer fallback, whose clock is the kernel's
-     * own). */
+     * own);
+     * then, optional (after the clock section): the teardown section.  uvarint
+     * teardown_us1: 0, or 1 + the time (µs since this file's start, as a FREE's t_us) a
+     * sampled allocation or free first found the interpreter's teardown begun (the
+     * runtime's finalizing mark set; 2.7: no longer initialized); what was in use
+     * before it is what the program left when it finished. */
     PYPROF_REC_FOOTER = 15,
     /* A sampled allocation.  Allocations are sampled by bytes: each thread counts down a
      * number of bytes drawn from an exponential distribution of mean alloc_interval

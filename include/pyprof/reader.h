@@ -200,6 +200,10 @@ typedef struct pyprof_footer {
      * (the log's reserved bits are dropped). */
     uint8_t has_clock;
     uint64_t clock_timer_ns, clock_kernel_ns, clock_corrected;
+    /* The optional teardown section: has_teardown when the interpreter's teardown was
+     * seen, at teardown_us (µs since this file's start, as a FREE's t_us). */
+    uint8_t has_teardown;
+    uint64_t teardown_us;
 } pyprof_footer;
 
 typedef struct pyprof_record {

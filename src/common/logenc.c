@@ -364,6 +364,7 @@ int logenc_put_footer(rec_out *o, const logenc_footer_fields *f)
     rec_put_uvarint(o, f->clock_timer_ns);
     rec_put_uvarint(o, f->clock_kernel_ns);
     rec_put_uvarint(o, f->clock_corrected);
+    rec_put_uvarint(o, f->teardown_us1);
     return done(o);
 }
 

@@ -113,6 +113,9 @@ typedef struct logenc_footer_fields {
      * threads over the same intervals (both 0 without per-thread timers); whether the
      * samples stand for the kernel's figure (1) or the timers' (0). */
     uint64_t clock_timer_ns, clock_kernel_ns, clock_corrected;
+    /* The teardown section, written after the clock section: 1 + when the interpreter's
+     * teardown was first seen (µs on the file's axis, like a FREE's), 0 when it was not. */
+    uint64_t teardown_us1;
 } logenc_footer_fields;
 
 /* An ALLOC record's fields. */

@@ -67,6 +67,41 @@ static int64_t draw(void)
     return (int64_t)d + 1;
 }
 
+/* The time (ns since profiling started, at least 1) a sampled allocation or free first
+ * found the interpreter's teardown begun, 0 until then: the runtime's finalizing mark
+ * set (3.7+; 3.6 _Py_Finalizing), or 2.7 no longer initialized after it had been.  A
+ * program that ends normally tears its interpreter down (the modules' objects freed)
+ * after its last line: what is in use then is what it left. */
+static _Atomic uint64_t teardown_ns;
+static _Atomic int seen_running; /* 2.7: the interpreter was seen initialized */
+
+static void note_teardown(void)
+{
+    if (atomic_load_explicit(&teardown_ns, memory_order_relaxed))
+        return;
+    const pyabi *a = &sighandler_g.abi;
+    int ending;
+    /* Plain loads of the interpreter's static data (always mapped). */
+    if (a->runtime) {
+        ending = *(volatile uintptr_t *)(a->runtime + (uintptr_t)a->rt_finalizing) != 0;
+    } else if (a->finalizing_var) {
+        ending = *(volatile uintptr_t *)a->finalizing_var != 0;
+    } else if (a->is_initialized) {
+        int up = a->is_initialized();
+        if (up)
+            atomic_store_explicit(&seen_running, 1, memory_order_relaxed);
+        ending = !up && atomic_load_explicit(&seen_running, memory_order_relaxed);
+    } else {
+        return;
+    }
+    if (!ending)
+        return;
+    uint64_t t = clock_mono_ns() - sighandler_g.t0_ns, none = 0;
+    atomic_compare_exchange_strong(&teardown_ns, &none, t ? t : 1);
+}
+
+uint64_t allocsample_teardown_ns(void) { return atomic_load(&teardown_ns); }
+
 void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret)
 {
     if (!interval || !p)
@@ -78,6 +113,7 @@ void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret)
             return;
     }
     allocsample_left = draw();
+    note_teardown();
     int flags = 0;
     if (allocset_insert((uintptr_t)p) < 0) {
         flags |= PYPROF_ALLOC_F_UNTRACKED;
@@ -104,6 +140,7 @@ void allocsample_freed(const void *p)
         return;
     sighandler_state *g = &sighandler_g;
     atomic_fetch_add(&g->inflight, 1);
+    note_teardown();
     if (atomic_load(&g->enabled)) {
         rrec_free *r = ring_reserve(&g->samples, sizeof *r);
         if (r) {
@@ -133,6 +170,7 @@ void allocsample_sweep(void) { allocset_sweep(); }
 
 void allocsample_after_fork_child(void)
 {
+    atomic_store(&teardown_ns, 0);
     allocset_clear();
     allocsample_left = 0;
     tls_rng = 0;

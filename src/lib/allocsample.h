@@ -21,6 +21,9 @@
  *                                    inline: the address set's filter, then
  *                                    allocsample_freed when it may hold p
  *   allocsample_stats(&s)            [sigsafe] the counters, for the footer
+ *   allocsample_teardown_ns()        [sigsafe] when a sampled allocation or free first
+ *                                    found the interpreter's teardown begun (ns since
+ *                                    profiling started), 0 when none did
  *   allocsample_sweep()              [not sigsafe] the periodic upkeep (allochook_tick)
  *   allocsample_after_fork_child()   [not sigsafe] the child forgets the parent's blocks
  *
@@ -66,6 +69,7 @@ static inline void allocsample_before_free(const void *p)
         allocsample_freed(p);
 }
 void allocsample_stats(allocsample_counts *c);
+uint64_t allocsample_teardown_ns(void);
 void allocsample_sweep(void);
 void allocsample_after_fork_child(void);
 

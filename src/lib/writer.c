@@ -1295,6 +1295,8 @@ static void put_footer(int end, int status_known, int status)
     };
     f.clock_timer_ns = d.clock_timer_ns;
     f.clock_kernel_ns = d.clock_kernel_ns;
+    uint64_t teardown = allocsample_teardown_ns();
+    f.teardown_us1 = teardown ? (uint64_t)file_us(teardown) + 1 : 0;
     if (allochook_installed()) {
         f.has_alloc = 1;
         f.alloc_samples = W.alloc_written;

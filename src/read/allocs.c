@@ -37,9 +37,26 @@ int allocs_in_use(const profile *p, const profile_alloc *a)
 {
     if (a->flags & PYPROF_ALLOC_F_UNTRACKED)
         return 0;
+    const profile_process *pr = a->process < p->nprocs ? &p->procs[a->process] : NULL;
+    if (!p->filter.has_to && pr && pr->has_teardown) {
+        /* The program's end, before the interpreter's teardown freed what it left. */
+        if (a->t_us >= pr->teardown_us)
+            return 0;
+        return !a->freed || a->free_us >= pr->teardown_us;
+    }
     if (!a->freed)
         return 1;
     return p->filter.has_to && (double)a->free_us / 1e6 > p->filter.to_s;
+}
+
+int allocs_before_teardown(const profile *p)
+{
+    if (p->filter.has_to || !p->nprocs)
+        return 0;
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (!p->procs[i].has_teardown)
+            return 0;
+    return 1;
 }
 
 /* The earliest start of a process, or 0 when some process's start is unknown. */
@@ -219,6 +236,7 @@ int allocs_sum(const profile *p, allocs_counts *c)
             one.inuse_samples = 1;
             one.inuse_bytes = a->bytes;
             one.inuse_objects = a->objects;
+            c->teardown_freed += a->freed;
         } else if (a->flags & PYPROF_ALLOC_F_UNTRACKED)
             c->untracked++;
         else

@@ -20,7 +20,8 @@
  *
  * Pure over a loaded profile; tool-side only.
  *
- * Interface: allocs_estimate, allocs_in_use, ALLOCS_END, allocs_in_use_at,
+ * Interface: allocs_estimate, allocs_in_use, allocs_before_teardown, ALLOCS_END,
+ * allocs_in_use_at,
  * allocs_process_offset_us, allocs_peak, allocs_find_peak, allocs_cost, allocs_counts,
  * allocs_sum, allocs_counts_free, ALLOCS_BY_ALLOC, ALLOCS_BY_INUSE, ALLOCS_BY_PEAK,
  * allocs_key, allocs_sort_funcs, allocs_stack_weights, allocs_domain_name.
@@ -42,8 +43,15 @@
 void allocs_estimate(uint64_t size, uint64_t interval, double *bytes, double *objects);
 
 /* Whether allocation `a` is in use at the end: tracked (not PYPROF_ALLOC_F_UNTRACKED) and
- * not freed, or freed only after --to (the window's end; a free at --to ends it). */
+ * not freed, or freed only after --to (the window's end; a free at --to ends it).
+ * Without --to, in a process whose log saw the interpreter's teardown begin, the end is
+ * the program's: made before the teardown and not freed before it (what the teardown
+ * freed, the modules' objects, was still in use when the program finished). */
 int allocs_in_use(const profile *p, const profile_alloc *a);
+
+/* 1 when "in use at the end" is the program's end before the interpreter's teardown
+ * in every process (no --to, and each log saw its teardown). */
+int allocs_before_teardown(const profile *p);
 
 /* The time allocs_in_use_at takes for the end of the window. */
 #define ALLOCS_END INT64_MAX
@@ -89,9 +97,11 @@ typedef struct allocs_counts {
     allocs_cost *process; /* per process */
     allocs_cost domain[PYPROF_ALLOC_DOMAINS];
     allocs_cost all;
-    uint64_t untracked; /* allocations whose free is not followed (never in use) */
-    uint64_t freed;     /* allocations freed before the end (of the window) */
-    allocs_peak peak;   /* the peak the peak_* parts are in use at */
+    uint64_t untracked;      /* allocations whose free is not followed (never in use) */
+    uint64_t freed;          /* allocations freed before the end (of the window) */
+    uint64_t teardown_freed; /* of those in use at the program's end (before the
+                              * interpreter's teardown), the ones the teardown freed */
+    allocs_peak peak;        /* the peak the peak_* parts are in use at */
 } allocs_counts;
 
 /* Finds the peak and sums every allocation kept.  Returns 0, or -1 when out of memory (nothing

@@ -358,6 +358,13 @@ static void dec_footer(rec_in *in, pyprof_footer *f, int native, int alloc)
     f->clock_kernel_ns = kernel;
     f->clock_corrected = corrected & 1; /* the other bits are reserved */
     f->has_clock = 1;
+    if (c.p >= c.end)
+        return; /* a footer without the teardown section */
+    uint64_t teardown = rec_get_uvarint(&c);
+    if (c.bad || !teardown)
+        return;
+    f->has_teardown = 1;
+    f->teardown_us = teardown - 1;
 }
 
 static int dec_alloc(logdec *d, rec_in *in, pyprof_alloc_rec *a)

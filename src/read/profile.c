@@ -975,6 +975,10 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
         case PYPROF_REC_FOOTER:
             pf->has_footer = 1;
             pf->footer = rec.u.footer;
+            if (rec.u.footer.has_teardown) {
+                pr->has_teardown = 1;
+                pr->teardown_us = (int64_t)rec.u.footer.teardown_us + m.offset_us;
+            }
             break;
         default:
             pr->unknown_read++;

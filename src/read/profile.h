@@ -164,6 +164,10 @@ typedef struct profile_process {
      * allocation of the loaded logs.  The footer's allocation section is in `footer`. */
     uint64_t alloc_interval, allocs_read, frees_read, allocs, frees_unmatched;
     uint64_t awaiting; /* samples of suspended asyncio tasks read (kept or not) */
+    /* When the interpreter's teardown began (the footer's teardown section, on the
+     * process's axis): what was in use then is what the program left at its end. */
+    int has_teardown;
+    int64_t teardown_us;
 } profile_process;
 
 typedef struct profile_thread {

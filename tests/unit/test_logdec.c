@@ -643,7 +643,8 @@ static void expect_footer_but_clock(const pyprof_footer *f, int alloc)
 /* The clock section comes back after the allocation section, or after the span section
  * in a log without allocation sampling; a footer without it (an older writer's) reads as
  * no clock section and the rest intact, and so does one whose section is cut short.
- * clock_corrected's reserved bits are dropped. */
+ * clock_corrected's reserved bits are dropped.  The teardown section after it: 0 is
+ * "not seen", n is n - 1 µs, and a footer without it reads as not seen. */
 static void test_footer_clock(void **state)
 {
     (void)state;
@@ -660,8 +661,16 @@ static void test_footer_clock(void **state)
         assert_int_equal(f.clock_kernel_ns, 2094000000ull);
         assert_int_equal(f.clock_corrected, 1);
 
-        /* An older writer's footer: the same without the last section (5 + 5 + 1 bytes). */
-        size_t old_len = o.len - 11;
+        assert_false(f.has_teardown); /* written as 0: not seen */
+
+        /* A clock-section writer's footer: without the teardown section (1 byte). */
+        decode_footer(o.buf, o.len - 1, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_true(f.has_clock);
+        assert_false(f.has_teardown);
+
+        /* An older writer's footer: without the clock section (5 + 5 + 1 bytes) either. */
+        size_t old_len = o.len - 12;
         decode_footer(o.buf, old_len, alloc, &f);
         expect_footer_but_clock(&f, alloc);
         assert_false(f.has_clock);
@@ -669,8 +678,8 @@ static void test_footer_clock(void **state)
         assert_int_equal(f.clock_kernel_ns, 0);
         assert_int_equal(f.clock_corrected, 0);
 
-        /* Cut inside the section: not taken. */
-        decode_footer(o.buf, o.len - 1, alloc, &f);
+        /* Cut inside the clock section: not taken. */
+        decode_footer(o.buf, o.len - 2, alloc, &f);
         expect_footer_but_clock(&f, alloc);
         assert_false(f.has_clock);
         assert_int_equal(f.clock_timer_ns, 0);
@@ -688,6 +697,16 @@ static void test_footer_clock(void **state)
         assert_int_equal(f.clock_timer_ns, 0);
         assert_int_equal(f.clock_kernel_ns, 0);
         assert_int_equal(f.clock_corrected, 0);
+
+        /* The teardown seen at 1234 µs (written as 1 + it). */
+        w.teardown_us1 = 1235;
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_footer(&o, &w), 0);
+        decode_footer(o.buf, o.len, alloc, &f);
+        expect_footer_but_clock(&f, alloc);
+        assert_true(f.has_clock);
+        assert_true(f.has_teardown);
+        assert_int_equal(f.teardown_us, 1234);
     }
 }
 

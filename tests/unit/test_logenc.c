@@ -499,6 +499,7 @@ static void test_footer(void **state)
     assert_int_equal(rec_get_uvarint(&in), 2211000000ull);
     assert_int_equal(rec_get_uvarint(&in), 2094000000ull);
     assert_int_equal(rec_get_uvarint(&in), 1);
+    assert_int_equal(rec_get_uvarint(&in), 0); /* the teardown section: not seen */
     expect_end(&in);
 }
 
@@ -686,8 +687,9 @@ static void test_footer_native(void **state)
     rec_out o;
     rec_out_init(&o, buf, 2048);
     assert_int_equal(logenc_put_footer(&o, &f), 0);
-    /* The whole-cost, span and clock sections: 2 + 1 + 1 + 1, 1, 1 + 1 + 1 bytes. */
-    size_t plain = o.len - 9;
+    /* The whole-cost, span, clock and teardown sections: 2 + 1 + 1 + 1, 1, 1 + 1 + 1,
+     * 1 bytes. */
+    size_t plain = o.len - 10;
     f.has_native = 1;
     f.native_ok = 10;
     f.native_truncated = 2;
@@ -711,6 +713,7 @@ static void test_footer_native(void **state)
     assert_int_equal(rec_get_uvarint(&in), 8);
     assert_int_equal(rec_get_uvarint(&in), 9);
     assert_int_equal(rec_get_uvarint(&in), 10);
+    assert_int_equal(rec_get_uvarint(&in), 0);
     assert_int_equal(rec_get_uvarint(&in), 0);
     expect_end(&in);
 }
