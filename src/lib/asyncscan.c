@@ -63,11 +63,32 @@ static int read_word(uintptr_t src, uintptr_t *dst)
     return -1;
 }
 
+/* Orders (key, value) pairs by key. */
+static int by_key(const void *x, const void *y)
+{
+    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Sorts the n (key, value) pairs by key and hands them to `publish` as two arrays. */
+static void publish_sorted(uintptr_t (*pairs)[2], unsigned n, uintptr_t *keys,
+                           uintptr_t *values,
+                           void (*publish)(const uintptr_t *, const uintptr_t *, unsigned))
+{
+    qsort(pairs, n, sizeof pairs[0], by_key);
+    for (unsigned i = 0; i < n; i++) {
+        keys[i] = pairs[i][0];
+        values[i] = pairs[i][1];
+    }
+    publish(keys, values, n);
+}
+
 /* ---- the threads' running loops ------------------------------------------------------ */
 
 static void find_loops(const pyabi *a, int minor)
 {
-    uintptr_t ts_of[ASYNCTASK_LOOPS_MAX], loop_of[ASYNCTASK_LOOPS_MAX];
+    uintptr_t found[ASYNCTASK_LOOPS_MAX][2], ts_of[ASYNCTASK_LOOPS_MAX],
+        loop_of[ASYNCTASK_LOOPS_MAX];
     unsigned n = 0;
     uintptr_t interp = 0, ts = 0;
     if (!a->runtime || read_word(a->runtime + (uintptr_t)a->rt_interp_main, &interp) < 0 ||
@@ -84,13 +105,13 @@ static void find_loops(const pyabi *a, int minor)
                 loop = 0;
         }
         if (loop) {
-            ts_of[n] = ts;
-            loop_of[n++] = loop;
+            found[n][0] = ts;
+            found[n++][1] = loop;
         }
         if (read_word(ts + (uintptr_t)a->ts_next, &ts) < 0)
             return;
     }
-    asynctask_loops(ts_of, loop_of, n);
+    publish_sorted(found, n, ts_of, loop_of, asynctask_loops);
 }
 
 /* ---- who awaits whom ------------------------------------------------------------------ */
@@ -181,12 +202,6 @@ static int task_checked(const asynctask_layout *l, uintptr_t o)
            (read_word(type + TP_BASE, &base) == 0 && base == l->task_type);
 }
 
-static int by_child(const void *x, const void *y)
-{
-    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 /* Adds (each child of gathering future `outer`, parent) to pairs[] from *n. */
 static void add_gathered(const pyabi *a, const asynctask_layout *l, uintptr_t outer,
                          uintptr_t parent, unsigned *n)
@@ -246,12 +261,7 @@ static void find_awaiters(const pyabi *a, const asynctask_layout *l)
             }
         }
     }
-    qsort(pairs, n, sizeof pairs[0], by_child);
-    for (unsigned i = 0; i < n; i++) {
-        child_of[i] = pairs[i][0];
-        parent_of[i] = pairs[i][1];
-    }
-    asynctask_awaiters(child_of, parent_of, n);
+    publish_sorted(pairs, n, child_of, parent_of, asynctask_awaiters);
 }
 
 uint64_t asyncscan_round(const pyabi *a, const asynctask_layout *l, int minor)

@@ -64,88 +64,72 @@ void asynctask_publish(const asynctask_layout *l)
     atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
-/* 3.7-3.13: each thread state's running event loop, as the cron last saw it; `seq` is odd
- * while the cron rewrites it, and a reader that saw it change reads nothing. */
-static struct {
+/* A table of (key, value) words sorted by key, which the cron rewrites (3.7-3.13) and
+ * the signal path reads: `seq` is odd while the cron rewrites it, and a reader that saw
+ * it change reads nothing. */
+typedef struct pairs {
     _Atomic uint32_t seq, n;
-    _Atomic uintptr_t ts[ASYNCTASK_LOOPS_MAX], loop[ASYNCTASK_LOOPS_MAX];
-} loops;
+    unsigned cap;
+    _Atomic uintptr_t *key, *value;
+} pairs;
 
-void asynctask_loops(const uintptr_t *ts, const uintptr_t *loop, unsigned n)
+static _Atomic uintptr_t loop_ts[ASYNCTASK_LOOPS_MAX], loop_loop[ASYNCTASK_LOOPS_MAX];
+static _Atomic uintptr_t await_child[ASYNCTASK_AWAITERS_MAX],
+    await_parent[ASYNCTASK_AWAITERS_MAX];
+/* Each thread state's running event loop, and each task's awaiter. */
+static pairs loops = {.cap = ASYNCTASK_LOOPS_MAX, .key = loop_ts, .value = loop_loop};
+static pairs awaiters = {
+    .cap = ASYNCTASK_AWAITERS_MAX, .key = await_child, .value = await_parent};
+
+static void pairs_write(pairs *t, const uintptr_t *key, const uintptr_t *value, unsigned n)
 {
-    if (n > ASYNCTASK_LOOPS_MAX)
-        n = ASYNCTASK_LOOPS_MAX;
-    atomic_fetch_add_explicit(&loops.seq, 1, memory_order_relaxed);
+    if (n > t->cap)
+        n = t->cap;
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     for (unsigned i = 0; i < n; i++) {
-        atomic_store_explicit(&loops.ts[i], ts[i], memory_order_relaxed);
-        atomic_store_explicit(&loops.loop[i], loop[i], memory_order_relaxed);
+        atomic_store_explicit(&t->key[i], key[i], memory_order_relaxed);
+        atomic_store_explicit(&t->value[i], value[i], memory_order_relaxed);
     }
-    atomic_store_explicit(&loops.n, n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&loops.seq, 1, memory_order_release);
+    atomic_store_explicit(&t->n, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_release);
 }
 
-/* The event loop thread state `ts` runs (3.7-3.13), 0 when none or being rewritten. */
-static uintptr_t loop_of(uintptr_t ts)
+/* The value of `key` (binary search), 0 when it has none or the table was rewritten
+ * meanwhile. */
+static uintptr_t pairs_find(pairs *t, uintptr_t key)
 {
-    uint32_t seq = atomic_load_explicit(&loops.seq, memory_order_acquire);
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_acquire);
     if (seq & 1)
         return 0;
-    uintptr_t loop = 0;
-    unsigned n = atomic_load_explicit(&loops.n, memory_order_relaxed);
-    for (unsigned i = 0; i < n && i < ASYNCTASK_LOOPS_MAX && !loop; i++)
-        if (atomic_load_explicit(&loops.ts[i], memory_order_relaxed) == ts)
-            loop = atomic_load_explicit(&loops.loop[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&loops.seq, memory_order_relaxed) == seq ? loop : 0;
-}
-
-/* 3.7-3.13: each task's awaiter as the cron last found it, sorted by task; read as the
- * loops are. */
-static struct {
-    _Atomic uint32_t seq, n;
-    _Atomic uintptr_t child[ASYNCTASK_AWAITERS_MAX], parent[ASYNCTASK_AWAITERS_MAX];
-} awaiters;
-
-void asynctask_awaiters(const uintptr_t *child, const uintptr_t *parent, unsigned n)
-{
-    if (n > ASYNCTASK_AWAITERS_MAX)
-        n = ASYNCTASK_AWAITERS_MAX;
-    atomic_fetch_add_explicit(&awaiters.seq, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (unsigned i = 0; i < n; i++) {
-        atomic_store_explicit(&awaiters.child[i], child[i], memory_order_relaxed);
-        atomic_store_explicit(&awaiters.parent[i], parent[i], memory_order_relaxed);
-    }
-    atomic_store_explicit(&awaiters.n, n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&awaiters.seq, 1, memory_order_release);
-}
-
-/* The task awaiting `task` as the cron last found it (3.7-3.13), 0 when none or being
- * rewritten. */
-static uintptr_t awaiter_found(uintptr_t task)
-{
-    uint32_t seq = atomic_load_explicit(&awaiters.seq, memory_order_acquire);
-    if (seq & 1)
+    unsigned lo = 0, hi = atomic_load_explicit(&t->n, memory_order_relaxed);
+    if (hi > t->cap)
         return 0;
-    unsigned lo = 0, hi = atomic_load_explicit(&awaiters.n, memory_order_relaxed);
-    if (hi > ASYNCTASK_AWAITERS_MAX)
-        return 0;
-    uintptr_t parent = 0;
+    uintptr_t value = 0;
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        uintptr_t c = atomic_load_explicit(&awaiters.child[mid], memory_order_relaxed);
-        if (c == task) {
-            parent = atomic_load_explicit(&awaiters.parent[mid], memory_order_relaxed);
+        uintptr_t k = atomic_load_explicit(&t->key[mid], memory_order_relaxed);
+        if (k == key) {
+            value = atomic_load_explicit(&t->value[mid], memory_order_relaxed);
             break;
         }
-        if (c < task)
+        if (k < key)
             lo = mid + 1;
         else
             hi = mid;
     }
     atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&awaiters.seq, memory_order_relaxed) == seq ? parent : 0;
+    return atomic_load_explicit(&t->seq, memory_order_relaxed) == seq ? value : 0;
+}
+
+void asynctask_loops(const uintptr_t *ts, const uintptr_t *loop, unsigned n)
+{
+    pairs_write(&loops, ts, loop, n);
+}
+
+void asynctask_awaiters(const uintptr_t *child, const uintptr_t *parent, unsigned n)
+{
+    pairs_write(&awaiters, child, parent, n);
 }
 
 /* The frame of coroutine `coro`: embedded in it (3.11+), or the heap frame it points to. */
@@ -243,7 +227,7 @@ unsigned asynctask_running(const pyabi *a, uintptr_t ts, uintptr_t *tasks, uintp
 static uintptr_t awaiter(uintptr_t task)
 {
     if (L.task_awaited_by < 0) {
-        uintptr_t by = awaiter_found(task);
+        uintptr_t by = pairs_find(&awaiters, task);
         return by && safe_ptr_ok(by, 8) && is_task(by) ? by : 0;
     }
     uintptr_t by = safe_ptr(task + (uintptr_t)L.task_awaited_by);
@@ -434,7 +418,7 @@ static uintptr_t task_of_ref(uintptr_t ref)
 static unsigned from_set(uintptr_t ts, uintptr_t *tasks, unsigned cap, unsigned pass,
                          unsigned *stride, unsigned *listed)
 {
-    uintptr_t loop = loop_of(ts);
+    uintptr_t loop = pairs_find(&loops, ts);
     if (!loop || !L.all_tasks)
         return 0;
     uintptr_t running[ASYNCTASK_CANDIDATES], frames[ASYNCTASK_CANDIDATES];

@@ -93,8 +93,9 @@ enum asynctask_stack {
     ASYNCTASK_STACK_TOP = 3      /* 3.7-3.9: a pointer (NULL while running) */
 };
 
-/* [not sigsafe] The cron (3.7-3.13): the event loop each thread state runs now (n pairs,
- * at most ASYNCTASK_LOOPS_MAX kept), which tells the wall pass whose tasks are whose. */
+/* [not sigsafe] The cron (3.7-3.13): the event loop each thread state runs now (n pairs
+ * sorted by thread state, at most ASYNCTASK_LOOPS_MAX kept), which tells the wall pass
+ * whose tasks are whose. */
 #define ASYNCTASK_LOOPS_MAX 64u
 void asynctask_loops(const uintptr_t *ts, const uintptr_t *loop, unsigned n);
 
