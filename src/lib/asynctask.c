@@ -5,9 +5,10 @@
  * SIGNAL-HANDLER CODE: asynctask_running, asynctask_chain and asynctask_insert run inside
  * the sampling signal handler, on the sampled thread (and asynctask_waiting and
  * asynctask_suspended on the wall-clock pass, under the same rules).  They are
- * async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno untouched.  What
- * they call, and why that is safe: safe_read.h, pyread.h    guarded reads; asynctask_running
- * runs in the caller's guarded region, asynctask_chain opens one of its own inside it
+ * async-signal-safe: no malloc, no locks, no stdio, no Python C-API, errno untouched.
+ * What they call, and why that is safe:
+ *   safe_read.h, pyread.h    guarded reads; asynctask_running runs in the caller's
+ *                            guarded region, asynctask_chain opens one of its own inside it
  *   codeid_of, codeid_of_task, codeid_abandon   ours, sigsafe (codeid.c)
  * Only asynctask_publish, asynctask_loops and asynctask_awaiters are not: the cron calls
  * the first once, before the flag that lets the handler read the layout is set (release;
