@@ -271,6 +271,27 @@ enum pyprof_record_type {
      * record of that time; a free by ordinal ends the allocation event of the same
      * ordinal in the same process (this file or an earlier one of its series). */
     PYPROF_REC_ALLOCS = 18,
+    /* An allocation window (logs with a nonzero alloc_interval).  When the Python
+     * domains' small requests (the ones pymalloc serves from its pools) are many, they are
+     * seen only inside short windows at random times, and the rest of the time the
+     * domains run the interpreter's own allocator: an allocation of such a request made
+     * inside a window counts 2^shift times its bytes in its thread's countdown, and its
+     * ALLOC's flags carry the shift (PYPROF_ALLOC_SHIFT).  Everything else (larger
+     * requests, the C library's allocator, mmap) is seen at every moment, counted once.
+     * uvarint t_us (when the window opened, as ALLOC's); uvarint len_us (how long it
+     * really stayed open); uvarint planned_us (how long it was meant to); uvarint shift
+     * (its duty is 2^-shift: windows open at random times, so that any moment is inside
+     * one with that probability); uvarint floor_shift (the largest shift the library
+     * would use); uvarint flags (PYPROF_AWINDOW_F_*; a reader ignores bits it does not
+     * know).  An allocation sampled inside a window of shift k stands for what an
+     * allocation of size * 2^k stands for (ALLOC: bytes), times 2^k allocations per
+     * 1 / p, times planned_us / len_us of the window (a window that ran late or was cut
+     * short is weighed as it ran); one whose window's record is missing, times 1.  A
+     * record with PYPROF_AWINDOW_F_PAUSED set is no window: from t_us on, windows were
+     * paused until the next window's record (another allocator hook sat on top of
+     * pyprof's, so the domains could not be switched; the small requests of that time
+     * were seen only when the domains stayed wrapped, see the flag). */
+    PYPROF_REC_AWINDOW = 19,
 };
 
 /* The cost histogram's buckets (see PYPROF_REC_FOOTER), as the writer uses them.  The
@@ -343,6 +364,16 @@ enum pyprof_alloc_domain {
 /* clang-format off */
 #define PYPROF_ALLOC_F_UNTRACKED 1u /* the block's free is not followed (the address set
                                      * was full): it counts as allocated, never in use */
+#define PYPROF_ALLOC_F_SHIFT_MASK 62u /* bits 1-5: the shift of the allocation window it
+                                       * was sampled in (AWINDOW), 0 when none */
+#define PYPROF_ALLOC_SHIFT(flags) (((flags) & PYPROF_ALLOC_F_SHIFT_MASK) >> 1)
+#define PYPROF_ALLOC_SHIFT_MAX 31u
+
+/* AWINDOW.flags */
+#define PYPROF_AWINDOW_F_PAUSED 1u  /* windows paused here: another allocator hook is on top */
+#define PYPROF_AWINDOW_F_WRAPPED 2u /* with PAUSED: the domains stayed wrapped (every small
+                                     * request seen, counted once); clear: they stayed the
+                                     * interpreter's own (small requests not seen) */
 /* clang-format on */
 
 /* ALLOCS: what follows an allocation event whose h has bit 32 set */
