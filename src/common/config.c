@@ -480,6 +480,7 @@ void config_defaults(pyprof_config *c)
     c->keep = 0;
     c->control = 1;
     c->alloc = 0;
+    c->alloc_windows = CONFIG_WINDOWS_AUTO;
     c->test_skew_milli = 1000;
     c->test_uncorrected = 0;
 }
@@ -631,12 +632,37 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         return config_error(err, errlen, "PYPROF_ALLOC", v,
                             "expected 0 (off) or a mean interval in bytes up to 1GB "
                             "(512KB, 1MB, 65536)");
+    if ((v = env("PYPROF_ALLOC_WINDOWS")) && config_parse_alloc_windows(v, &c->alloc_windows) < 0)
+        return config_error(err, errlen, "PYPROF_ALLOC_WINDOWS", v,
+                            "expected auto, off, or a duty 1/N with N a power of two from 2 "
+                            "to 1024 (1/16)");
     if ((v = env("PYPROF_TEST_SKEW")) && config_parse_skew(v, &c->test_skew_milli) < 0)
         return config_error(err, errlen, "PYPROF_TEST_SKEW", v,
                             "expected a factor from 1 to 4 with at most three decimals "
                             "(1.3): a test setting");
     if (load_bool("PYPROF_TEST_UNCORRECTED", &c->test_uncorrected, err, errlen) < 0)
         return -1;
+    return 0;
+}
+
+int config_parse_alloc_windows(const char *s, int *shift)
+{
+    if (!s)
+        return -1;
+    if (!strcmp(s, "auto")) {
+        *shift = CONFIG_WINDOWS_AUTO;
+        return 0;
+    }
+    if (!strcmp(s, "off")) {
+        *shift = 0;
+        return 0;
+    }
+    if (s[0] != '1' || s[1] != '/' || !is_digit(s[2]))
+        return -1;
+    unsigned n;
+    if (config_parse_uint(s + 2, 2, 1u << CONFIG_WINDOWS_MAX_SHIFT, &n) < 0 || (n & (n - 1)))
+        return -1;
+    *shift = __builtin_ctz(n);
     return 0;
 }
 

@@ -31,6 +31,8 @@ typedef struct pyprof_config {
     unsigned keep;         /* PYPROF_KEEP: complete logs kept per series (0 = all) */
     int control;           /* PYPROF_CONTROL: the control socket */
     uint64_t alloc;        /* PYPROF_ALLOC: mean allocation-sampling interval, bytes (0 off) */
+    int alloc_windows;     /* PYPROF_ALLOC_WINDOWS: CONFIG_WINDOWS_AUTO, 0 (off: the Python
+                            * domains always wrapped) or a fixed shift (duty 2^-shift) */
     int quiet;             /* PYPROF_QUIET */
     int verbose;           /* PYPROF_VERBOSE */
     /* Settings for the test suite and make bench, not for users (docs/ARCHITECTURE.md,
@@ -80,6 +82,14 @@ int config_parse_rotate(const char *s, uint64_t *ns, uint64_t *bytes);
  * "512KB", "1MB", "1MiB", "64K" (K, M, G, with or without B or iB, are powers of 1024).
  * Returns 0 and the bytes (0 for off), or -1 (syntax, or above CONFIG_ALLOC_MAX_BYTES). */
 int config_parse_alloc(const char *s, uint64_t *bytes);
+
+#define CONFIG_WINDOWS_AUTO (-1)
+#define CONFIG_WINDOWS_MAX_SHIFT 10 /* a duty of 1/1024 */
+
+/* PYPROF_ALLOC_WINDOWS: "auto" (the duty follows the allocation rate), "off" (no windows:
+ * every small Python allocation seen, at its cost), or a fixed duty "1/N", N a power of
+ * two from 2 to 1024.  Returns 0 and CONFIG_WINDOWS_AUTO, 0 or log2 N, or -1. */
+int config_parse_alloc_windows(const char *s, int *shift);
 
 /* "cpu" or "wall".  Returns 0 and enum pyprof_clock, or -1. */
 int config_parse_clock(const char *s, int *clock);

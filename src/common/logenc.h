@@ -177,6 +177,11 @@ int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
 int logenc_put_module(rec_out *o, const logenc_module_fields *m);
 int logenc_put_alloc(rec_out *o, const logenc_alloc_fields *a);
 int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address);
+/* TEMP (the reader's branch brings the real one) */
+typedef struct logenc_awindow_fields {
+    uint64_t t_us, len_us, planned_us, shift, floor_shift, flags;
+} logenc_awindow_fields;
+int logenc_put_awindow(rec_out *o, const logenc_awindow_fields *w);
 
 /* A BATCH being built: its fields and what the next event is coded against.  The
  * caller's only state; logenc_batch_start clears it. */

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,8 +20,11 @@
 
 #include <pyprof/format.h>
 
+#include "common/clock.h"
+#include "common/config.h"
 #include "allocsample.h"
 #include "allocset.h"
+#include "allocwin.h"
 #include "gotpatch.h"
 #include "pyabi.h"
 #include "safe_read.h"
@@ -105,6 +109,14 @@ static void *(*raw_calloc)(size_t, size_t);
 
 static inline int pooled_size(size_t n) { return n - 1 < POOLED_MAX; }
 
+/* The shift a small request of a pooled domain counts with: 0 while the domains stay
+ * wrapped, the open window's while they are switched (see "the allocation windows"). */
+static _Atomic int win_shift;
+
+static inline int cur_shift(void) { return atomic_load_explicit(&win_shift, memory_order_relaxed); }
+
+static void win_close_overdue(void);
+
 /* A pooled request while the countdown lasts: counted here, and the wrapper then
  * forwards it with nothing after the call (a tail call: no guard to set and clear, no
  * frame).  0 for anything else, which takes the guarded way. */
@@ -112,7 +124,7 @@ static inline int pooled_fast(int d, size_t n)
 {
     if (!pooled[d] || !pooled_size(n))
         return 0;
-    int64_t left = allocsample_left - (int64_t)n;
+    int64_t left = allocsample_left - ((int64_t)n << cur_shift());
     if (__builtin_expect(left < 0, 0))
         return 0;
     allocsample_left = left;
@@ -127,10 +139,13 @@ static inline int pooled_fast(int d, size_t n)
     {                                                                                          \
         const py_allocator *o = &orig_py[d];                                                   \
         void *p;                                                                               \
-        if (pooled[d] && pooled_size(n))                                                       \
+        if (pooled[d] && pooled_size(n)) {                                                     \
             GUARDED(raw_malloc(n), p);                                                         \
-        else                                                                                   \
-            GUARDED(o->malloc(o->ctx, n), p);                                                  \
+            allocsample_after_shifted(p, n, cur_shift(), dom, ret);                            \
+            win_close_overdue();                                                               \
+            return p;                                                                          \
+        }                                                                                      \
+        GUARDED(o->malloc(o->ctx, n), p);                                                      \
         allocsample_after(p, n, dom, ret);                                                     \
         return p;                                                                              \
     }                                                                                          \
@@ -139,10 +154,13 @@ static inline int pooled_fast(int d, size_t n)
         const py_allocator *o = &orig_py[d];                                                   \
         void *p;                                                                               \
         size_t total;                                                                          \
-        if (pooled[d] && !__builtin_mul_overflow(k, n, &total) && pooled_size(total))          \
+        if (pooled[d] && !__builtin_mul_overflow(k, n, &total) && pooled_size(total)) {        \
             GUARDED(raw_calloc(k, n), p);                                                      \
-        else                                                                                   \
-            GUARDED(o->calloc(o->ctx, k, n), p);                                               \
+            allocsample_after_shifted(p, total, cur_shift(), dom, ret);                        \
+            win_close_overdue();                                                               \
+            return p;                                                                          \
+        }                                                                                      \
+        GUARDED(o->calloc(o->ctx, k, n), p);                                                   \
         allocsample_after(p, k *n, dom, ret);                                                  \
         return p;                                                                              \
     }                                                                                          \
@@ -192,9 +210,10 @@ static inline int pooled_fast(int d, size_t n)
             allocsample_before_free(old);                                                      \
         void *p;                                                                               \
         GUARDED(o->realloc(o->ctx, old, n), p);                                                \
-        if (p && pooled[d] && pooled_size(n) && allocsample_left - (int64_t)n < 0)             \
+        int sh = pooled[d] && pooled_size(n) ? cur_shift() : 0;                                \
+        if (p && pooled[d] && pooled_size(n) && allocsample_left - ((int64_t)n << sh) < 0)     \
             p = d##_unpool(p, n);                                                              \
-        SAMPLE(p, n, dom);                                                                     \
+        allocsample_after_shifted(p, n, sh, dom, (uintptr_t)__builtin_return_address(0));      \
         return p;                                                                              \
     }                                                                                          \
     static void d##_free(void *ctx, void *p)                                                   \
@@ -301,6 +320,24 @@ static int same_module(const void *a, const void *b)
     return dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
 }
 
+static const py_allocator ours[3] = {
+    [PYMEM_DOMAIN_MEM] = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free},
+    [PYMEM_DOMAIN_OBJ] = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free},
+};
+/* The table of each domain while it is wrapped (ours, with the original's ctx, and
+ * pymalloc's free where pooled). */
+static py_allocator wrapped[3];
+
+/* The windows' state (see "the allocation windows" below). */
+enum { WIN_WRAPPED, WIN_OPEN, WIN_SHUT, WIN_PAUSED, WIN_BUSY };
+static _Atomic int win_state;
+
+static int same_table(const py_allocator *a, const py_allocator *b)
+{
+    return a->malloc == b->malloc && a->ctx == b->ctx && a->calloc == b->calloc &&
+           a->realloc == b->realloc && a->free == b->free;
+}
+
 static int wrap_python(void)
 {
     allocator_fn get = get_allocator, set = set_allocator;
@@ -319,16 +356,14 @@ static int wrap_python(void)
         raw_ours = c_hooked && !raw.ctx && same_module((void *)raw.free, (void *)get);
         first_look_done = 1;
     }
-    static const py_allocator ours[3] = {
-        [PYMEM_DOMAIN_MEM] = {NULL, mem_malloc, mem_calloc, mem_realloc, mem_free},
-        [PYMEM_DOMAIN_OBJ] = {NULL, obj_malloc, obj_calloc, obj_realloc, obj_free},
-    };
     int arena = -1; /* not looked at yet */
     for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
         py_allocator cur;
         get(d, &cur);
         if (cur.malloc == ours[d].malloc || wraps_ours(&cur, (void *)ours[d].malloc))
             continue; /* still ours, or still calling ours */
+        if (pooled[d] && atomic_load(&win_state) != WIN_WRAPPED && same_table(&cur, &orig_py[d]))
+            continue; /* the original, between two windows */
         /* pymalloc with no ctx: not PYTHONMALLOC=malloc, mimalloc or the debug hooks,
          * which the interpreter's start may have put in its place. */
         int pool = pymalloc_fn && raw_ours && !cur.ctx && (void *)cur.malloc == pymalloc_fn &&
@@ -344,10 +379,214 @@ static int wrap_python(void)
         w.ctx = cur.ctx;
         if (pool)
             w.free = cur.free; /* pymalloc's: see pooled */
+        wrapped[d] = w;
         set(d, &w);
         pooled[d] = pool;
     }
     return 0;
+}
+
+/* ---- the allocation windows ------------------------------------------------------------ */
+
+/* When the program makes many small Python allocations, the pooled domains hold our
+ * wrappers only inside short windows at random times (allocwin.h) and pymalloc's own
+ * functions the rest of the time, so that pymalloc runs at full speed (and an interpreter
+ * built to inline it when its table holds pymalloc's own, as Debian's 3.14 is, inlines it
+ * again).  The GOT hooks stay: they see every larger request, native allocations, mmap,
+ * and the free of every sampled block (a sampled small block is the raw domain's).
+ *
+ * States (win_state):
+ *   WRAPPED  the domains wrapped for good, small requests counted once (shift 0): the
+ *            cost cap's choice for a quiet process, PYPROF_ALLOC_WINDOWS=off, and until
+ *            the interpreter is initialized
+ *   OPEN     a window: wrapped, small requests counted 2^shift times; closes at win_due
+ *   SHUT     between windows: the tables hold the originals; the next opens at win_due
+ *   PAUSED   another hook is on top of ours, or on top of the originals (tracemalloc
+ *            started, ddtrace): the tables are left as they are until they are ours, or
+ *            the originals, again
+ *   BUSY     one thread (the cron, or a hook closing a window that ran late) is switching
+ * A switch is made only over a table that is exactly ours or exactly the original, the
+ * rule for a hook installed after start-up (it must wrap what was there): any other
+ * means another hook sits on top, and windows pause (an AWINDOW record says so).  Every
+ * window's real times go into the log. */
+static int win_config = CONFIG_WINDOWS_AUTO; /* PYPROF_ALLOC_WINDOWS */
+static int win_ready;                        /* the writer's recheck is done */
+static int win_next;                         /* the shift the next window takes */
+static uint64_t win_open_ns, win_due_ns;     /* monotonic; written before win_state */
+static uint64_t win_rng;
+static _Atomic int foreign_hook; /* a module known to hook the allocators is loaded */
+#define WIN_LATE_NS 2000000ull   /* a window this late is closed by a sampled allocation */
+
+static double win_uniform(void)
+{
+    uint64_t x = win_rng ? win_rng : (clock_mono_ns() | 1);
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    win_rng = x;
+    return (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+
+/* Whether every pooled domain's table is ours (1) or the original (0), exactly. */
+static int tables_are(int wrapped_ones)
+{
+    int any = 0;
+    for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
+        if (!pooled[d])
+            continue;
+        py_allocator cur;
+        get_allocator(d, &cur);
+        if (!same_table(&cur, wrapped_ones ? &wrapped[d] : &orig_py[d]))
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
+static void tables_set(int wrapped_ones)
+{
+    for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++)
+        if (pooled[d])
+            set_allocator(d, wrapped_ones ? &wrapped[d] : &orig_py[d]);
+}
+
+static int win_floor(void)
+{
+    return win_config == CONFIG_WINDOWS_AUTO ? ALLOCWIN_FLOOR_SHIFT : win_config;
+}
+
+static void win_pause(uint64_t now, int still_wrapped)
+{
+    atomic_store(&win_shift, 0);
+    allocsample_window(now, 0, 0, 0, win_floor(),
+                       PYPROF_AWINDOW_F_PAUSED | (still_wrapped ? PYPROF_AWINDOW_F_WRAPPED : 0));
+    atomic_store(&win_state, WIN_PAUSED);
+}
+
+/* Closes the open window, if this thread wins it.  The cron's, or a sampled allocation's
+ * when the cron is late; the switch's own calls are never sampled. */
+static void win_close(void)
+{
+    int open = WIN_OPEN;
+    if (!atomic_compare_exchange_strong(&win_state, &open, WIN_BUSY))
+        return;
+    int guard = tls_guard;
+    tls_guard = 1;
+    int shift = atomic_load(&win_shift);
+    if (!tables_are(1)) {
+        /* Another hook went on top of ours inside the window: ours is still called, every
+         * small request from now on counted once. */
+        uint64_t now = clock_mono_ns();
+        allocsample_window(win_open_ns, now - win_open_ns, ALLOCWIN_LEN_NS, shift, win_floor(), 0);
+        win_pause(now, 1);
+    } else {
+        tables_set(0);
+        uint64_t end = clock_mono_ns(), len = end - win_open_ns;
+        allocsample_window(win_open_ns, len, ALLOCWIN_LEN_NS, shift, win_floor(), 0);
+        win_due_ns = end + allocwin_gap_ns(len, shift, win_uniform());
+        atomic_store(&win_state, WIN_SHUT);
+    }
+    tls_guard = guard;
+}
+
+static void win_close_overdue(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&win_state, memory_order_relaxed) != WIN_OPEN, 1))
+        return;
+    if (clock_mono_ns() > win_due_ns + WIN_LATE_NS)
+        win_close();
+}
+
+/* Opens a window of `shift` (the cron's); the tables hold the originals. */
+static void win_open(int shift)
+{
+    atomic_store(&win_shift, shift);
+    tables_set(1);
+    win_open_ns = clock_mono_ns();
+    win_due_ns = win_open_ns + ALLOCWIN_LEN_NS;
+    atomic_store(&win_state, WIN_OPEN);
+}
+
+/* The cron's step: the next switch due, as a delay in ns (0: none to wait for). */
+static uint64_t win_step(uint64_t now)
+{
+    if (!win_ready || win_config == 0 || atomic_load(&recheck_pending) ||
+        !(pooled[PYMEM_DOMAIN_MEM] || pooled[PYMEM_DOMAIN_OBJ]))
+        return 0;
+    int state = atomic_load(&win_state);
+    if (state == WIN_BUSY || state == WIN_PAUSED)
+        return 0;
+    int guard = tls_guard;
+    tls_guard = 1;
+    uint64_t wait = 0;
+    if (state == WIN_OPEN) {
+        if (now >= win_due_ns)
+            win_close();
+        else
+            wait = win_due_ns - now;
+    } else if (state == WIN_WRAPPED && win_next > 0 && !atomic_load(&foreign_hook) &&
+               atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
+        /* From wrapped for good to windows: this moment opens the first. */
+        if (!tables_are(1)) {
+            win_pause(now, 1);
+        } else {
+            atomic_store(&win_shift, win_next);
+            win_open_ns = now;
+            win_due_ns = now + ALLOCWIN_LEN_NS;
+            atomic_store(&win_state, WIN_OPEN);
+            wait = ALLOCWIN_LEN_NS;
+        }
+    } else if (state == WIN_SHUT && now < win_due_ns) {
+        wait = win_due_ns - now;
+    } else if (state == WIN_SHUT && atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
+        if (!tables_are(0)) {
+            win_pause(now, 0);
+        } else if (win_next == 0 || atomic_load(&foreign_hook)) {
+            /* Quiet now, or a hook of another tool may come: wrapped for good. */
+            atomic_store(&win_shift, 0);
+            tables_set(1);
+            atomic_store(&win_state, WIN_WRAPPED);
+        } else {
+            win_open(win_next);
+            wait = ALLOCWIN_LEN_NS;
+        }
+    }
+    tls_guard = guard;
+    return wait;
+}
+
+/* Once a second: the cost cap's shift for the next windows, from the allocation rate the
+ * samples measured, and a paused process looked at again. */
+static void win_upkeep(uint64_t now)
+{
+    static uint64_t last_ns, last_n;
+    allocsample_counts c;
+    allocsample_stats(&c);
+    uint64_t n = c.samples + c.lost;
+    if (win_config != CONFIG_WINDOWS_AUTO) {
+        win_next = win_config;
+    } else if (last_ns && now > last_ns) {
+        double rate = (double)(n - last_n) * (double)allocsample_interval() * 1e9 /
+                      (double)(now - last_ns);
+        win_next = allocwin_shift_for_rate(rate, ALLOCWIN_FLOOR_SHIFT);
+    }
+    last_ns = now;
+    last_n = n;
+    int state = WIN_PAUSED;
+    if (win_ready && atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
+        int guard = tls_guard;
+        tls_guard = 1;
+        if (tables_are(1)) { /* the other hook is gone and ours is back */
+            atomic_store(&win_shift, 0);
+            atomic_store(&win_state, WIN_WRAPPED);
+        } else if (tables_are(0)) {
+            win_due_ns = now;
+            atomic_store(&win_state, WIN_SHUT);
+        } else {
+            atomic_store(&win_state, WIN_PAUSED);
+        }
+        tls_guard = guard;
+    }
 }
 
 /* ---- the C library's allocator, through the GOT ---------------------------------------- */
@@ -525,10 +764,11 @@ static void recheck_from_hook(void)
     tls_guard = 0;
 }
 
-int allochook_install(uint64_t interval, char *err, size_t errlen)
+int allochook_install(uint64_t interval, int windows, char *err, size_t errlen)
 {
     if (atomic_load(&installed))
         return 0;
+    win_config = windows;
     if (allocset_init() < 0) {
         snprintf(err, errlen, "allocation sampling off: cannot map its address set");
         return -1;
@@ -563,12 +803,26 @@ void allochook_after_fork_child(void)
     allocsample_after_fork_child();
     if (atomic_load(&installed))
         atomic_store(&loader_suspect, 1);
+    /* The child's windows go on from its own start.  One another thread of the parent
+     * was switching is looked at again by the upkeep (PAUSED, with no record): the
+     * tables say where it stopped. */
+    int state = atomic_load(&win_state);
+    if (state == WIN_OPEN) {
+        win_open_ns = clock_mono_ns();
+        win_due_ns = win_open_ns + ALLOCWIN_LEN_NS;
+    } else if (state == WIN_SHUT) {
+        win_due_ns = clock_mono_ns();
+    } else if (state == WIN_BUSY) {
+        atomic_store(&win_state, WIN_PAUSED);
+    }
 }
 
 void allochook_recheck(void)
 {
-    if (atomic_load(&installed) && python_hooked)
+    if (atomic_load(&installed) && python_hooked) {
         wrap_python();
+        win_ready = 1;
+    }
 }
 
 int allochook_installed(void) { return atomic_load(&installed); }
@@ -597,13 +851,33 @@ void allochook_after_dlopen(void)
 
 #define TICK_EVERY_NS 1000000000ull /* the upkeep's spacing */
 
-void allochook_tick(uint64_t now)
+/* Modules of tools that put their own hook on the Python allocators and keep headers in
+ * the blocks they hand out (ddtrace's memalloc): a switch racing with their hook's
+ * installation could give them a block without one, so windows stop once one is
+ * loaded. */
+static int foreign_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    return base && !strncmp(base + 1, "_memalloc", 9);
+}
+
+uint64_t allochook_tick(uint64_t now)
 {
     static uint64_t last;
-    if (!atomic_load(&installed) || (last && now - last < TICK_EVERY_NS))
-        return;
-    last = now;
-    allocsample_sweep();
-    if (!atomic_load(&loader_suspect))
-        refresh();
+    if (!atomic_load(&installed))
+        return 0;
+    if (!last || now - last >= TICK_EVERY_NS) {
+        last = now;
+        allocsample_sweep();
+        if (!atomic_load(&loader_suspect)) {
+            refresh();
+            if (!atomic_load(&foreign_hook) && dl_iterate_phdr(foreign_module, NULL))
+                atomic_store(&foreign_hook, 1);
+        }
+        if (python_hooked)
+            win_upkeep(now);
+    }
+    return python_hooked ? win_step(now) : 0;
 }

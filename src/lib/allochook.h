@@ -13,6 +13,8 @@
  *   * the C library's malloc family and anonymous mmap/munmap, through the GOT slots of
  *     every loaded module but the library itself (gotpatch.h), and of every module
  *     loaded later (allochook_after_dlopen).
+ * When small Python allocations are many, the domains are wrapped only inside short
+ * allocation windows at random times (allocwin.h; allochook.c, "the allocation windows").
  * Nothing is hooked when sampling is off, so a process without PYPROF_ALLOC runs the
  * allocator it always ran.  Nested calls (pymalloc asking the raw domain, which calls
  * malloc) are counted once, by the outermost hook, through a thread-local guard.  Once
@@ -20,20 +22,24 @@
  * and sample nothing the log would keep.
  *
  * Interface:
- *   allochook_install(interval, err, errlen)  [not sigsafe] the hooks, once per
- *                       process, when profiling first starts (window.c).  0, or -1 with
- *                       one line in err (a part that could not be hooked is said in err
- *                       and the rest works: check err[0])
+ *   allochook_install(interval, windows, err, errlen)  [not sigsafe] the hooks, once
+ *                       per process, when profiling first starts (window.c); windows:
+ *                       PYPROF_ALLOC_WINDOWS (config.h).  0, or -1 with one line in err
+ *                       (a part that could not be hooked is said in err and the rest
+ *                       works: check err[0])
  *   allochook_recheck()     [not sigsafe] wraps the Python domains again where the
- *                       interpreter's start replaced them (the writer, at its first log)
+ *                       interpreter's start replaced them (the writer, at its first log);
+ *                       the allocation windows may start after it
  *   allochook_installed()   [sigsafe] 1 once the hooks are in place
  *   allochook_after_dlopen()  [not sigsafe] hooks the modules the program's dlopen just
  *                       loaded (the interposed dlopen, once it returned)
  *   allochook_tick(now)     [not sigsafe] the cron's call, every round (window.c; `now`
  *                       on the monotonic clock): once a second, the sampled-address set's
- *                       upkeep (allocsample_sweep) and hooks for the modules loaded past
+ *                       upkeep (allocsample_sweep), hooks for the modules loaded past
  *                       the interposed dlopen (not in a fork child until its loader is
- *                       seen to work)
+ *                       seen to work) and the windows' duty from the allocation rate;
+ *                       every round, the allocation windows' switch that is due.  Returns
+ *                       how soon (ns) the next switch is due, 0 when none is
  *   allochook_python_hooked() [not sigsafe] 1 when the Python domains are wrapped
  *   allochook_after_fork_child()  [not sigsafe] the child's locks, and the parent's
  *                       sampled blocks forgotten (they are not the child's log's)
@@ -46,11 +52,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-int allochook_install(uint64_t interval, char *err, size_t errlen);
+int allochook_install(uint64_t interval, int windows, char *err, size_t errlen);
 int allochook_installed(void);
 void allochook_recheck(void);
 void allochook_after_dlopen(void);
-void allochook_tick(uint64_t now);
+uint64_t allochook_tick(uint64_t now);
 int allochook_python_hooked(void);
 void allochook_own_thread(void);
 void allochook_after_fork_child(void);

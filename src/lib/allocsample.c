@@ -102,19 +102,19 @@ static void note_teardown(void)
 
 uint64_t allocsample_teardown_ns(void) { return atomic_load(&teardown_ns); }
 
-void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret)
+void allocsample_due(const void *p, size_t size, int shift, int domain, uintptr_t ret)
 {
     if (!interval || !p)
         return; /* a failed allocation: the count stays due for the next one */
     if (!tls_rng) {
         /* This thread's first allocation: its first count, this allocation in it. */
-        allocsample_left = draw() - (int64_t)size;
+        allocsample_left = draw() - ((int64_t)size << shift);
         if (allocsample_left >= 0)
             return;
     }
     allocsample_left = draw();
     note_teardown();
-    int flags = 0;
+    int flags = (shift << 1) & PYPROF_ALLOC_F_SHIFT_MASK;
     if (allocset_insert((uintptr_t)p) < 0) {
         flags |= PYPROF_ALLOC_F_UNTRACKED;
         atomic_fetch_add_explicit(&n_untracked, 1, memory_order_relaxed);
@@ -151,6 +151,27 @@ void allocsample_freed(const void *p)
             atomic_fetch_add_explicit(&n_frees, 1, memory_order_relaxed);
         } else {
             atomic_fetch_add_explicit(&n_frees_lost, 1, memory_order_relaxed);
+        }
+    }
+    atomic_fetch_sub(&g->inflight, 1);
+}
+
+void allocsample_window(uint64_t t_ns, uint64_t len_ns, uint64_t planned_ns, int shift,
+                        int floor_shift, int flags)
+{
+    sighandler_state *g = &sighandler_g;
+    atomic_fetch_add(&g->inflight, 1);
+    if (atomic_load(&g->enabled)) {
+        rrec_awindow *r = ring_reserve(&g->samples, sizeof *r);
+        if (r) {
+            r->head.kind = RREC_AWINDOW;
+            r->shift = (uint8_t)shift;
+            r->floor_shift = (uint8_t)floor_shift;
+            r->flags = (uint8_t)flags;
+            r->t_ns = t_ns > g->t0_ns ? t_ns - g->t0_ns : 0;
+            r->len_ns = len_ns;
+            r->planned_ns = planned_ns;
+            ring_commit(&g->samples, r);
         }
     }
     atomic_fetch_sub(&g->inflight, 1);

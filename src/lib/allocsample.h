@@ -16,6 +16,13 @@
  *                                    chain starts);
  *                                    inline: the countdown, then allocsample_due when
  *                                    it ran out
+ *   allocsample_after_shifted(p, size, shift, dom, ret)  [sigsafe] the same for a small
+ *                                    request seen inside an allocation window of duty
+ *                                    2^-shift: it counts size * 2^shift, and its sample
+ *                                    says the shift (format.h, AWINDOW)
+ *   allocsample_window(t_ns, len_ns, planned_ns, shift, floor, flags)  [sigsafe] the
+ *                                    AWINDOW record of a window that closed (times on
+ *                                    the monotonic clock), or of windows paused
  *   allocsample_before_free(p)       [sigsafe] before p is given back (free, realloc,
  *                                    munmap): the FREE record when p was sampled;
  *                                    inline: the address set's filter, then
@@ -50,17 +57,25 @@ void allocsample_configure(uint64_t interval);
 uint64_t allocsample_interval(void);
 /* This thread's countdown (see allocsample.c); the fast path is inline in every hook. */
 extern __thread int64_t allocsample_left __attribute__((tls_model("initial-exec")));
-void allocsample_due(const void *p, size_t size, int domain, uintptr_t ret);
+void allocsample_due(const void *p, size_t size, int shift, int domain, uintptr_t ret);
 
-static inline void allocsample_after(const void *p, size_t size, int domain, uintptr_t ret)
+static inline void allocsample_after_shifted(const void *p, size_t size, int shift,
+                                             int domain, uintptr_t ret)
 {
-    int64_t left = allocsample_left - (int64_t)size;
+    int64_t left = allocsample_left - ((int64_t)size << shift);
     if (__builtin_expect(left >= 0, 1)) {
         allocsample_left = left;
         return;
     }
-    allocsample_due(p, size, domain, ret);
+    allocsample_due(p, size, shift, domain, ret);
 }
+
+static inline void allocsample_after(const void *p, size_t size, int domain, uintptr_t ret)
+{
+    allocsample_after_shifted(p, size, 0, domain, ret);
+}
+void allocsample_window(uint64_t t_ns, uint64_t len_ns, uint64_t planned_ns, int shift,
+                        int floor_shift, int flags);
 void allocsample_freed(const void *p);
 
 static inline void allocsample_before_free(const void *p)

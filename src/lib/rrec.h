@@ -10,6 +10,8 @@
  *                     RREC_ALLOC     rrec_alloc: an allocation sample (sighandler.c,
  *                                    called by allocsample.c)
  *                     RREC_FREE      rrec_free: a sampled block freed (allocsample.c)
+ *                     RREC_AWINDOW   rrec_awindow: an allocation window closed, or windows
+ *                                    paused (allochook.c, through allocsample.c)
  *                     RREC_SPAN_*    rrec_span: the program's spans (spans.c)
  *   the code ring     RREC_CODE      rrec_code: a code object's names and line table, the
  *                                    first time the handler meets it (codeid.c)
@@ -43,7 +45,8 @@ enum {
     RREC_SPAN_START = 5,
     RREC_SPAN_STOP = 6,
     RREC_ALLOC = 7,
-    RREC_FREE = 8
+    RREC_FREE = 8,
+    RREC_AWINDOW = 9
 };
 
 /* What every record starts with. */
@@ -192,6 +195,16 @@ typedef struct rrec_free {
     uint64_t t_ns; /* monotonic, since the samples' zero (sighandler_state.t0_ns) */
     uint64_t addr;
 } rrec_free;
+
+/* RREC_AWINDOW (allocsample.c, for allochook.c): an allocation window that closed, or
+ * the moment windows paused (format.h, AWINDOW). */
+typedef struct rrec_awindow {
+    rrec_head head;
+    uint8_t shift, floor_shift, flags; /* PYPROF_AWINDOW_F_* */
+    uint8_t pad[4];
+    uint64_t t_ns; /* opened (or paused), monotonic since the samples' zero */
+    uint64_t len_ns, planned_ns;
+} rrec_awindow;
 
 /* RREC_SPAN_START, RREC_SPAN_STOP (spans.c): the record, followed by
  * its strings back to back: name, trace_id, parent_id, base_id, info (a stop has only

@@ -97,7 +97,9 @@ static void *cron_main(void *arg)
         if (cfg.clock == PYPROF_CLOCK_CPU && writer_writing())
             calib_tick(now - sampler_t0_ns());
         wake_ns = writer_round(now);
-        allochook_tick(now);
+        uint64_t switch_ns = allochook_tick(now);
+        if (switch_ns && switch_ns < wake_ns)
+            wake_ns = switch_ns;
         uint64_t scan_ns = asyncabi_tick();
         if (scan_ns && scan_ns < wake_ns)
             wake_ns = scan_ns;
@@ -186,7 +188,7 @@ int window_start(void)
      * (pyprof_active) sees its allocations sampled from then on. */
     if (cfg.alloc && !allochook_installed()) {
         err[0] = 0;
-        allochook_install(cfg.alloc, err, sizeof err);
+        allochook_install(cfg.alloc, cfg.alloc_windows, err, sizeof err);
         if (err[0])
             diag_error("pyprof: %s", err);
         if (!allochook_python_hooked())

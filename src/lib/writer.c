@@ -932,6 +932,25 @@ static void take_free(const rrec_free *f)
     }
 }
 
+static void take_awindow(const rrec_awindow *w)
+{
+    if (W.log.fd < 0 || W.log.failed)
+        return;
+    logenc_awindow_fields f = {
+        .t_us = (uint64_t)file_us(w->t_ns),
+        .len_us = w->len_ns / 1000,
+        .planned_us = w->planned_ns / 1000,
+        .shift = w->shift,
+        .floor_shift = w->floor_shift,
+        .flags = w->flags,
+    };
+    uint8_t buf[6 * REC_VARINT_MAX];
+    rec_out o;
+    rec_out_init(&o, buf, sizeof buf);
+    if (logenc_put_awindow(&o, &f) == 0)
+        emit(PYPROF_REC_AWINDOW, &o);
+}
+
 /* One record of the sample ring (`len` bytes), by its kind.  A record with a stack is
  * taken only when its frames fit in it (the native addresses are checked where they are
  * read). */
@@ -964,6 +983,10 @@ static void take_record(const void *rec, size_t len)
     case RREC_FREE:
         if (len >= sizeof(rrec_free))
             take_free(rec);
+        break;
+    case RREC_AWINDOW:
+        if (len >= sizeof(rrec_awindow))
+            take_awindow(rec);
         break;
     case RREC_SPAN_START:
     case RREC_SPAN_STOP:

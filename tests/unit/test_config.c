@@ -410,6 +410,7 @@ static const char *const all_vars[] = {
     "PYPROF_FLUSH",    "PYPROF_QUIET",     "PYPROF_VERBOSE",
     "PYPROF_ROTATE",   "PYPROF_KEEP",      "PYPROF_CONTROL",
     "PYPROF_ALLOC",    "PYPROF_TEST_SKEW", "PYPROF_TEST_UNCORRECTED",
+    "PYPROF_ALLOC_WINDOWS",
 };
 
 static int clear_env(void **state)
@@ -434,6 +435,7 @@ static void assert_defaults(const pyprof_config *c)
     assert_true(c->flush_ns == 1000000000ull);
     assert_int_equal(c->quiet, 0);
     assert_int_equal(c->verbose, 0);
+    assert_int_equal(c->alloc_windows, CONFIG_WINDOWS_AUTO);
 }
 
 static void test_defaults(void **state)
@@ -787,6 +789,31 @@ static void test_alloc_parse(void **state)
     }
 }
 
+static void test_alloc_windows_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int shift;
+    } good[] = {
+        {"auto", CONFIG_WINDOWS_AUTO}, {"off", 0}, {"1/2", 1}, {"1/16", 4}, {"1/1024", 10},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int k = 99;
+        if (config_parse_alloc_windows(good[i].s, &k) < 0)
+            fail_msg("refused %s", good[i].s);
+        if (k != good[i].shift)
+            fail_msg("%s read as %d", good[i].s, k);
+    }
+    static const char *const bad[] = {"",     "1",    "1/1",   "1/3",  "1/0", "1/2048",
+                                      "2/16", "1/16x", "AUTO", "on",  "1/ 16", "0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int k;
+        if (config_parse_alloc_windows(bad[i], &k) == 0)
+            fail_msg("took %s as %d", bad[i], k);
+    }
+}
+
 static void test_load_alloc(void **state)
 {
     (void)state;
@@ -870,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_rotate_parse),
         cmocka_unit_test_setup(test_load_rotate_keep_control, clear_env),
         cmocka_unit_test(test_alloc_parse),
+        cmocka_unit_test(test_alloc_windows_parse),
         cmocka_unit_test_setup(test_load_alloc, clear_env),
         cmocka_unit_test(test_skew_parse),
         cmocka_unit_test_setup(test_load_test_settings, clear_env),
