@@ -555,11 +555,14 @@ static uint64_t win_step(uint64_t now)
     return wait;
 }
 
-/* Once a second: the cost cap's shift for the next windows, from the allocation rate the
- * samples measured, and a paused process looked at again. */
+/* Every RATE_EVERY_NS: the cost cap's shift for the next windows, from the allocation
+ * rate the samples measured since the last, and a paused process looked at again. */
+#define RATE_EVERY_NS 250000000ull
 static void win_upkeep(uint64_t now)
 {
     static uint64_t last_ns, last_n;
+    if (last_ns && now - last_ns < RATE_EVERY_NS)
+        return;
     allocsample_counts c;
     allocsample_stats(&c);
     uint64_t n = c.samples + c.lost;
@@ -876,8 +879,9 @@ uint64_t allochook_tick(uint64_t now)
             if (!atomic_load(&foreign_hook) && dl_iterate_phdr(foreign_module, NULL))
                 atomic_store(&foreign_hook, 1);
         }
-        if (python_hooked)
-            win_upkeep(now);
     }
-    return python_hooked ? win_step(now) : 0;
+    if (!python_hooked)
+        return 0;
+    win_upkeep(now);
+    return win_step(now);
 }

@@ -37,8 +37,9 @@
  *                       on the monotonic clock): once a second, the sampled-address set's
  *                       upkeep (allocsample_sweep), hooks for the modules loaded past
  *                       the interposed dlopen (not in a fork child until its loader is
- *                       seen to work) and the windows' duty from the allocation rate;
- *                       every round, the allocation windows' switch that is due.  Returns
+ *                       seen to work); every quarter of a second, the windows' duty from
+ *                       the allocation rate; every round, the allocation windows' switch
+ *                       that is due.  Returns
  *                       how soon (ns) the next switch is due, 0 when none is
  *   allochook_python_hooked() [not sigsafe] 1 when the Python domains are wrapped
  *   allochook_after_fork_child()  [not sigsafe] the child's locks, and the parent's
