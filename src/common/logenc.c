@@ -389,6 +389,17 @@ int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address)
     return done(o);
 }
 
+int logenc_put_awindow(rec_out *o, const logenc_awindow_fields *w)
+{
+    rec_put_uvarint(o, w->t_us);
+    rec_put_uvarint(o, w->len_us);
+    rec_put_uvarint(o, w->planned_us);
+    rec_put_uvarint(o, w->shift);
+    rec_put_uvarint(o, w->floor_shift);
+    rec_put_uvarint(o, w->flags);
+    return done(o);
+}
+
 void logenc_allocs_start(logenc_allocs *b, int64_t t0_us, uint64_t ordinal0, int native)
 {
     memset(b, 0, sizeof *b);
