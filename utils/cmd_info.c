@@ -259,6 +259,8 @@ static void print_log(const profile *p, size_t i, int filtered)
     printf("  contents        %" PRIu64 " threads, %" PRIu64 " code objects, %" PRIu64
            " stacks, %" PRIu64 " samples, %" PRIu64 " RSS points",
            pr->threads_read, pr->codes_read, pr->stacks_read, pr->samples_read, pr->rss_read);
+    if (pr->awindows_read)
+        printf(", %" PRIu64 " allocation window records", pr->awindows_read);
     if (pr->unknown_read)
         printf(", %" PRIu64 " records of newer types (skipped)", pr->unknown_read);
     putchar('\n');

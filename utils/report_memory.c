@@ -23,6 +23,50 @@ static const char *fmt_bytes(double v, char *buf, size_t len)
 
 static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+/* "1/16", or "1/16 to 1/64" when the shifts differ; with `times`, "16x" or "16x to
+ * 64x". */
+static const char *fmt_shifts(uint32_t lo, uint32_t hi, int times, char *buf, size_t len)
+{
+    unsigned long long a = 1ull << lo, b = 1ull << hi;
+    if (times && lo == hi)
+        snprintf(buf, len, "%llux", a);
+    else if (times)
+        snprintf(buf, len, "%llux to %llux", a, b);
+    else if (lo == hi)
+        snprintf(buf, len, "1/%llu", a);
+    else
+        snprintf(buf, len, "1/%llu to 1/%llu", a, b);
+    return buf;
+}
+
+/* The allocation windows' lines, in a log that has some (or pauses of them). */
+static void print_memory_windows(const profile_process *pr)
+{
+    const profile_awindows *aw = &pr->awin;
+    char b1[64], b2[64], b3[64];
+    if (aw->windows) {
+        printf("  windows    small Python allocations seen in %" PRIu64 " window%s",
+               aw->windows, aw->windows == 1 ? "" : "s");
+        if (pr->end_us > 0)
+            printf(", %.1f %% of the time", pct((double)aw->window_us, (double)pr->end_us));
+        printf(" (duty %s, floor %s); estimates weigh them %s\n",
+               fmt_shifts(aw->shift_min, aw->shift_max, 0, b1, sizeof b1),
+               fmt_shifts(aw->floor_shift, aw->floor_shift, 0, b2, sizeof b2),
+               fmt_shifts(aw->shift_min, aw->shift_max, 1, b3, sizeof b3));
+    }
+    if (aw->pauses) {
+        printf("  paused     windows paused %s: another allocator hook was on top",
+               cli_fmt_ns((uint64_t)aw->paused_us * 1000, b1, sizeof b1));
+        if (aw->paused_unseen_us == aw->paused_us)
+            printf(" (small requests not seen then)\n");
+        else if (aw->paused_unseen_us == 0)
+            printf(" (small requests all seen then, counted once)\n");
+        else
+            printf(" (small requests not seen for %s of it)\n",
+                   cli_fmt_ns((uint64_t)aw->paused_unseen_us * 1000, b1, sizeof b1));
+    }
+}
+
 static void print_memory_process(const profile *p, const allocs_counts *c, size_t i)
 {
     const profile_process *pr = &p->procs[i];
@@ -36,6 +80,8 @@ static void print_memory_process(const profile *p, const allocs_counts *c, size_
                cli_fmt_bytes(pr->alloc_interval, b1, sizeof b1));
     else
         printf("  sampling   off (every allocation the log holds counts as itself)\n");
+    if (pr->awin.windows || pr->awin.pauses)
+        print_memory_windows(pr);
     printf("  in the log %" PRIu64 " allocations, %" PRIu64 " frees", pr->allocs_read,
            pr->frees_read);
     if (pr->frees_unmatched)
@@ -202,6 +248,24 @@ static void print_memory_process_json(jsonw *w, const profile *p, const allocs_c
     report_json_u64_or_null(w, "frees_lost", has, f->frees_lost);
     report_json_u64_or_null(w, "alloc_live", has, f->alloc_live);
     json_cost(w, "total", &c->process[i]);
+    const profile_awindows *aw = &pr->awin;
+    if (aw->windows || aw->pauses) {
+        /* docs/JSON.md: only in logs with allocation windows (or pauses of them). */
+        jsonw_key(w, "alloc_windows");
+        jsonw_begin_object(w);
+        jsonw_key_u64(w, "windows", aw->windows);
+        jsonw_key_double(w, "window_s", (double)aw->window_us / 1e6, 6);
+        jsonw_key_double(w, "window_share",
+                         pr->end_us > 0 ? (double)aw->window_us / (double)pr->end_us : 0, 6);
+        jsonw_key_u64(w, "shift_min", aw->shift_min);
+        jsonw_key_u64(w, "shift_max", aw->shift_max);
+        jsonw_key_u64(w, "floor_shift", aw->floor_shift);
+        jsonw_key_u64(w, "weighed", aw->weighed);
+        jsonw_key_u64(w, "pauses", aw->pauses);
+        jsonw_key_double(w, "paused_s", (double)aw->paused_us / 1e6, 6);
+        jsonw_key_double(w, "paused_unseen_s", (double)aw->paused_unseen_us / 1e6, 6);
+        jsonw_end_object(w);
+    }
     jsonw_end_object(w);
 }
 

@@ -11,7 +11,7 @@
  * pyprof_stack_rec, pyprof_sample_rec, pyprof_rss_rec, pyprof_segment, pyprof_module_rec,
  * pyprof_nstack_rec, pyprof_snap_thread, pyprof_snapshot_rec, pyprof_span_start_rec,
  * pyprof_span_stop_rec, PYPROF_ALLOC_ORDINAL, pyprof_alloc_rec, pyprof_free_rec,
- * PYPROF_COST_MAX, pyprof_footer,
+ * pyprof_awindow_rec, PYPROF_COST_MAX, pyprof_footer,
  * pyprof_record, pyprof_reader, pyprof_reader_open, pyprof_reader_open_mem,
  * pyprof_reader_header, pyprof_reader_next, pyprof_reader_follow, pyprof_reader_offset,
  * pyprof_reader_close.
@@ -159,6 +159,15 @@ typedef struct pyprof_free_rec {
     uint64_t address; /* or PYPROF_ALLOC_ORDINAL | ordinal */
 } pyprof_free_rec;
 
+/* An allocation window (AWINDOW), or with PYPROF_AWINDOW_F_PAUSED the start of a pause of
+ * the windows.  shift and floor_shift are at most PYPROF_ALLOC_SHIFT_MAX (more is
+ * corruption); flags are the record's, bits this reader does not know included (a user
+ * tests the PYPROF_AWINDOW_F_* bits it knows). */
+typedef struct pyprof_awindow_rec {
+    int64_t t_us; /* since start of profiling of this file, as an ALLOC's */
+    uint64_t len_us, planned_us, shift, floor_shift, flags;
+} pyprof_awindow_rec;
+
 typedef struct pyprof_rss_rec {
     int64_t t_us;
     uint64_t rss_bytes;
@@ -225,6 +234,7 @@ typedef struct pyprof_record {
         pyprof_span_stop_rec span_stop;
         pyprof_alloc_rec alloc;
         pyprof_free_rec free;
+        pyprof_awindow_rec awindow;
         pyprof_footer footer;
     } u;
 } pyprof_record;

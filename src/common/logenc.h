@@ -28,6 +28,7 @@
  *   logenc_put_alloc    ALLOC from a logenc_alloc_fields (its native tail included);
  *                       LOGENC_ALLOC_MAX
  *   logenc_put_free     FREE: t_us, address; LOGENC_FREE_MAX
+ *   logenc_put_awindow  AWINDOW from a logenc_awindow_fields; LOGENC_AWINDOW_MAX
  *   logenc_allocs_start, logenc_allocs_alloc, logenc_allocs_free, logenc_put_allocs
  *                       ALLOCS: allocation and free events appended one by one to the
  *                       caller's buffer (a logenc_allocs keeps what the next is coded
@@ -129,6 +130,18 @@ typedef struct logenc_alloc_fields {
 #define LOGENC_ALLOC_MAX (8 * REC_VARINT_MAX + 1)
 #define LOGENC_FREE_MAX (2 * REC_VARINT_MAX)
 
+/* An AWINDOW record's fields: an allocation window, or with PYPROF_AWINDOW_F_PAUSED the
+ * start of a pause of them. */
+typedef struct logenc_awindow_fields {
+    uint64_t t_us;        /* when it opened (or the pause began), as ALLOC's */
+    uint64_t len_us;      /* how long it really stayed open */
+    uint64_t planned_us;  /* how long it was meant to */
+    uint64_t shift;       /* its duty is 2^-shift (at most PYPROF_ALLOC_SHIFT_MAX) */
+    uint64_t floor_shift; /* the largest shift the library would use (likewise) */
+    uint64_t flags;       /* PYPROF_AWINDOW_F_* */
+} logenc_awindow_fields;
+#define LOGENC_AWINDOW_MAX (6 * REC_VARINT_MAX)
+
 /* A PT_LOAD segment of a module, as the MODULE record carries it. */
 typedef struct logenc_segment {
     uint64_t vaddr, memsz, file_offset, flags; /* flags: PF_X 1, PF_W 2, PF_R 4 */
@@ -177,10 +190,6 @@ int logenc_put_rss(rec_out *o, int64_t dt_us, uint64_t rss_bytes);
 int logenc_put_module(rec_out *o, const logenc_module_fields *m);
 int logenc_put_alloc(rec_out *o, const logenc_alloc_fields *a);
 int logenc_put_free(rec_out *o, uint64_t t_us, uint64_t address);
-/* TEMP (the reader's branch brings the real one) */
-typedef struct logenc_awindow_fields {
-    uint64_t t_us, len_us, planned_us, shift, floor_shift, flags;
-} logenc_awindow_fields;
 int logenc_put_awindow(rec_out *o, const logenc_awindow_fields *w);
 
 /* A BATCH being built: its fields and what the next event is coded against.  The

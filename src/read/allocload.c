@@ -5,7 +5,9 @@
  * by (process, address, time, file seq, record position), then each address's events
  * walked in that order with a stack of its allocations still alive, a FREE ending the top
  * one.  The --span filter sorts the allocations left by (thread, time) and finds each
- * named span's by binary search, as spans.c does for samples.
+ * named span's by binary search, as spans.c does for samples.  The windows are sorted by
+ * (process, time, file seq, record position), and an allocation's window found by binary
+ * search; the pauses are summed in the same walk over them.
  */
 #include "allocload.h"
 
@@ -25,7 +27,9 @@ long allocload_alloc(allocload *al, uint32_t proc, uint32_t thread, uint32_t sta
     memset(e, 0, sizeof *e);
     e->a.t_us = t_us;
     e->a.size = r->size;
-    allocs_estimate(r->size, interval, &e->a.bytes, &e->a.objects);
+    /* Its window's shift; the window's planned_us / len_us is allocload_resolve's. */
+    e->a.shift = (uint8_t)PYPROF_ALLOC_SHIFT(r->flags);
+    allocs_estimate_shifted(r->size, e->a.shift, interval, &e->a.bytes, &e->a.objects);
     e->a.process = proc;
     e->a.thread = thread;
     e->a.stack = stack;
@@ -52,6 +56,101 @@ int allocload_free(allocload *al, uint32_t proc, const pyprof_free_rec *r, int64
         return -1;
     al->frees[al->nfrees++] = (allocload_free_entry){proc, t_us, r->address, seq, pos};
     return 0;
+}
+
+int allocload_awindow(allocload *al, uint32_t proc, const pyprof_awindow_rec *r, int64_t t_us,
+                      uint64_t seq, uint64_t pos)
+{
+    if (GROW_ARRAY(al->windows, al->cap_windows, al->nwindows + 1))
+        return -1;
+    allocload_window *w = &al->windows[al->nwindows++];
+    memset(w, 0, sizeof *w);
+    w->process = proc;
+    w->t_us = t_us;
+    w->len_us = r->len_us;
+    w->planned_us = r->planned_us;
+    w->shift = (uint8_t)r->shift; /* the decoder's bound: PYPROF_ALLOC_SHIFT_MAX */
+    w->floor_shift = (uint8_t)r->floor_shift;
+    w->flags = (uint8_t)(r->flags & (PYPROF_AWINDOW_F_PAUSED | PYPROF_AWINDOW_F_WRAPPED));
+    w->seq = seq;
+    w->pos = pos;
+    return 0;
+}
+
+static int cmp_window(const void *a, const void *b)
+{
+    const allocload_window *x = a, *y = b;
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    if (x->t_us != y->t_us)
+        return x->t_us < y->t_us ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+double allocload_weight(const allocload_window *windows, size_t n, uint32_t proc, int64_t t_us)
+{
+    /* The first record past (proc, t_us). */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const allocload_window *w = &windows[mid];
+        if (w->process < proc || (w->process == proc && w->t_us <= t_us))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Back to the latest window of the process at or before t_us. */
+    while (lo > 0 && windows[lo - 1].process == proc &&
+           (windows[lo - 1].flags & PYPROF_AWINDOW_F_PAUSED))
+        lo--;
+    if (lo == 0 || windows[lo - 1].process != proc)
+        return 1;
+    const allocload_window *w = &windows[lo - 1];
+    if ((uint64_t)(t_us - w->t_us) > w->len_us || w->len_us == 0)
+        return 1;
+    return (double)w->planned_us / (double)w->len_us;
+}
+
+/* Sums each process's windows into its awin (sorted windows; the allocations' count,
+ * awin.weighed, is the caller's). */
+static void sum_windows(profile *p, const allocload *al)
+{
+    for (size_t i = 0; i < p->nprocs; i++)
+        memset(&p->procs[i].awin, 0, sizeof p->procs[i].awin);
+    for (size_t i = 0; i < al->nwindows; i++) {
+        const allocload_window *w = &al->windows[i];
+        profile_process *pr = &p->procs[w->process];
+        profile_awindows *aw = &pr->awin;
+        if (w->floor_shift > aw->floor_shift)
+            aw->floor_shift = w->floor_shift;
+        if (w->flags & PYPROF_AWINDOW_F_PAUSED) {
+            /* Paused to the next record (a window, or another pause: the same time is
+             * counted once), or to the end of the process's data. */
+            const allocload_window *after = i + 1 < al->nwindows &&
+                                                    al->windows[i + 1].process == w->process
+                                                ? &al->windows[i + 1]
+                                                : NULL;
+            int64_t end = after ? after->t_us : pr->end_us;
+            int64_t d = end > w->t_us ? end - w->t_us : 0;
+            aw->pauses++;
+            aw->paused_us += d;
+            if (!(w->flags & PYPROF_AWINDOW_F_WRAPPED))
+                aw->paused_unseen_us += d;
+            continue;
+        }
+        if (!aw->windows || w->shift < aw->shift_min)
+            aw->shift_min = w->shift;
+        if (!aw->windows || w->shift > aw->shift_max)
+            aw->shift_max = w->shift;
+        aw->windows++;
+        /* Saturated: a damaged log's lengths (each within the decoder's bound) may
+         * overlap past any real time. */
+        aw->window_us = (uint64_t)(INT64_MAX - aw->window_us) < w->len_us
+                            ? INT64_MAX
+                            : aw->window_us + (int64_t)w->len_us;
+    }
 }
 
 /* An allocation or a free, for the matching. */
@@ -232,12 +331,22 @@ int allocload_resolve(profile *p, allocload *al)
     }
     for (size_t i = 0; i < p->nprocs; i++)
         p->procs[i].allocs = 0;
+    if (al->nwindows)
+        qsort(al->windows, al->nwindows, sizeof *al->windows, cmp_window);
+    sum_windows(p, al);
     n = 0;
     for (size_t i = 0; i < al->nallocs; i++) {
         if (!keep[i])
             continue;
-        p->allocs[n++] = al->allocs[i].a;
-        p->procs[al->allocs[i].a.process].allocs++;
+        profile_alloc *a = &p->allocs[n++];
+        *a = al->allocs[i].a;
+        p->procs[a->process].allocs++;
+        if (a->shift) {
+            double w = allocload_weight(al->windows, al->nwindows, a->process, a->t_us);
+            a->bytes *= w;
+            a->objects *= w;
+            p->procs[a->process].awin.weighed++;
+        }
     }
     p->nallocs = n;
     free(keep);
@@ -248,5 +357,6 @@ void allocload_clear(allocload *al)
 {
     free(al->allocs);
     free(al->frees);
+    free(al->windows);
     memset(al, 0, sizeof *al);
 }

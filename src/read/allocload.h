@@ -6,10 +6,14 @@
  * allocation (profile.h says how) and makes profile.allocs anew from the allocations the
  * filters keep, --span included, with each process's counts.  Matching starts over at
  * each call, over everything read, so the result does not depend on the order the files
- * of a series were loaded in.  profile.c calls in here; tool-side only.
+ * of a series were loaded in.  Every AWINDOW record read is kept too, whatever the
+ * filters; allocload_resolve weighs the allocations sampled inside a window with it and
+ * sums each process's windows (profile_awindows), so windows may load before or after
+ * the allocations they hold.  profile.c calls in here; tool-side only.
  *
- * Interface: allocload, allocload_entry, allocload_free_entry, allocload_alloc,
- * allocload_set_stack, allocload_free, allocload_resolve, allocload_clear.
+ * Interface: allocload, allocload_entry, allocload_free_entry, allocload_window,
+ * allocload_alloc, allocload_set_stack, allocload_free, allocload_awindow,
+ * allocload_weight, allocload_resolve, allocload_clear.
  */
 #ifndef PYPROF_ALLOCLOAD_H
 #define PYPROF_ALLOCLOAD_H
@@ -37,12 +41,24 @@ typedef struct allocload_free_entry {
     uint64_t seq, pos;
 } allocload_free_entry;
 
+/* An AWINDOW as read. */
+typedef struct allocload_window {
+    uint32_t process;
+    int64_t t_us; /* on the process's axis */
+    uint64_t len_us, planned_us;
+    uint8_t shift, floor_shift;
+    uint8_t flags; /* PYPROF_AWINDOW_F_PAUSED and _WRAPPED (the other bits are left out) */
+    uint64_t seq, pos;
+} allocload_window;
+
 /* Zeroed: nothing read. */
 typedef struct allocload {
     allocload_entry *allocs;
     size_t nallocs, cap_allocs;
     allocload_free_entry *frees;
     size_t nfrees, cap_frees;
+    allocload_window *windows; /* by (process, time, seq, pos) once resolved */
+    size_t nwindows, cap_windows;
 } allocload;
 
 /* An ALLOC of process `proc` at t_us on its axis, by model thread `thread` (IDMAP_EXCLUDED:
@@ -61,8 +77,22 @@ void allocload_set_stack(allocload *al, size_t i, uint32_t stack);
 int allocload_free(allocload *al, uint32_t proc, const pyprof_free_rec *r, int64_t t_us,
                    uint64_t seq, uint64_t pos);
 
+/* An AWINDOW of process `proc` at t_us on its axis, read at record `pos` of the file of
+ * seq `seq`.  0, or -1 when out of memory. */
+int allocload_awindow(allocload *al, uint32_t proc, const pyprof_awindow_rec *r, int64_t t_us,
+                      uint64_t seq, uint64_t pos);
+
+/* The factor planned_us / len_us of the window of process `proc` that holds t_us among
+ * windows[0 .. n) (sorted by process, then time, as allocload_resolve leaves them; the
+ * PAUSED records among them are no window): the latest to open at or before t_us, if it
+ * is still open at t_us (t_us <= its t_us + len_us).  1 when none holds it, or its
+ * len_us is 0. */
+double allocload_weight(const allocload_window *windows, size_t n, uint32_t proc, int64_t t_us);
+
 /* Once a load call's logs are read (and its spans resolved): matches the frees, then
- * makes p->allocs and each process's allocs and frees_unmatched.  0, or -1 when out of
+ * makes p->allocs and each process's allocs, frees_unmatched and awin (its windows
+ * summed; the pauses' end is the process's end_us), each allocation sampled inside a
+ * window weighed by allocload_weight.  0, or -1 when out of
  * memory. */
 int allocload_resolve(profile *p, allocload *al);
 

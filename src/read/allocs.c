@@ -33,6 +33,24 @@ void allocs_estimate(uint64_t size, uint64_t interval, double *bytes, double *ob
     *objects = 1 / p;
 }
 
+void allocs_estimate_shifted(uint64_t size, unsigned shift, uint64_t interval, double *bytes,
+                             double *objects)
+{
+    double times = ldexp(1.0, (int)shift);
+    if (shift < 64 && size <= UINT64_MAX >> shift) {
+        allocs_estimate(size << shift, interval, bytes, objects);
+        *objects *= times;
+        return;
+    }
+    /* Past 64 bits the size is far above any interval: p is 1 but for rounding. */
+    double x = ldexp((double)size, (int)shift);
+    double p = interval ? -expm1(-x / (double)interval) : 1;
+    if (p <= 0)
+        p = 1;
+    *bytes = x / p;
+    *objects = times / p;
+}
+
 int allocs_in_use(const profile *p, const profile_alloc *a)
 {
     if (a->flags & PYPROF_ALLOC_F_UNTRACKED)

@@ -20,11 +20,10 @@
  *
  * Pure over a loaded profile; tool-side only.
  *
- * Interface: allocs_estimate, allocs_in_use, allocs_before_teardown, ALLOCS_END,
- * allocs_in_use_at,
- * allocs_process_offset_us, allocs_peak, allocs_find_peak, allocs_cost, allocs_counts,
- * allocs_sum, allocs_counts_free, ALLOCS_BY_ALLOC, ALLOCS_BY_INUSE, ALLOCS_BY_PEAK,
- * allocs_key, allocs_sort_funcs, allocs_stack_weights, allocs_domain_name.
+ * Interface: allocs_estimate, allocs_estimate_shifted, allocs_in_use, allocs_before_teardown,
+ * ALLOCS_END, allocs_in_use_at, allocs_process_offset_us, allocs_peak, allocs_find_peak,
+ * allocs_cost, allocs_counts, allocs_sum, allocs_counts_free, ALLOCS_BY_ALLOC, ALLOCS_BY_INUSE,
+ * ALLOCS_BY_PEAK, allocs_key, allocs_sort_funcs, allocs_stack_weights, allocs_domain_name.
  */
 #ifndef PYPROF_ALLOCS_H
 #define PYPROF_ALLOCS_H
@@ -41,6 +40,14 @@
  * itself).  Interval 0 (a log that did not say) counts every allocation as itself: size
  * bytes and one allocation. */
 void allocs_estimate(uint64_t size, uint64_t interval, double *bytes, double *objects);
+
+/* What an allocation of `size` bytes sampled inside an allocation window of shift `shift`
+ * stands for (format.h, AWINDOW), before its window's planned_us / len_us: what one of
+ * size * 2^shift bytes stands for (allocs_estimate's *bytes), and 2^shift times its
+ * allocations.  Shift 0 is allocs_estimate; a size * 2^shift past 64 bits is taken as
+ * the real number it is. */
+void allocs_estimate_shifted(uint64_t size, unsigned shift, uint64_t interval, double *bytes,
+                             double *objects);
 
 /* Whether allocation `a` is in use at the end: tracked (not PYPROF_ALLOC_F_UNTRACKED) and
  * not freed, or freed only after --to (the window's end; a free at --to ends it).

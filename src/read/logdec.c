@@ -395,6 +395,24 @@ static int dec_free(rec_in *in, pyprof_free_rec *f)
     return 0;
 }
 
+/* An AWINDOW: times bounded as ALLOC's (so that t_us + len_us cannot overflow), shifts
+ * within the flags' five bits. */
+static int dec_awindow(rec_in *in, pyprof_awindow_rec *w)
+{
+    uint64_t t = rec_get_uvarint(in);
+    w->len_us = rec_get_uvarint(in);
+    w->planned_us = rec_get_uvarint(in);
+    w->shift = rec_get_uvarint(in);
+    w->floor_shift = rec_get_uvarint(in);
+    w->flags = rec_get_uvarint(in);
+    if (in->bad || t > (uint64_t)INT64_MAX / 4 || w->len_us > (uint64_t)INT64_MAX / 4 ||
+        w->planned_us > (uint64_t)INT64_MAX / 4 || w->shift > PYPROF_ALLOC_SHIFT_MAX ||
+        w->floor_shift > PYPROF_ALLOC_SHIFT_MAX)
+        return -PYPROF_R_CORRUPT;
+    w->t_us = (int64_t)t;
+    return 0;
+}
+
 /* A BATCH: every event checked and decoded into d->bev (nothing of a damaged batch is
  * returned), the running time carried through them. */
 static int dec_batch(logdec *d, rec_in *in)
@@ -623,6 +641,9 @@ int logdec_record(logdec *d, int type, const uint8_t *payload, size_t plen, pypr
         break;
     case PYPROF_REC_FREE:
         rc = dec_free(&in, &rec->u.free);
+        break;
+    case PYPROF_REC_AWINDOW:
+        rc = dec_awindow(&in, &rec->u.awindow);
         break;
     case PYPROF_REC_FOOTER:
         memset(&rec->u.footer, 0, sizeof rec->u.footer);

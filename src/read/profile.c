@@ -961,6 +961,11 @@ static int load_records(profile *p, pyprof_reader *r, uint32_t proc, profile_fil
             oom = allocload_free(&p->index->allocs, proc, &rec.u.free,
                                  rec.u.free.t_us + m.offset_us, pf->seq, m.pos) < 0;
             break;
+        case PYPROF_REC_AWINDOW:
+            pr->awindows_read++;
+            oom = allocload_awindow(&p->index->allocs, proc, &rec.u.awindow,
+                                    rec.u.awindow.t_us + m.offset_us, pf->seq, m.pos) < 0;
+            break;
         case PYPROF_REC_MODULE:
             pr->modules_read++;
             oom = on_module(p, &m, m.pos, &rec.u.module) < 0;

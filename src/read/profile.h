@@ -43,6 +43,14 @@
  * as samples are: by thread, by time (--from/--to: allocated inside the window) and by
  * --span (allocated inside a span, on its thread).
  *
+ * Allocation windows (AWINDOW records) are kept per process, whatever the filters, and
+ * once the logs of a load call are read every allocation sampled inside a window (a
+ * nonzero PYPROF_ALLOC_SHIFT in its flags) is weighed as format.h says: it stands for
+ * allocs_estimate of its size times 2^shift, times 2^shift allocations, times planned_us /
+ * len_us of the window of its process that holds its time (1 when none does, or len_us
+ * is 0).  profile_alloc.flags keeps only UNTRACKED; profile_alloc.shift the window's
+ * shift.  Each process's windows are summed in its profile_awindows.
+ *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
  * is the merged one (an allocation's too); native functions are identified by (symbol, module
@@ -54,6 +62,7 @@
  * PROFILE_FUNC_PYTHON, PROFILE_FUNC_NATIVE, PROFILE_FUNC_TASK, profile_func, profile_frame,
  * profile_stack, profile_sample, profile_rss, profile_file, profile_snapshot,
  * profile_snap_thread, profile_span, PROFILE_NO_SPAN, PROFILE_NO_STACK, profile_alloc,
+ * profile_awindows,
  * PROFILE_KEEP_CORRUPT, PROFILE_NATIVE_GLUE, profile, profile_new, profile_free, profile_load,
  * profile_load_paths.
  */
@@ -109,6 +118,20 @@ typedef struct profile_file {
     uint64_t alloc_interval; /* the header's (0: allocations not sampled) */
 } profile_file;
 
+/* A process's allocation windows (AWINDOW records), over all of its data whatever the
+ * filters: windows (records without PYPROF_AWINDOW_F_PAUSED) and the time inside them
+ * (their len_us summed), the shifts they had, the largest floor_shift of its records,
+ * and the pauses: PAUSED records, and the time from each to the next window, or to the
+ * end of the process's data (end_us), of which the part the domains stayed unwrapped
+ * (PYPROF_AWINDOW_F_WRAPPED clear: the small requests were not seen). */
+typedef struct profile_awindows {
+    uint64_t windows, pauses;
+    int64_t window_us, paused_us, paused_unseen_us;
+    uint32_t shift_min, shift_max; /* over the windows; both 0 without any */
+    uint32_t floor_shift;
+    uint64_t weighed; /* allocations kept that were sampled inside a window (a shift) */
+} profile_awindows;
+
 typedef struct profile_process {
     char *path; /* the first file's (lowest seq) */
     /* The series' files by seq; one for a log that is not rotated. */
@@ -163,6 +186,8 @@ typedef struct profile_process {
      * sampled), ALLOC and FREE records read, allocations kept, frees that matched no
      * allocation of the loaded logs.  The footer's allocation section is in `footer`. */
     uint64_t alloc_interval, allocs_read, frees_read, allocs, frees_unmatched;
+    uint64_t awindows_read; /* AWINDOW records read (windows and pauses) */
+    profile_awindows awin;
     uint64_t awaiting; /* samples of suspended asyncio tasks read (kept or not) */
     /* When the interpreter's teardown began (the footer's teardown section, on the
      * process's axis): what was in use then is what the program left at its end. */
@@ -266,7 +291,8 @@ typedef struct profile_alloc {
     uint32_t stack; /* index into profile.stacks (no frame: an empty stack); merged with
                      * its native stack in logs with native frames, as samples are */
     uint8_t domain; /* enum pyprof_alloc_domain */
-    uint8_t flags;  /* PYPROF_ALLOC_F_* */
+    uint8_t flags;  /* PYPROF_ALLOC_F_UNTRACKED (the other bits are left out) */
+    uint8_t shift;  /* the shift of the allocation window it was sampled in, 0: none */
     uint8_t freed;  /* a FREE of the loaded logs ended it (never for UNTRACKED) */
 } profile_alloc;
 

@@ -9,7 +9,9 @@
  * Every byte of every string and frame array the reader hands out is read, so that a
  * pointer or length that strays outside the reader's buffers is caught by
  * AddressSanitizer, and the reader's promises from include/pyprof/reader.h are checked:
- * an error code from its list, offsets that only grow, a clean end only after the footer.
+ * an error code from its list, offsets that only grow, a clean end only after the footer,
+ * an AWINDOW's shifts within PYPROF_ALLOC_SHIFT_MAX and its end a time that does not
+ * overflow.
  * The log as given is also read in follow mode, where its end must be "not yet" (AGAIN,
  * not sticky) and never a cut.
  *
@@ -92,6 +94,12 @@ static void touch_record(const pyprof_record *rec)
         CHECK(rec->u.snapshot.nthreads == 0 || rec->u.snapshot.threads != NULL);
         touch(rec->u.snapshot.threads, rec->u.snapshot.nthreads * sizeof(pyprof_snap_thread));
         CHECK(rec->u.snapshot.t_us >= 0);
+        break;
+    case PYPROF_REC_AWINDOW:
+        CHECK(rec->u.awindow.t_us >= 0);
+        CHECK(rec->u.awindow.len_us <= (uint64_t)(INT64_MAX - rec->u.awindow.t_us));
+        CHECK(rec->u.awindow.shift <= PYPROF_ALLOC_SHIFT_MAX);
+        CHECK(rec->u.awindow.floor_shift <= PYPROF_ALLOC_SHIFT_MAX);
         break;
     default:
         break;

@@ -270,7 +270,9 @@ def alloc_seeds():
     alloc.lz4, itself a seed): the same cut inside an ALLOC; a native log whose ALLOC records carry native stacks (one the log
     never defined); and damaged ones: a domain no writer uses, an ALLOC cut short, a
     footer whose allocation section is cut, ALLOC records in a log whose header has no
-    interval (an older header); then ALLOCS records, whole and damaged."""
+    interval (an older header); then ALLOCS records, whole and damaged; then AWINDOW
+    records (make_fixtures' awindow_log), whole, cut, and with a shift past the flags'
+    five bits."""
     import make_fixtures as mf
     plain = mf.alloc_log()
     seeds = {}
@@ -320,6 +322,13 @@ def alloc_seeds():
     seeds["allocs-ordinal-before.lz4"] = lz4(
         batched[:at] + mf.record(mf.REC_ALLOCS, uvarint(1) + uvarint(5) + uvarint(2)
                                  + uvarint(2 << 2 | 1) + svarint(0)))
+    windowed = mf.awindow_log()
+    seeds["awindow.lz4"] = lz4(windowed)
+    win = dict(records(windowed))[mf.REC_AWINDOW]
+    at = windowed.index(win)
+    seeds["awindow-cut.lz4"] = lz4(windowed[: at + len(win) - 1])
+    seeds["awindow-shift-bad.lz4"] = lz4(windowed[:at] + mf.awindow(9_000, 800, 400, 32, 5)
+                                         + windowed[at + len(win):])
     return seeds
 
 

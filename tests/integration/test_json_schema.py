@@ -9,7 +9,8 @@ The logs: workloads/json_shapes.py under the library (spans nested, failed, open
 with info that is not JSON, a hostile thread name, a fork), dumped while it runs and
 then ended by SIGTERM (a footer with a signal); a native-mode run (its report's
 `native` object); the fixtures (a log without a footer: the nulls; alloc.lz4, the
-outputs of --memory, check_memory).  The last tests
+outputs of --memory, check_memory; make_fixtures' awindow_log, the allocation
+windows).  The last tests
 show that the check can fail: the same outputs against schemas with a key taken out,
 a key required that the tool does not write, a type changed.
 """
@@ -21,12 +22,16 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 
 import jsonschema
 import pytest
 
 import pyprof_testlib as t
+
+sys.path.insert(0, t.FIXTURES)
+import make_fixtures as mf  # noqa: E402  (the allocation windows' log)
 
 DOC = os.path.join(t.REPO, "docs", "JSON.md")
 PYPKG = os.path.join(t.REPO, "utils", "python")
@@ -203,6 +208,18 @@ def test_memory_fixture():
     rep = check_memory([os.path.join(t.FIXTURES, "alloc.lz4")])
     assert rep["processes"][0]["alloc_live"] == 4 and rep["functions"], rep
     assert all(rep["domains"][d]["samples"] for d in rep["domains"]), rep["domains"]
+
+
+def test_memory_windows(tmp_path):
+    """make_fixtures' awindow_log: allocation windows and pauses of them, the process's
+    alloc_windows object (absent from alloc.lz4's report, above)."""
+    path = str(tmp_path / "awindow.lz4")
+    with open(path, "wb") as f:
+        f.write(mf.lz4(mf.awindow_log()))
+    rep = check_memory([path])
+    w = rep["processes"][0]["alloc_windows"]
+    assert (w["windows"], w["shift_min"], w["shift_max"], w["pauses"]) == (2, 4, 5, 2), w
+    assert w["weighed"] == 2 and w["floor_shift"] == 5, w
 
 
 # ---- the check can fail -----------------------------------------------------------------

@@ -10,7 +10,9 @@
  * at a time in the wrong order.  The peak of the estimated heap is checked the same way
  * (by trying every allocation's time), on that plan and on a small one where the heap
  * rises then falls (the peak's blocks are not the end's), alone and beside a second
- * process that starts later.
+ * process that starts later.  A third series holds allocation windows (AWINDOW records
+ * after the allocations they hold, pauses of them): each windowed sample is weighed by
+ * its window, and the process's windows summed, whichever order its files load in.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -24,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "common/logenc.h"
 #include "common/record.h"
 #include "logbuf.h"
 #include "read/allocs.h"
@@ -226,7 +229,8 @@ static void put_event(logbuf *b, int file, const pevent *e)
     rec_put_uvarint(&o, e->size);
     rec_put_uvarint(&o, e->address);
     rec_put_u8(&o, (uint8_t)e->domain);
-    rec_put_uvarint(&o, e->untracked ? PYPROF_ALLOC_F_UNTRACKED | 8 : 8); /* 8: unknown */
+    /* 64: a bit this reader does not know (bits 1-5 are the window's shift) */
+    rec_put_uvarint(&o, e->untracked ? PYPROF_ALLOC_F_UNTRACKED | 64 : 64);
     logbuf_put(b, PYPROF_REC_ALLOC, &o);
 }
 
@@ -409,6 +413,85 @@ static void write_peak_log(const char *path, uint64_t pid, uint64_t shift_us, co
     free(b.p);
 }
 
+/* ---- the allocation windows -----------------------------------------------------------
+ *
+ * A series of two files (pid 4545; file 1 starts WIN_FILE1_US later) whose ALLOC records
+ * carry window shifts, and AWINDOW records written after the allocations they hold:
+ * W1 8000 +8000 us (planned 4000, shift 4) holds A1 (shift 4: weighed 1/2), A3 (no
+ * shift: as it is) and A4 (untracked, shift 3: weighed 1/2); a pause at 20000 (domains
+ * not wrapped) ends at W2, 30000 +1000 us (shift 5); A2 (shift 4, at 50000) is in no
+ * window: the plain shifted estimate.  In file 1, W3 0 +1000 us (planned 3000, shift 2)
+ * holds A5 (weighed 3), and a pause with the domains wrapped runs from 1 s to the end. */
+#define WIN_FILE1_US 2000000
+static char win_path[2][96];
+
+typedef struct pwin {
+    int file;
+    int64_t t_us; /* on the file's axis */
+    uint64_t len_us, planned_us, shift, flags;
+} pwin;
+static const pwin plan_wins[] = {
+    {0, 8000, 8000, 4000, 4, 0},
+    {0, 20000, 0, 0, 0, PYPROF_AWINDOW_F_PAUSED},
+    {0, 30000, 1000, 1000, 5, 0},
+    {1, 0, 1000, 3000, 2, 0},
+    {1, 1000000, 0, 0, 0, PYPROF_AWINDOW_F_PAUSED | PYPROF_AWINDOW_F_WRAPPED},
+};
+
+typedef struct pwalloc {
+    int file;
+    int64_t t_us; /* on the file's axis */
+    uint64_t size, flags;
+    double weight; /* its window's planned / len */
+} pwalloc;
+static const pwalloc plan_walloc[] = {
+    {0, 10000, 48, 4 << 1, 0.5},                             /* A1 */
+    {0, 11000, 48, 0, 1},                                    /* A3 */
+    {0, 12000, 100, PYPROF_ALLOC_F_UNTRACKED | 3 << 1, 0.5}, /* A4 */
+    {0, 50000, 48, 4 << 1, 1},                               /* A2 */
+    {1, 500, 48, 2 << 1, 3},                                 /* A5 */
+};
+#define NWALLOC ((int)(sizeof plan_walloc / sizeof plan_walloc[0]))
+
+static void write_win_file(int file)
+{
+    logbuf b;
+    begin_log(&b);
+    put_header_of(&b, 4545, SERIES_START, (uint64_t)file, file ? WIN_FILE1_US : 0);
+    put_model(&b, file);
+    pfooter pf = {0, 0, 0, 0, 0};
+    rec_out o;
+    for (int i = 0; i < NWALLOC; i++) {
+        const pwalloc *a = &plan_walloc[i];
+        if (a->file != file)
+            continue;
+        logenc_alloc_fields f = {.t_us = (uint64_t)a->t_us,
+                                 .stack_id = 10 * (uint64_t)file + 1,
+                                 .size = a->size,
+                                 .address = 0x1000 * (uint64_t)(i + 1),
+                                 .domain = PYPROF_ALLOC_PYOBJECT,
+                                 .flags = a->flags};
+        rec_out_init(&o, scratch, sizeof scratch);
+        assert_int_equal(logenc_put_alloc(&o, &f), 0);
+        logbuf_put(&b, PYPROF_REC_ALLOC, &o);
+        pf.allocs++;
+    }
+    for (size_t i = 0; i < sizeof plan_wins / sizeof plan_wins[0]; i++) {
+        const pwin *w = &plan_wins[i];
+        if (w->file != file)
+            continue;
+        logenc_awindow_fields f = {(uint64_t)w->t_us, w->len_us, w->planned_us,
+                                   w->shift,          6,         w->flags};
+        rec_out_init(&o, scratch, sizeof scratch);
+        assert_int_equal(logenc_put_awindow(&o, &f), 0);
+        logbuf_put(&b, PYPROF_REC_AWINDOW, &o);
+    }
+    put_footer_counts(&b, file, pf); /* 2 s long */
+    snprintf(win_path[file], sizeof win_path[file], "%s/win.%d.lz4", dir_path, file);
+    logbuf_write(&b, win_path[file]);
+    free(b.p);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -421,6 +504,8 @@ static int setup(void **state)
     snprintf(peak_path[1], sizeof peak_path[1], "%s/peak_b.lz4", dir_path);
     write_peak_log(peak_path[0], 4242, 0, peak_a, NPEAK_A);
     write_peak_log(peak_path[1], 4343, PEAK_B_SHIFT_US, peak_b, NPEAK_B);
+    write_win_file(0);
+    write_win_file(1);
     return 0;
 }
 
@@ -431,6 +516,8 @@ static int teardown(void **state)
     unlink(file_path[1]);
     unlink(peak_path[0]);
     unlink(peak_path[1]);
+    unlink(win_path[0]);
+    unlink(win_path[1]);
     rmdir(dir_path);
     return 0;
 }
@@ -908,6 +995,80 @@ static void test_peak_processes(void **state)
     profile_free(p);
 }
 
+/* The windows' series (see plan_walloc), loaded as one set and one file per call with
+ * the later file first: each allocation stands for what format.h says, weighed by the
+ * window that holds it, and the process's windows are summed the same either way. */
+static void test_windows(void **state)
+{
+    (void)state;
+    /* What the brief example says exactly: shift 4, planned 4000 / len 8000. */
+    double b, o, b1, o1;
+    allocs_estimate_shifted(48, 4, INTERVAL, &b, &o);
+    allocs_estimate(48 << 4, INTERVAL, &b1, &o1);
+    near(b, b1);
+    near(o, 16 * o1);
+    allocs_estimate_shifted(48, 0, INTERVAL, &b, &o);
+    allocs_estimate(48, INTERVAL, &b1, &o1);
+    assert_true(b == b1 && o == o1);
+    /* Past 64 bits: what the size stands for, certain to be sampled. */
+    allocs_estimate_shifted(UINT64_MAX, 31, INTERVAL, &b, &o);
+    near(b, ldexp((double)UINT64_MAX, 31));
+    near(o, ldexp(1.0, 31));
+    for (int apart = 0; apart < 2; apart++) {
+        profile *p = profile_new(NULL, 0, NULL);
+        assert_non_null(p);
+        if (apart) {
+            assert_int_equal(profile_load(p, win_path[1]), 0);
+            assert_int_equal(profile_load(p, win_path[0]), 0);
+        } else {
+            const char *paths[] = {win_path[1], win_path[0]};
+            assert_int_equal(profile_load_paths(p, paths, 2), 0);
+        }
+        assert_int_equal(p->nprocs, 1);
+        assert_int_equal(p->nallocs, NWALLOC);
+        for (size_t i = 0; i < p->nallocs; i++) {
+            const profile_alloc *a = &p->allocs[i];
+            const pwalloc *e = NULL;
+            for (int k = 0; k < NWALLOC; k++)
+                if (plan_walloc[k].t_us + (plan_walloc[k].file ? WIN_FILE1_US : 0) == a->t_us)
+                    e = &plan_walloc[k];
+            assert_non_null(e);
+            unsigned shift = PYPROF_ALLOC_SHIFT(e->flags);
+            naive_estimate(e->size << shift, &b, &o);
+            o *= (double)(1u << shift);
+            near(a->bytes, b * e->weight);
+            near(a->objects, o * e->weight);
+            allocs_estimate(e->size << shift, INTERVAL, &b1, &o1);
+            near(a->bytes, b1 * e->weight);
+            assert_int_equal(a->shift, shift);
+            assert_int_equal(a->flags, e->flags & PYPROF_ALLOC_F_UNTRACKED);
+        }
+        const profile_process *pr = &p->procs[0];
+        const profile_awindows *aw = &pr->awin;
+        assert_int_equal(pr->awindows_read, 5);
+        assert_int_equal(pr->end_us, 2 * WIN_FILE1_US);
+        assert_int_equal(aw->windows, 3);
+        assert_int_equal(aw->window_us, 8000 + 1000 + 1000);
+        assert_int_equal(aw->shift_min, 2);
+        assert_int_equal(aw->shift_max, 5);
+        assert_int_equal(aw->floor_shift, 6);
+        assert_int_equal(aw->weighed, 4);
+        assert_int_equal(aw->pauses, 2);
+        assert_int_equal(aw->paused_unseen_us, 30000 - 20000);
+        assert_int_equal(aw->paused_us, 30000 - 20000 + WIN_FILE1_US - 1000000);
+        profile_free(p);
+    }
+    /* A process without windows: nothing weighed, nothing summed. */
+    profile *p = profile_new(NULL, 0, NULL);
+    assert_non_null(p);
+    assert_int_equal(profile_load(p, peak_path[0]), 0);
+    profile_awindows none;
+    memset(&none, 0, sizeof none);
+    assert_memory_equal(&p->procs[0].awin, &none, sizeof none);
+    assert_int_equal(p->procs[0].awindows_read, 0);
+    profile_free(p);
+}
+
 /* A log without allocation sampling has none, and says so. */
 static void test_no_allocs(void **state)
 {
@@ -935,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_thread_filter),  cmocka_unit_test(test_window),
         cmocka_unit_test(test_span),           cmocka_unit_test(test_peak),
         cmocka_unit_test(test_peak_processes), cmocka_unit_test(test_no_allocs),
+        cmocka_unit_test(test_windows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -246,6 +246,54 @@ static void test_counts_checked(void **state)
     logdec_free(&d);
 }
 
+/* AWINDOW: decoded to the values it was made from (unknown flag bits kept, for the user
+ * to ignore; a field appended by a newer writer ignored); a shift or floor past
+ * PYPROF_ALLOC_SHIFT_MAX, a time past the ALLOC's bound and a record cut short are
+ * corruption. */
+static void test_awindow(void **state)
+{
+    (void)state;
+    logdec d = {.alloc = 1};
+    pyprof_record rec;
+    rec_out o;
+    logenc_awindow_fields w = {.t_us = 5000,
+                               .len_us = 8000,
+                               .planned_us = 4000,
+                               .shift = 4,
+                               .floor_shift = PYPROF_ALLOC_SHIFT_MAX,
+                               .flags = PYPROF_AWINDOW_F_WRAPPED | 64};
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_awindow(&o, &w), 0);
+    rec_put_uvarint(&o, 777);
+    assert_int_equal(decode(&d, PYPROF_REC_AWINDOW, &o, &rec), 0);
+    const pyprof_awindow_rec *r = &rec.u.awindow;
+    assert_int_equal(r->t_us, 5000);
+    assert_int_equal(r->len_us, 8000);
+    assert_int_equal(r->planned_us, 4000);
+    assert_int_equal(r->shift, 4);
+    assert_int_equal(r->floor_shift, PYPROF_ALLOC_SHIFT_MAX);
+    assert_int_equal(r->flags, PYPROF_AWINDOW_F_WRAPPED | 64);
+    /* Outside the dt chain: the running time is left alone. */
+    assert_int_equal(d.t_acc, 0);
+
+    logenc_awindow_fields bad[] = {w, w, w, w};
+    bad[0].shift = PYPROF_ALLOC_SHIFT_MAX + 1;
+    bad[1].floor_shift = PYPROF_ALLOC_SHIFT_MAX + 1;
+    bad[2].t_us = (uint64_t)INT64_MAX / 4 + 1;
+    bad[3].len_us = UINT64_MAX;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rec_out_init(&o, buf, sizeof buf);
+        assert_int_equal(logenc_put_awindow(&o, &bad[i]), 0);
+        assert_int_equal(decode(&d, PYPROF_REC_AWINDOW, &o, &rec), -PYPROF_R_CORRUPT);
+    }
+    /* Cut before its flags. */
+    rec_out_init(&o, buf, sizeof buf);
+    assert_int_equal(logenc_put_awindow(&o, &w), 0);
+    o.len--;
+    assert_int_equal(decode(&d, PYPROF_REC_AWINDOW, &o, &rec), -PYPROF_R_CORRUPT);
+    logdec_free(&d);
+}
+
 /* ---- ALLOCS --------------------------------------------------------------------------- */
 
 static void expect_alloc(logdec *d, const logenc_alloc_fields *a, uint64_t address)
@@ -713,15 +761,11 @@ static void test_footer_clock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header),
-        cmocka_unit_test(test_timed_and_batch),
-        cmocka_unit_test(test_stack_runs),
-        cmocka_unit_test(test_stack_gil),
-        cmocka_unit_test(test_counts_checked),
-        cmocka_unit_test(test_allocs),
-        cmocka_unit_test(test_allocs_native_only),
-        cmocka_unit_test(test_allocs_corrupt),
-        cmocka_unit_test(test_footer_clock),
+        cmocka_unit_test(test_header),         cmocka_unit_test(test_timed_and_batch),
+        cmocka_unit_test(test_stack_runs),     cmocka_unit_test(test_stack_gil),
+        cmocka_unit_test(test_counts_checked), cmocka_unit_test(test_awindow),
+        cmocka_unit_test(test_allocs),         cmocka_unit_test(test_allocs_native_only),
+        cmocka_unit_test(test_allocs_corrupt), cmocka_unit_test(test_footer_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,39 @@ static void test_alloc_free(void **state)
     expect_end(&in);
 }
 
+/* AWINDOW: every field in the order format.h gives; LOGENC_AWINDOW_MAX holds the
+ * largest. */
+static void test_awindow(void **state)
+{
+    (void)state;
+    logenc_awindow_fields w = {.t_us = 1234567,
+                               .len_us = 8000,
+                               .planned_us = 4000,
+                               .shift = 4,
+                               .floor_shift = 6,
+                               .flags = PYPROF_AWINDOW_F_PAUSED | PYPROF_AWINDOW_F_WRAPPED};
+    uint8_t small[LOGENC_AWINDOW_MAX];
+    rec_out o;
+    rec_out_init(&o, small, sizeof small);
+    assert_int_equal(logenc_put_awindow(&o, &w), 0);
+    rec_in in;
+    rec_in_init(&in, small, o.len);
+    assert_int_equal(rec_get_uvarint(&in), 1234567);
+    assert_int_equal(rec_get_uvarint(&in), 8000);
+    assert_int_equal(rec_get_uvarint(&in), 4000);
+    assert_int_equal(rec_get_uvarint(&in), 4);
+    assert_int_equal(rec_get_uvarint(&in), 6);
+    assert_int_equal(rec_get_uvarint(&in), PYPROF_AWINDOW_F_PAUSED | PYPROF_AWINDOW_F_WRAPPED);
+    expect_end(&in);
+    logenc_awindow_fields big = {UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                                 UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    rec_out_init(&o, small, sizeof small);
+    assert_int_equal(logenc_put_awindow(&o, &big), 0);
+    /* One byte short: refused. */
+    rec_out_init(&o, small, sizeof small - 1);
+    assert_int_equal(logenc_put_awindow(&o, &big), -1);
+}
+
 static void test_snapshot(void **state)
 {
     (void)state;
@@ -1088,6 +1121,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_alloc_free),
+        cmocka_unit_test(test_awindow),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_span),
         cmocka_unit_test(test_header_no_cmdline),
