@@ -281,16 +281,18 @@ enum pyprof_record_type {
      * uvarint t_us (when the window opened, as ALLOC's); uvarint len_us (how long it
      * really stayed open); uvarint planned_us (how long it was meant to); uvarint shift
      * (its duty is 2^-shift: windows open at random times, so that any moment is inside
-     * one with that probability); uvarint floor_shift (the largest shift the library
-     * would use); uvarint flags (PYPROF_AWINDOW_F_*; a reader ignores bits it does not
-     * know).  An allocation sampled inside a window of shift k stands for what an
-     * allocation of size * 2^k stands for (ALLOC: bytes), times 2^k allocations per
-     * 1 / p, times planned_us / len_us of the window (a window that ran late or was cut
-     * short is weighed as it ran); one whose window's record is missing, times 1.  A
-     * record with PYPROF_AWINDOW_F_PAUSED set is no window: from t_us on, windows were
-     * paused until the next window's record (another allocator hook sat on top of
-     * pyprof's, so the domains could not be switched; the small requests of that time
-     * were seen only when the domains stayed wrapped, see the flag). */
+     * one with that probability: the gap after a window is drawn from an exponential
+     * distribution of mean (2^shift - 1) times the length the window really had, less
+     * the time the window before opened late); uvarint floor_shift (the largest shift
+     * the library would use); uvarint flags (PYPROF_AWINDOW_F_*; a reader ignores bits
+     * it does not know).  An allocation sampled inside a window of shift k stands for
+     * what an allocation of size * 2^k stands for (ALLOC: bytes), and 2^k allocations
+     * per 1 / p: the windows' records are not needed to weigh it, and tell how the
+     * windows really ran.  A record with PYPROF_AWINDOW_F_PAUSED set is no window: from
+     * t_us on, windows were paused until the next window's record (another allocator
+     * hook sat on top of pyprof's, so the domains could not be switched; the small
+     * requests of that time were seen only when the domains stayed wrapped, see the
+     * flag). */
     PYPROF_REC_AWINDOW = 19,
 };
 

@@ -632,7 +632,8 @@ int config_load(pyprof_config *c, char *err, size_t errlen)
         return config_error(err, errlen, "PYPROF_ALLOC", v,
                             "expected 0 (off) or a mean interval in bytes up to 1GB "
                             "(512KB, 1MB, 65536)");
-    if ((v = env("PYPROF_ALLOC_WINDOWS")) && config_parse_alloc_windows(v, &c->alloc_windows) < 0)
+    if ((v = env("PYPROF_ALLOC_WINDOWS")) &&
+        config_parse_alloc_windows(v, &c->alloc_windows) < 0)
         return config_error(err, errlen, "PYPROF_ALLOC_WINDOWS", v,
                             "expected auto, off, or a duty 1/N with N a power of two from 2 "
                             "to 1024 (1/16)");

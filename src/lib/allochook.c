@@ -113,7 +113,10 @@ static inline int pooled_size(size_t n) { return n - 1 < POOLED_MAX; }
  * wrapped, the open window's while they are switched (see "the allocation windows"). */
 static _Atomic int win_shift;
 
-static inline int cur_shift(void) { return atomic_load_explicit(&win_shift, memory_order_relaxed); }
+static inline int cur_shift(void)
+{
+    return atomic_load_explicit(&win_shift, memory_order_relaxed);
+}
 
 static void win_close_overdue(void);
 
@@ -362,7 +365,8 @@ static int wrap_python(void)
         get(d, &cur);
         if (cur.malloc == ours[d].malloc || wraps_ours(&cur, (void *)ours[d].malloc))
             continue; /* still ours, or still calling ours */
-        if (pooled[d] && atomic_load(&win_state) != WIN_WRAPPED && same_table(&cur, &orig_py[d]))
+        if (pooled[d] && atomic_load(&win_state) != WIN_WRAPPED &&
+            same_table(&cur, &orig_py[d]))
             continue; /* the original, between two windows */
         /* pymalloc with no ctx: not PYTHONMALLOC=malloc, mimalloc or the debug hooks,
          * which the interpreter's start may have put in its place. */
@@ -413,6 +417,7 @@ static int win_config = CONFIG_WINDOWS_AUTO; /* PYPROF_ALLOC_WINDOWS */
 static int win_ready;                        /* the writer's recheck is done */
 static int win_next;                         /* the shift the next window takes */
 static uint64_t win_open_ns, win_due_ns;     /* monotonic; written before win_state */
+static uint64_t win_late_ns; /* how late windows opened, not yet taken off a gap */
 static uint64_t win_rng;
 static _Atomic int foreign_hook; /* a module known to hook the allocators is loaded */
 #define WIN_LATE_NS 2000000ull   /* a window this late is closed by a sampled allocation */
@@ -459,7 +464,8 @@ static void win_pause(uint64_t now, int still_wrapped)
 {
     atomic_store(&win_shift, 0);
     allocsample_window(now, 0, 0, 0, win_floor(),
-                       PYPROF_AWINDOW_F_PAUSED | (still_wrapped ? PYPROF_AWINDOW_F_WRAPPED : 0));
+                       PYPROF_AWINDOW_F_PAUSED |
+                           (still_wrapped ? PYPROF_AWINDOW_F_WRAPPED : 0));
     atomic_store(&win_state, WIN_PAUSED);
 }
 
@@ -477,13 +483,19 @@ static void win_close(void)
         /* Another hook went on top of ours inside the window: ours is still called, every
          * small request from now on counted once. */
         uint64_t now = clock_mono_ns();
-        allocsample_window(win_open_ns, now - win_open_ns, ALLOCWIN_LEN_NS, shift, win_floor(), 0);
+        allocsample_window(win_open_ns, now - win_open_ns, ALLOCWIN_LEN_NS, shift, win_floor(),
+                           0);
         win_pause(now, 1);
     } else {
         tables_set(0);
         uint64_t end = clock_mono_ns(), len = end - win_open_ns;
         allocsample_window(win_open_ns, len, ALLOCWIN_LEN_NS, shift, win_floor(), 0);
-        win_due_ns = end + allocwin_gap_ns(len, shift, win_uniform());
+        /* The time the cron opened this window late is taken off the gaps that follow,
+         * so that the share of the time inside windows stays the duty. */
+        uint64_t gap = allocwin_gap_ns(len, shift, win_uniform());
+        uint64_t off = gap < win_late_ns ? gap : win_late_ns;
+        win_late_ns -= off;
+        win_due_ns = end + gap - off;
         atomic_store(&win_state, WIN_SHUT);
     }
     tls_guard = guard;
@@ -538,7 +550,8 @@ static uint64_t win_step(uint64_t now)
         }
     } else if (state == WIN_SHUT && now < win_due_ns) {
         wait = win_due_ns - now;
-    } else if (state == WIN_SHUT && atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
+    } else if (state == WIN_SHUT &&
+               atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
         if (!tables_are(0)) {
             win_pause(now, 0);
         } else if (win_next == 0 || atomic_load(&foreign_hook)) {
@@ -547,6 +560,7 @@ static uint64_t win_step(uint64_t now)
             tables_set(1);
             atomic_store(&win_state, WIN_WRAPPED);
         } else {
+            win_late_ns += now - win_due_ns;
             win_open(win_next);
             wait = ALLOCWIN_LEN_NS;
         }

@@ -59,8 +59,8 @@ uint64_t allocsample_interval(void);
 extern __thread int64_t allocsample_left __attribute__((tls_model("initial-exec")));
 void allocsample_due(const void *p, size_t size, int shift, int domain, uintptr_t ret);
 
-static inline void allocsample_after_shifted(const void *p, size_t size, int shift,
-                                             int domain, uintptr_t ret)
+static inline void allocsample_after_shifted(const void *p, size_t size, int shift, int domain,
+                                             uintptr_t ret)
 {
     int64_t left = allocsample_left - ((int64_t)size << shift);
     if (__builtin_expect(left >= 0, 1)) {

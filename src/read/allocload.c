@@ -27,7 +27,7 @@ long allocload_alloc(allocload *al, uint32_t proc, uint32_t thread, uint32_t sta
     memset(e, 0, sizeof *e);
     e->a.t_us = t_us;
     e->a.size = r->size;
-    /* Its window's shift; the window's planned_us / len_us is allocload_resolve's. */
+    /* Its window's shift: allocs_estimate_shifted weighs it. */
     e->a.shift = (uint8_t)PYPROF_ALLOC_SHIFT(r->flags);
     allocs_estimate_shifted(r->size, e->a.shift, interval, &e->a.bytes, &e->a.objects);
     e->a.process = proc;
@@ -87,30 +87,6 @@ static int cmp_window(const void *a, const void *b)
     if (x->seq != y->seq)
         return x->seq < y->seq ? -1 : 1;
     return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
-double allocload_weight(const allocload_window *windows, size_t n, uint32_t proc, int64_t t_us)
-{
-    /* The first record past (proc, t_us). */
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const allocload_window *w = &windows[mid];
-        if (w->process < proc || (w->process == proc && w->t_us <= t_us))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    /* Back to the latest window of the process at or before t_us. */
-    while (lo > 0 && windows[lo - 1].process == proc &&
-           (windows[lo - 1].flags & PYPROF_AWINDOW_F_PAUSED))
-        lo--;
-    if (lo == 0 || windows[lo - 1].process != proc)
-        return 1;
-    const allocload_window *w = &windows[lo - 1];
-    if ((uint64_t)(t_us - w->t_us) > w->len_us || w->len_us == 0)
-        return 1;
-    return (double)w->planned_us / (double)w->len_us;
 }
 
 /* Sums each process's windows into its awin (sorted windows; the allocations' count,
@@ -341,12 +317,8 @@ int allocload_resolve(profile *p, allocload *al)
         profile_alloc *a = &p->allocs[n++];
         *a = al->allocs[i].a;
         p->procs[a->process].allocs++;
-        if (a->shift) {
-            double w = allocload_weight(al->windows, al->nwindows, a->process, a->t_us);
-            a->bytes *= w;
-            a->objects *= w;
+        if (a->shift)
             p->procs[a->process].awin.weighed++;
-        }
     }
     p->nallocs = n;
     free(keep);

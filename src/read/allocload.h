@@ -7,13 +7,13 @@
  * filters keep, --span included, with each process's counts.  Matching starts over at
  * each call, over everything read, so the result does not depend on the order the files
  * of a series were loaded in.  Every AWINDOW record read is kept too, whatever the
- * filters; allocload_resolve weighs the allocations sampled inside a window with it and
- * sums each process's windows (profile_awindows), so windows may load before or after
- * the allocations they hold.  profile.c calls in here; tool-side only.
+ * filters; allocload_resolve sums each process's windows (profile_awindows).  An
+ * allocation sampled inside a window is weighed by its own shift as it loads
+ * (allocs_estimate_shifted).  profile.c calls in here; tool-side only.
  *
  * Interface: allocload, allocload_entry, allocload_free_entry, allocload_window,
  * allocload_alloc, allocload_set_stack, allocload_free, allocload_awindow,
- * allocload_weight, allocload_resolve, allocload_clear.
+ * allocload_resolve, allocload_clear.
  */
 #ifndef PYPROF_ALLOCLOAD_H
 #define PYPROF_ALLOCLOAD_H
@@ -82,18 +82,9 @@ int allocload_free(allocload *al, uint32_t proc, const pyprof_free_rec *r, int64
 int allocload_awindow(allocload *al, uint32_t proc, const pyprof_awindow_rec *r, int64_t t_us,
                       uint64_t seq, uint64_t pos);
 
-/* The factor planned_us / len_us of the window of process `proc` that holds t_us among
- * windows[0 .. n) (sorted by process, then time, as allocload_resolve leaves them; the
- * PAUSED records among them are no window): the latest to open at or before t_us, if it
- * is still open at t_us (t_us <= its t_us + len_us).  1 when none holds it, or its
- * len_us is 0. */
-double allocload_weight(const allocload_window *windows, size_t n, uint32_t proc, int64_t t_us);
-
 /* Once a load call's logs are read (and its spans resolved): matches the frees, then
  * makes p->allocs and each process's allocs, frees_unmatched and awin (its windows
- * summed; the pauses' end is the process's end_us), each allocation sampled inside a
- * window weighed by allocload_weight.  0, or -1 when out of
- * memory. */
+ * summed; the pauses' end is the process's end_us).  0, or -1 when out of memory. */
 int allocload_resolve(profile *p, allocload *al);
 
 void allocload_clear(allocload *al);

@@ -46,9 +46,8 @@
  * Allocation windows (AWINDOW records) are kept per process, whatever the filters, and
  * once the logs of a load call are read every allocation sampled inside a window (a
  * nonzero PYPROF_ALLOC_SHIFT in its flags) is weighed as format.h says: it stands for
- * allocs_estimate of its size times 2^shift, times 2^shift allocations, times planned_us /
- * len_us of the window of its process that holds its time (1 when none does, or len_us
- * is 0).  profile_alloc.flags keeps only UNTRACKED; profile_alloc.shift the window's
+ * allocs_estimate of its size times 2^shift, and 2^shift times its allocations (every
+ * moment was inside a window with probability 2^-shift).  profile_alloc.flags keeps only UNTRACKED; profile_alloc.shift the window's
  * shift.  Each process's windows are summed in its profile_awindows.
  *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and

@@ -417,11 +417,12 @@ static void write_peak_log(const char *path, uint64_t pid, uint64_t shift_us, co
  *
  * A series of two files (pid 4545; file 1 starts WIN_FILE1_US later) whose ALLOC records
  * carry window shifts, and AWINDOW records written after the allocations they hold:
- * W1 8000 +8000 us (planned 4000, shift 4) holds A1 (shift 4: weighed 1/2), A3 (no
- * shift: as it is) and A4 (untracked, shift 3: weighed 1/2); a pause at 20000 (domains
- * not wrapped) ends at W2, 30000 +1000 us (shift 5); A2 (shift 4, at 50000) is in no
- * window: the plain shifted estimate.  In file 1, W3 0 +1000 us (planned 3000, shift 2)
- * holds A5 (weighed 3), and a pause with the domains wrapped runs from 1 s to the end. */
+ * W1 8000 +8000 us (planned 4000, shift 4) holds A1 (shift 4) and A3 (no shift), A4 is
+ * untracked (shift 3); a pause at 20000 (domains not wrapped) ends at W2, 30000 +1000 us
+ * (shift 5); A2 (shift 4, at 50000) is in no window.  In file 1, W3 0 +1000 us (planned
+ * 3000, shift 2) holds A5, and a pause with the domains wrapped runs from 1 s to the end.
+ * Each allocation is weighed by its own shift alone, whatever window holds it or does
+ * not (the design weight: the library keeps the duty 2^-shift). */
 #define WIN_FILE1_US 2000000
 static char win_path[2][96];
 
@@ -442,14 +443,13 @@ typedef struct pwalloc {
     int file;
     int64_t t_us; /* on the file's axis */
     uint64_t size, flags;
-    double weight; /* its window's planned / len */
 } pwalloc;
 static const pwalloc plan_walloc[] = {
-    {0, 10000, 48, 4 << 1, 0.5},                             /* A1 */
-    {0, 11000, 48, 0, 1},                                    /* A3 */
-    {0, 12000, 100, PYPROF_ALLOC_F_UNTRACKED | 3 << 1, 0.5}, /* A4 */
-    {0, 50000, 48, 4 << 1, 1},                               /* A2 */
-    {1, 500, 48, 2 << 1, 3},                                 /* A5 */
+    {0, 10000, 48, 4 << 1},                             /* A1 */
+    {0, 11000, 48, 0},                                  /* A3 */
+    {0, 12000, 100, PYPROF_ALLOC_F_UNTRACKED | 3 << 1}, /* A4 */
+    {0, 50000, 48, 4 << 1},                             /* A2 */
+    {1, 500, 48, 2 << 1},                               /* A5 */
 };
 #define NWALLOC ((int)(sizeof plan_walloc / sizeof plan_walloc[0]))
 
@@ -996,12 +996,11 @@ static void test_peak_processes(void **state)
 }
 
 /* The windows' series (see plan_walloc), loaded as one set and one file per call with
- * the later file first: each allocation stands for what format.h says, weighed by the
- * window that holds it, and the process's windows are summed the same either way. */
+ * the later file first: each allocation stands for what its shift says, and the
+ * process's windows are summed the same either way. */
 static void test_windows(void **state)
 {
     (void)state;
-    /* What the brief example says exactly: shift 4, planned 4000 / len 8000. */
     double b, o, b1, o1;
     allocs_estimate_shifted(48, 4, INTERVAL, &b, &o);
     allocs_estimate(48 << 4, INTERVAL, &b1, &o1);
@@ -1036,10 +1035,10 @@ static void test_windows(void **state)
             unsigned shift = PYPROF_ALLOC_SHIFT(e->flags);
             naive_estimate(e->size << shift, &b, &o);
             o *= (double)(1u << shift);
-            near(a->bytes, b * e->weight);
-            near(a->objects, o * e->weight);
+            near(a->bytes, b);
+            near(a->objects, o);
             allocs_estimate(e->size << shift, INTERVAL, &b1, &o1);
-            near(a->bytes, b1 * e->weight);
+            near(a->bytes, b1);
             assert_int_equal(a->shift, shift);
             assert_int_equal(a->flags, e->flags & PYPROF_ALLOC_F_UNTRACKED);
         }

@@ -17,7 +17,7 @@ static void test_shift_for_rate(void **state)
     (void)state;
     const double q = ALLOCWIN_QUIET_BPS;
     assert_int_equal(allocwin_shift_for_rate(0, 4), 0);
-    assert_int_equal(allocwin_shift_for_rate(q, 4), 0);       /* up to quiet: wrapped */
+    assert_int_equal(allocwin_shift_for_rate(q, 4), 0);        /* up to quiet: wrapped */
     assert_int_equal(allocwin_shift_for_rate(q * 1.01, 4), 1); /* then a half */
     assert_int_equal(allocwin_shift_for_rate(q * 2, 4), 1);
     assert_int_equal(allocwin_shift_for_rate(q * 3, 4), 2);

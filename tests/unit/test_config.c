@@ -404,12 +404,12 @@ static void test_template_overflow(void **state)
 /* ---- config_load -------------------------------------------------------------------- */
 
 static const char *const all_vars[] = {
-    "PYPROF_OUTPUT",   "PYPROF_PERIOD",    "PYPROF_CLOCK",
-    "PYPROF_NATIVE",   "PYPROF_MEMORY",    "PYPROF_MAX_DEPTH",
-    "PYPROF_CHILDREN", "PYPROF_FILTER",    "PYPROF_SIGNAL",
-    "PYPROF_FLUSH",    "PYPROF_QUIET",     "PYPROF_VERBOSE",
-    "PYPROF_ROTATE",   "PYPROF_KEEP",      "PYPROF_CONTROL",
-    "PYPROF_ALLOC",    "PYPROF_TEST_SKEW", "PYPROF_TEST_UNCORRECTED",
+    "PYPROF_OUTPUT",        "PYPROF_PERIOD",    "PYPROF_CLOCK",
+    "PYPROF_NATIVE",        "PYPROF_MEMORY",    "PYPROF_MAX_DEPTH",
+    "PYPROF_CHILDREN",      "PYPROF_FILTER",    "PYPROF_SIGNAL",
+    "PYPROF_FLUSH",         "PYPROF_QUIET",     "PYPROF_VERBOSE",
+    "PYPROF_ROTATE",        "PYPROF_KEEP",      "PYPROF_CONTROL",
+    "PYPROF_ALLOC",         "PYPROF_TEST_SKEW", "PYPROF_TEST_UNCORRECTED",
     "PYPROF_ALLOC_WINDOWS",
 };
 
@@ -805,7 +805,7 @@ static void test_alloc_windows_parse(void **state)
         if (k != good[i].shift)
             fail_msg("%s read as %d", good[i].s, k);
     }
-    static const char *const bad[] = {"",     "1",    "1/1",   "1/3",  "1/0", "1/2048",
+    static const char *const bad[] = {"",     "1",     "1/1",  "1/3", "1/0",   "1/2048",
                                       "2/16", "1/16x", "AUTO", "on",  "1/ 16", "0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int k;
