@@ -4,6 +4,13 @@
  * signal handlers; beyond the allocator they forward to, they call only allocsample.h's
  * [sigsafe] functions and touch an initial-exec thread-local.  errno is the allocator's:
  * nothing after the forwarded call changes it (allocsample saves it where it could).
+ * Two exceptions, both on the rare way, never in a signal handler of ours: while the
+ * interpreter starts, the malloc hook wraps the domains again (recheck_from_hook), and
+ * a sampled small allocation closes an allocation window the cron left open too long
+ * (win_close_overdue): both call the interpreter's PyMem_GetAllocator and
+ * PyMem_SetAllocator, which copy a table (3.12 on under the allocators' own lock, which
+ * no code holds while it allocates), clock_gettime (the vDSO) and allocwin.h (libm's
+ * log).
  */
 #include "allochook.h"
 
@@ -26,6 +33,7 @@
 #include "allocset.h"
 #include "allocwin.h"
 #include "gotpatch.h"
+#include "libc_next.h"
 #include "pyabi.h"
 #include "safe_read.h"
 
@@ -890,7 +898,8 @@ uint64_t allochook_tick(uint64_t now)
         allocsample_sweep();
         if (!atomic_load(&loader_suspect)) {
             refresh();
-            if (!atomic_load(&foreign_hook) && dl_iterate_phdr(foreign_module, NULL))
+            if (!atomic_load(&foreign_hook) &&
+                libc_next_dl_iterate_phdr(foreign_module, NULL) > 0)
                 atomic_store(&foreign_hook, 1);
         }
     }

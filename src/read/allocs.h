@@ -42,9 +42,9 @@
 void allocs_estimate(uint64_t size, uint64_t interval, double *bytes, double *objects);
 
 /* What an allocation of `size` bytes sampled inside an allocation window of shift `shift`
- * stands for (format.h, AWINDOW): what one of size * 2^shift bytes stands for (allocs_estimate's *bytes), and 2^shift times its
- * allocations.  Shift 0 is allocs_estimate; a size * 2^shift past 64 bits is taken as
- * the real number it is. */
+ * stands for (format.h, AWINDOW): what one of size * 2^shift bytes stands for
+ * (allocs_estimate's *bytes), and 2^shift times its allocations.  Shift 0 is allocs_estimate; a
+ * size * 2^shift past 64 bits is taken as the real number it is. */
 void allocs_estimate_shifted(uint64_t size, unsigned shift, uint64_t interval, double *bytes,
                              double *objects);
 

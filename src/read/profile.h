@@ -47,8 +47,9 @@
  * once the logs of a load call are read every allocation sampled inside a window (a
  * nonzero PYPROF_ALLOC_SHIFT in its flags) is weighed as format.h says: it stands for
  * allocs_estimate of its size times 2^shift, and 2^shift times its allocations (every
- * moment was inside a window with probability 2^-shift).  profile_alloc.flags keeps only UNTRACKED; profile_alloc.shift the window's
- * shift.  Each process's windows are summed in its profile_awindows.
+ * moment was inside a window with probability 2^-shift).  profile_alloc.flags keeps only
+ * UNTRACKED; profile_alloc.shift the window's shift.  Each process's windows are summed in its
+ * profile_awindows.
  *
  * In logs with native frames, each sample's native stack is symbolized (symbols.h) and
  * merged with its Python stack (nativemerge.h) when the log is done, so a sample's stack
