@@ -11,7 +11,9 @@
 #   DIR/root                a minimal sid made by debootstrap (variant minbase) holding
 #                           python3.14 and python3.15 (static, non-PIE executables like
 #                           Debian 12's python3.11), libpython3.X (the shared library, for
-#                           embedding hosts) and its headers, liblz4 and libunwind (what
+#                           embedding hosts) and its headers, CPython's own test suite
+#                           (libpython3.X-testsuite: the allocation windows are checked
+#                           against its allocator tests), liblz4 and libunwind (what
 #                           libpyprof.so loads), libdw and libelf (so the pyprof tool can
 #                           run inside and symbolize the root's own ELF files), and sid's
 #                           python3-osprofiler and python3-graphviz (for python3.14, sid's
@@ -54,7 +56,7 @@ MIRROR=${SID_MIRROR:-$(debian_mirror)}
 VERSIONS="3.14 3.15"
 PACKAGES="liblz4-1 libunwind8 libdw1t64 libelf1t64 python3-osprofiler python3-graphviz"
 for v in $VERSIONS; do
-    PACKAGES="$PACKAGES python$v libpython$v libpython$v-dev"
+    PACKAGES="$PACKAGES python$v libpython$v libpython$v-dev libpython$v-testsuite"
 done
 PACKAGES="$PACKAGES ${SID_EXTRA_PACKAGES:-}"
 PACKAGES=$(echo $PACKAGES)  # one space between names, none at the ends
