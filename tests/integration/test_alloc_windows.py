@@ -14,7 +14,6 @@ window."""
 
 import json
 import math
-import os
 import re
 import subprocess
 
