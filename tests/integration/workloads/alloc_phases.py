@@ -19,16 +19,17 @@ SPIN = 40
 
 
 def site_burst(until):
-    n = 0
+    n, x = 0, None
     while time.time() < until:
         for a in STARTS:
             x = BIG[a:a + 100]
         n += len(STARTS)
+    del x
     return n * SIZE
 
 
 def site_quiet(until):
-    n = 0
+    n, x = 0, None
     while time.time() < until:
         for a in STARTS:
             x = BIG[a:a + 100]
@@ -36,6 +37,7 @@ def site_quiet(until):
             while i < SPIN:
                 i += 1
         n += len(STARTS)
+    del x
     return n * SIZE
 
 
