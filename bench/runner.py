@@ -153,6 +153,7 @@ class Runner:
                 "alloc_lost": foot("alloc_lost"), "frees_lost": foot("frees_lost"),
                 "untracked": j.get("untracked"),
                 "domains": {k: v["alloc_bytes"] for k, v in j["domains"].items()},
+                "windows": [p["alloc_windows"] for p in procs if p.get("alloc_windows")],
                 "functions": fns}
 
     def read_logs(self, logdir, setting):

@@ -27,4 +27,7 @@ TARGETS = {
     # sampling off, over the bare loop (its windows' CPU).
     "alloc_extra_cpu_over_cheaper_tool": 0.2,
     "alloc_c_loop_cpu_ratio_off": 1.005,
+    # Allocation sampling with its windows (PYPROF_ALLOC_WINDOWS=auto, the default) at
+    # 512KB: CPU over the same library with allocation sampling off, on alloc_mix.py.
+    "alloc_windows_cpu_ratio_vs_off": 1.01,
 }

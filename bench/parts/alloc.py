@@ -23,14 +23,26 @@ from stats import boot_ratio_ci, check, extra_quotient, ratio_q, summary
 from targets import TARGETS
 
 
-def alloc_setting(interval=None, no_python=False):
+def alloc_setting(interval=None, no_python=False, windows=None):
     """pyprof at 100 Hz (cpu clock), with allocation sampling every `interval` bytes on
-    average (PYPROF_ALLOC), or without it (None: PYPROF_ALLOC unset)."""
+    average (PYPROF_ALLOC), or without it (None: PYPROF_ALLOC unset); `windows` sets
+    PYPROF_ALLOC_WINDOWS (None: the default, auto)."""
     env = {"PYPROF_PERIOD": "10ms"}
     if interval:
         env["PYPROF_ALLOC"] = interval
-    return {"name": "pyprof alloc %s" % (interval or "off"), "kind": "pyprof", "rate": 100,
-            "env": env, "alloc": None if no_python else interval, "no_python": no_python}
+    if windows:
+        env["PYPROF_ALLOC_WINDOWS"] = windows
+    name = "pyprof alloc %s" % (interval or "off")
+    if windows:
+        name += " windows %s" % windows
+    return {"name": name, "kind": "pyprof", "rate": 100, "env": env,
+            "alloc": None if no_python else interval, "no_python": no_python,
+            "windows": windows or "auto"}
+
+
+# Allocation sampling at 512KB with the Python domains always wrapped: every small
+# allocation seen, at its cost (as before the allocation windows).
+NO_WINDOWS = alloc_setting("512KB", windows="off")
 
 
 TRACEMALLOC = {"name": "tracemalloc", "kind": "tracemalloc", "rate": None, "env": {}}
@@ -109,23 +121,26 @@ def alloc_part(runner, py, secs, quick, budget_s, min_reps, max_reps):
     notes = []
     interps = {interp_version(py) or py: {"python": py, "launcher_cpu_s": 0.0}}
     memray = {"version": None, "why": "runs only on the sid root's python3.14"}
-    for spec, p, why in version_pythons(["3.14"]):
+    for spec, p, why in version_pythons(["3.13", "3.14"]):
         if p is None:
-            memray["why"] = "the sid root's python3.14 is missing: %s" % why
-            notes.append("alloc: no python3.14: %s" % why)
+            if spec == "3.14":
+                memray["why"] = "the sid root's python3.14 is missing: %s" % why
+            notes.append("alloc: no python%s: %s" % (spec, why))
             continue
         v = interp_version(p)
         if not v:
-            memray["why"] = "%s does not run" % p
+            if spec == "3.14":
+                memray["why"] = "%s does not run" % p
             notes.append("alloc: %s does not run" % p)
             continue
         if os.path.realpath(p) == os.path.realpath(py):
-            del interps[v]  # the main interpreter is the sid root's: once, with memray
+            del interps[v]  # the main interpreter is this one: once
         elif v in interps:
             v += " (sid)"
         interps[v] = {"python": p, "launcher_cpu_s": launcher_cpu(runner, p)}
-        memray["version"], memray["why"] = memray_version(p)
-        memray["python"] = v
+        if spec == "3.14":
+            memray["version"], memray["why"] = memray_version(p)
+            memray["python"] = v
     groups = []
     for v, it in interps.items():
         log("alloc: calibrating alloc_mix.py on %s" % v)
@@ -134,7 +149,7 @@ def alloc_part(runner, py, secs, quick, budget_s, min_reps, max_reps):
         it["rounds"] = max(10, int(secs["alloc"] / per))
         it["cpu_s_per_round"] = per
         sets = [BARE, alloc_setting()] + [alloc_setting(i) for i in ALLOC_INTERVALS] + \
-            [TRACEMALLOC]
+            [NO_WINDOWS, TRACEMALLOC]
         if memray["version"] and it["python"].startswith(SID_BIN):
             sets += [MEMRAY, MEMRAY_PYALLOC]
         groups.append({"name": "alloc_mix@%s" % v, "python": it["python"], "version": v,
@@ -191,7 +206,7 @@ def alloc_part(runner, py, secs, quick, budget_s, min_reps, max_reps):
             res = analyse_alloc(g, runs[g["name"]])
             res.update(rounds=it["rounds"], cpu_s_per_round=it["cpu_s_per_round"],
                        launcher_cpu_s=it["launcher_cpu_s"],
-                       accuracy=alloc_accuracy(runs[g["name"]]))
+                       accuracy=alloc_accuracy(runs[g["name"]], g["settings"]))
             out["interpreters"][g["version"]] = res
     out["runs"] = [dict(r, workload=w) for w, rs in runs.items() for r in rs]
     out["elapsed_s"] = time.monotonic() - t0
@@ -243,6 +258,13 @@ def analyse_alloc(g, runs):
                  for k, m in mem.items() if k in off and m["samples"]])
             res["cpu_ratio_vs_alloc_off"] = summary(
                 [cpu(r) / cpu(off[k]) for k, r in mine.items() if k in off])
+        if s.get("alloc"):
+            res["windows"] = s["windows"]
+            # The share of the time the Python domains were wrapped (1 without windows),
+            # and the duty the windows had, from the runs' logs.
+            wins = [w for r in mine.values() for w in (r.get("memory") or {}).get("windows", [])]
+            res["window_share"] = summary([w["window_share"] for w in wins])
+            res["window_shift_max"] = max([w["shift_max"] for w in wins] or [0])
         if s["kind"] == "memray":
             res["output_bytes"] = summary([r.get("memray_file_bytes") for r in mine.values()])
         out["settings"][s["name"]] = res
@@ -270,15 +292,20 @@ def analyse_alloc(g, runs):
     return out
 
 
-def alloc_accuracy(runs):
-    """Per interval, pooled over its runs: pyprof's estimate of the bytes each of
-    alloc_mix.py's known functions allocated (self: the innermost frame) against the
-    workload's exact count, with the estimate's sampling sigma (an allocation of X bytes
-    is sampled with p = 1 - exp(-X/I) and counts X/p: variance X^2 (1-p)/p each); and
-    the first functions' shares of all bytes allocated (no truth to set them against)."""
+def alloc_accuracy(runs, settings):
+    """Per allocation-sampling setting, pooled over its runs: pyprof's estimate of the
+    bytes each of alloc_mix.py's known functions allocated (self: the innermost frame)
+    against the workload's exact count, with the estimate's sampling sigma (an allocation
+    of X bytes is sampled with p = 1 - exp(-X/I) and counts X/p: variance X^2 (1-p)/p
+    each; the windows add their own, which the spread shows); the spread of the runs'
+    own errors (their standard deviation, relative: what a repeat run varies by, with
+    and without windows); and the first functions' shares of all bytes allocated (no
+    truth to set them against)."""
     out = {}
-    for iv in ALLOC_INTERVALS:
-        name = alloc_setting(iv)["name"]
+    for s in settings:
+        if not s.get("alloc"):
+            continue
+        name = s["name"]
         mine = [r for r in by_rep(runs, name).values() if r.get("memory")
                 and r.get("result")]
         if not mine:
@@ -299,9 +326,19 @@ def alloc_accuracy(runs):
                         est += f["alloc_bytes"]
                         samples += f["samples"]
             sigma = var ** 0.5
+            errs = []
+            for r in mine:
+                k = r["result"]["known"][fn]
+                e = sum(f["alloc_bytes"] for f in r["memory"]["functions"]
+                        if f["name"] == fn and f["file"].endswith("alloc_mix.py"))
+                errs.append(e / k["bytes"] - 1 if k["bytes"] else 0.0)
+            m = sum(errs) / len(errs)
+            spread = (sum((e - m) ** 2 for e in errs) / (len(errs) - 1)) ** 0.5 \
+                if len(errs) > 1 else None
             res["known"][fn] = {"block_bytes": x, "true_bytes": true, "estimated_bytes": est,
                                 "samples": samples, "error": est / true - 1,
-                                "sigma": sigma / true, "error_in_sigmas": (est - true) / sigma}
+                                "sigma": sigma / true, "error_in_sigmas": (est - true) / sigma,
+                                "run_spread": spread}
         shares = {}
         total = sum(r["memory"]["alloc_bytes"] for r in mine)
         for r in mine:
@@ -367,6 +404,17 @@ def alloc_rows(a, checks):
                 row["B/alloc sample"] = "%.2f" % bps["median"] if bps else "-"
                 lost = s.get("alloc_lost", 0) + s.get("frees_lost", 0)
                 row["lost, output"] = "%d lost" % lost if lost else ""
+                ws = s.get("window_share")
+                row["wrapped (windows)"] = "%.3f (1/%d)" % (
+                    ws["median"], 1 << s["window_shift_max"]) if ws else "1"
+                if s.get("windows") == "auto" and s.get("interval") == 512 << 10 and cr:
+                    tgt = TARGETS["alloc_windows_cpu_ratio_vs_off"]
+                    st = check(cr["median"], tgt, ci=cr.get("ci95_median"))
+                    checks.append({"what": "CPU, allocation sampling at 512KB with its "
+                                   "windows / sampling off, Python %s" % v,
+                                   "value": cr["median"], "ci95": cr.get("ci95_median"),
+                                   "target": "< %.2f" % tgt, "status": st})
+                    row["x alloc off"] += " (<%.2f %s)" % (tgt, mark(st))
                 qrows.append(extra_row(v, sname, s, checks))
             if s["kind"] == "memray" and s.get("output_bytes"):
                 row["lost, output"] = "%.1f MB out" % (s["output_bytes"]["median"] / 1e6)
@@ -409,8 +457,10 @@ def alloc_rows(a, checks):
         for sname, acc in (it.get("accuracy") or {}).items():
             row = {"accuracy (known bytes)": v, "setting": sname, "runs": acc["runs"]}
             for fn, k in acc["known"].items():
-                row["%s (%d B)" % (fn, k["block_bytes"])] = "%+.1f%% (%+.1f sigma, %d)" % (
-                    100 * k["error"], k["error_in_sigmas"], k["samples"])
+                sp = k.get("run_spread")
+                row["%s (%d B)" % (fn, k["block_bytes"])] = "%+.1f%% (%+.1f sigma, %d)%s" % (
+                    100 * k["error"], k["error_in_sigmas"], k["samples"],
+                    "; runs +-%.1f%%" % (100 * sp) if sp is not None else "")
             arows.append(row)
     return rows, qrows, crows, arows
 

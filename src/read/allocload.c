@@ -89,6 +89,30 @@ static int cmp_window(const void *a, const void *b)
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+/* 1 + the index among windows[0 .. n) (sorted by process, then time; PAUSED records
+ * are no window) of the window of process `proc` open at t_us: the latest to open at or
+ * before it, if it is still open then.  0 when none is. */
+static uint32_t window_of(const allocload_window *windows, size_t n, uint32_t proc,
+                          int64_t t_us)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const allocload_window *w = &windows[mid];
+        if (w->process < proc || (w->process == proc && w->t_us <= t_us))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || windows[lo - 1].process != proc)
+        return 0;
+    const allocload_window *w = &windows[lo - 1];
+    if ((w->flags & PYPROF_AWINDOW_F_PAUSED) || (uint64_t)(t_us - w->t_us) > w->len_us ||
+        lo > UINT32_MAX - 1)
+        return 0;
+    return (uint32_t)lo;
+}
+
 /* Sums each process's windows into its awin (sorted windows; the allocations' count,
  * awin.weighed, is the caller's). */
 static void sum_windows(profile *p, const allocload *al)
@@ -317,8 +341,10 @@ int allocload_resolve(profile *p, allocload *al)
         profile_alloc *a = &p->allocs[n++];
         *a = al->allocs[i].a;
         p->procs[a->process].allocs++;
-        if (a->shift)
+        if (a->shift) {
             p->procs[a->process].awin.weighed++;
+            a->window = window_of(al->windows, al->nwindows, a->process, a->t_us);
+        }
     }
     p->nallocs = n;
     free(keep);

@@ -43,19 +43,82 @@ int compare_flagged_memory(double b0, double v0, double b1, double v1)
            fabs(b1 - b0) >= COMPARE_MIN_RATIO * big && big > 0;
 }
 
+static int cmp_by_window(const void *x, const void *y, void *arg)
+{
+    const profile_alloc *allocs = arg;
+    uint32_t a = allocs[*(const size_t *)x].window, b = allocs[*(const size_t *)y].window;
+    return (a > b) - (a < b);
+}
+
+/* The variance of the allocations sampled inside windows: the windows, not their samples,
+ * are the draws (a window holds its samples together, or none of them), so each window
+ * adds, per function, the square of what its samples there sum to (cluster sampling).
+ * idx[0 .. n) are allocations of p with a window; `s` gets the variances.  0, or -1
+ * when out of memory. */
+static int window_var(const profile *p, size_t *idx, size_t n, compare_side *s)
+{
+    size_t nf = p->nfuncs ? p->nfuncs : 1;
+    double *self = calloc(nf, sizeof *self), *total = calloc(nf, sizeof *total);
+    uint32_t *touched = malloc(nf * sizeof *touched), *stamp = malloc(nf * sizeof *stamp);
+    if (!self || !total || !touched || !stamp) {
+        free(self);
+        free(total);
+        free(touched);
+        free(stamp);
+        return -1;
+    }
+    qsort_r(idx, n, sizeof *idx, cmp_by_window, (void *)p->allocs);
+    memset(stamp, 0xff, nf * sizeof *stamp);
+    size_t ntouched = 0;
+    for (size_t i = 0; i < n; i++) {
+        const profile_alloc *a = &p->allocs[idx[i]];
+        if (a->stack < p->nstacks && p->stacks[a->stack].nframes) {
+            const profile_stack *ps = &p->stacks[a->stack];
+            const profile_frame *fr = p->frames + ps->first;
+            for (uint32_t j = 0; j < ps->nframes; j++) {
+                uint32_t f = fr[j].func;
+                if (stamp[f] == (uint32_t)i)
+                    continue; /* once per stack however often it recurses */
+                stamp[f] = (uint32_t)i;
+                if (self[f] == 0 && total[f] == 0)
+                    touched[ntouched++] = f;
+                total[f] += a->bytes;
+            }
+            self[fr[ps->nframes - 1].func] += a->bytes;
+        }
+        if (i + 1 == n || p->allocs[idx[i + 1]].window != a->window) {
+            for (size_t k = 0; k < ntouched; k++) {
+                uint32_t f = touched[k];
+                s[f].self_var += self[f] * self[f];
+                s[f].total_var += total[f] * total[f];
+                self[f] = total[f] = 0;
+            }
+            ntouched = 0;
+        }
+    }
+    free(self);
+    free(total);
+    free(touched);
+    free(stamp);
+    return 0;
+}
+
 /* Per function of `p`: the samples of measure `by` (allocs.h), their bytes and the sum
- * of their weights squared, self and total, as side_times does for time.  A calloc'ed
- * array of p->nfuncs entries, or NULL when out of memory. */
+ * of their weights squared (per window for those sampled inside allocation windows: see
+ * window_var), self and total, as side_times does for time.  A calloc'ed array of
+ * p->nfuncs entries, or NULL when out of memory. */
 static compare_side *side_bytes(const profile *p, int by, uint64_t *samples, double *bytes)
 {
     size_t nf = p->nfuncs ? p->nfuncs : 1, ns = p->nstacks ? p->nstacks : 1;
     compare_side *s = calloc(nf, sizeof *s);
     compare_side *st = calloc(ns, sizeof *st); /* per stack: in its self_* fields */
     uint32_t *stamp = malloc(nf * sizeof *stamp);
-    if (!s || !st || !stamp) {
+    size_t *windowed = malloc((p->nallocs ? p->nallocs : 1) * sizeof *windowed), nw = 0;
+    if (!s || !st || !stamp || !windowed) {
         free(s);
         free(st);
         free(stamp);
+        free(windowed);
         return NULL;
     }
     *samples = 0;
@@ -66,10 +129,13 @@ static compare_side *side_bytes(const profile *p, int by, uint64_t *samples, dou
             continue;
         *samples += 1;
         *bytes += a->bytes;
+        if (a->window)
+            windowed[nw++] = i;
         if (a->stack < p->nstacks) {
             st[a->stack].self_n++;
             st[a->stack].self_us += a->bytes;
-            st[a->stack].self_var += a->bytes * a->bytes;
+            if (!a->window)
+                st[a->stack].self_var += a->bytes * a->bytes;
         }
     }
     memset(stamp, 0xff, nf * sizeof *stamp);
@@ -95,6 +161,12 @@ static compare_side *side_bytes(const profile *p, int by, uint64_t *samples, dou
     }
     free(st);
     free(stamp);
+    int rc = nw ? window_var(p, windowed, nw, s) : 0;
+    free(windowed);
+    if (rc < 0) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 

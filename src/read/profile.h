@@ -288,12 +288,15 @@ typedef struct profile_alloc {
     double objects;  /* and allocations */
     uint32_t process;
     uint32_t thread;
-    uint32_t stack; /* index into profile.stacks (no frame: an empty stack); merged with
-                     * its native stack in logs with native frames, as samples are */
-    uint8_t domain; /* enum pyprof_alloc_domain */
-    uint8_t flags;  /* PYPROF_ALLOC_F_UNTRACKED (the other bits are left out) */
-    uint8_t shift;  /* the shift of the allocation window it was sampled in, 0: none */
-    uint8_t freed;  /* a FREE of the loaded logs ended it (never for UNTRACKED) */
+    uint32_t stack;  /* index into profile.stacks (no frame: an empty stack); merged with
+                      * its native stack in logs with native frames, as samples are */
+    uint8_t domain;  /* enum pyprof_alloc_domain */
+    uint8_t flags;   /* PYPROF_ALLOC_F_UNTRACKED (the other bits are left out) */
+    uint8_t shift;   /* the shift of the allocation window it was sampled in, 0: none */
+    uint8_t freed;   /* a FREE of the loaded logs ended it (never for UNTRACKED) */
+    uint32_t window; /* with a shift: 1 + the window's number in the profile (the same for
+                      * every allocation sampled in one window), 0 when its window's
+                      * record was not loaded */
 } profile_alloc;
 
 /* profile_new options. */

@@ -164,3 +164,26 @@ def test_windows_cpython_suites(interp, tmp_path):
         assert base.rc == 0 and want[0] == ["SUCCESS"] and want[1], (args, base.describe())
         assert prof.rc == base.rc and got[:2] == want[:2], (args, got[:2], want[:2],
                                                             got[2][-3000:])
+
+
+@pytest.mark.parametrize("interp", t.params(t.by_id("py3.11", *t.SID_IDS[:1])))
+def test_windows_diff(interp, tmp_path):
+    """`diff --memory` of two runs of the phases workload with windows at 1/16 flags
+    no function: the samples of one window are drawn together, so the noise model counts
+    each window's sum once (its square), not each sample's, where the samples alone
+    would make the windows' spread look like a change."""
+    interp.require()
+    outs = []
+    for k in range(2):
+        truth_path = str(tmp_path / ("truth%d.json" % k))
+        prof = t.run([interp.path, PHASES], str(tmp_path / ("logs%d" % k)),
+                     env={"PYPROF_ALLOC": str(INTERVAL), "PYPROF_ALLOC_WINDOWS": "1/16",
+                          "PHASE_MS": "40", "DURATION": "3", "OUT": truth_path})
+        assert prof.rc == 0 and prof.stdout == b"done\n", prof.describe()
+        outs.append(prof.outdir)
+    same = t.tool_json("diff", "--memory", "--json", outs[0], outs[1])
+    sites = [f for f in same["functions"] if f["file"].endswith("alloc_phases.py")]
+    where = "\n".join("%-12s %12s -> %12s  z %.1f %s" % (
+        f["name"], f["base"] and f["base"]["self_bytes"], f["new"] and f["new"]["self_bytes"],
+        f["self_z"], "flagged" if f["flagged"] else "") for f in sites)
+    assert len(sites) >= 2 and same["flagged"] == 0, where
