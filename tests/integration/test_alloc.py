@@ -140,16 +140,20 @@ def test_alloc_off_by_default(interp, tmp_path):
 SAFETY = t.workload("alloc_safety.py")
 
 
+@pytest.mark.parametrize("windows", ["auto", "1/16"])
 @pytest.mark.parametrize("interp", t.params(t.INTERPRETERS))
-def test_alloc_safety(interp, tmp_path):
+def test_alloc_safety(interp, windows, tmp_path):
     """Allocation hooks inside a C signal handler, realloc chains, aligned allocations,
-    short threads, fork and exec, sampled at a small interval: the program's output is
-    the unprofiled run's, and each of its three processes has a complete log with
-    allocation samples whose frees were followed."""
+    short threads, fork and exec, sampled at a small interval, with the allocation
+    windows as they come (auto) and switching at 1/16 from the start (reallocs across
+    windows, forks inside one): the program's output is the unprofiled run's, and each
+    of its three processes has a complete log with allocation samples whose frees were
+    followed."""
     interp.require()
     ext = t.alloc_ext(interp)
-    prof, base = t.run_pair([interp.path, SAFETY], tmp_path, env={"PYPROF_ALLOC": "4KB",
-                                                                   "ALLOC_EXT": ext},
+    prof, base = t.run_pair([interp.path, SAFETY], tmp_path,
+                            env={"PYPROF_ALLOC": "4KB", "PYPROF_ALLOC_WINDOWS": windows,
+                                 "ALLOC_EXT": ext},
                             base_env={"ALLOC_EXT": ext})
     t.assert_transparent(prof, base)
     assert prof.rc == 0 and b"WRONG" not in prof.stdout, prof.describe()

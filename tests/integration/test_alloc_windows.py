@@ -23,7 +23,6 @@ import pyprof_testlib as t
 
 PHASES = t.workload("alloc_phases.py")
 TRACEMALLOC = t.workload("alloc_tracemalloc.py")
-SAFETY = t.workload("alloc_safety.py")
 INTERVAL = 64 << 10
 PY3 = [i for i in t.INTERPRETERS if i.minor >= (3, 0)]
 
@@ -94,30 +93,6 @@ def test_windows_tracemalloc(interp, tmp_path):
     assert win and win["windows"] > 0, win
     text = t.tool("report", "--memory", prof.outdir).stdout
     assert ("windows paused" in text) == (win["pauses"] > 0), text
-
-
-@pytest.mark.parametrize("interp", t.params(t.INTERPRETERS))
-def test_windows_safety(interp, tmp_path):
-    """The allocation safety program (hooks inside a C signal handler, realloc chains
-    across windows, aligned blocks, short threads, fork and exec) with windows at 1/16:
-    the output is the unprofiled run's, and the three processes' logs follow their
-    sampled blocks to their frees."""
-    interp.require()
-    ext = t.alloc_ext(interp)
-    prof, base = t.run_pair([interp.path, SAFETY], tmp_path,
-                            env={"PYPROF_ALLOC": "4KB", "PYPROF_ALLOC_WINDOWS": "1/16",
-                                 "ALLOC_EXT": ext},
-                            base_env={"ALLOC_EXT": ext})
-    t.assert_transparent(prof, base)
-    assert prof.rc == 0 and b"WRONG" not in prof.stdout, prof.describe()
-    rep = t.tool_json("report", "--memory", "--json", prof.outdir)
-    procs = rep["processes"]
-    assert len(procs) == 3, [p["argv"] for p in procs]
-    for p in procs:
-        assert p["frees_lost"] == 0 and p["allocs_in_log"] > 0, p
-    freed = rep["freed"] + rep["teardown_freed"]
-    assert freed > 0.9 * rep["total"]["samples"], (rep["freed"], rep["teardown_freed"],
-                                                   rep["total"])
 
 
 def cpython_suites(interp):
