@@ -429,6 +429,12 @@ static uint64_t win_late_ns; /* how late windows opened, not yet taken off a gap
 static uint64_t win_rng;
 static _Atomic int foreign_hook; /* a module known to hook the allocators is loaded */
 #define WIN_LATE_NS 2000000ull   /* a window this late is closed by a sampled allocation */
+/* What a window's real length and an opening's lateness count for, at most.  Longer
+ * means the cron was away (profiling paused, the process stopped): a window open that
+ * long saw no small allocation (the first sampled one closes it), so its length says
+ * nothing about the duty, and a late opening is not made up by windows kept open for
+ * as long. */
+#define WIN_COUNT_MAX_NS (4 * ALLOCWIN_LEN_NS)
 
 static double win_uniform(void)
 {
@@ -500,7 +506,8 @@ static void win_close(void)
         allocsample_window(win_open_ns, len, ALLOCWIN_LEN_NS, shift, win_floor(), 0);
         /* The time the cron opened this window late is taken off the gaps that follow,
          * so that the share of the time inside windows stays the duty. */
-        uint64_t gap = allocwin_gap_ns(len, shift, win_uniform());
+        uint64_t gap = allocwin_gap_ns(len < WIN_COUNT_MAX_NS ? len : WIN_COUNT_MAX_NS, shift,
+                                       win_uniform());
         uint64_t off = gap < win_late_ns ? gap : win_late_ns;
         win_late_ns -= off;
         win_due_ns = end + gap - off;
@@ -511,7 +518,7 @@ static void win_close(void)
 
 static void win_close_overdue(void)
 {
-    if (__builtin_expect(atomic_load_explicit(&win_state, memory_order_relaxed) != WIN_OPEN, 1))
+    if (__builtin_expect(atomic_load_explicit(&win_state, memory_order_acquire) != WIN_OPEN, 1))
         return;
     if (clock_mono_ns() > win_due_ns + WIN_LATE_NS)
         win_close();
@@ -568,7 +575,8 @@ static uint64_t win_step(uint64_t now)
             tables_set(1);
             atomic_store(&win_state, WIN_WRAPPED);
         } else {
-            win_late_ns += now - win_due_ns;
+            uint64_t late = now - win_due_ns;
+            win_late_ns += late < WIN_COUNT_MAX_NS ? late : WIN_COUNT_MAX_NS;
             win_open(win_next);
             wait = ALLOCWIN_LEN_NS;
         }
@@ -840,6 +848,12 @@ void allochook_after_fork_child(void)
     } else if (state == WIN_BUSY) {
         atomic_store(&win_state, WIN_PAUSED);
     }
+}
+
+void allochook_pause(void)
+{
+    if (atomic_load(&installed) && python_hooked)
+        win_close();
 }
 
 void allochook_recheck(void)

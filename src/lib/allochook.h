@@ -31,6 +31,10 @@
  *                       interpreter's start replaced them (the writer, at its first log);
  *                       the allocation windows may start after it
  *   allochook_installed()   [sigsafe] 1 once the hooks are in place
+ *   allochook_pause()       [not sigsafe] profiling paused (a toggle; never at an exit,
+ *                       where the interpreter may be gone): an allocation window that is
+ *                       open closes, so that the domains run the interpreter's own
+ *                       allocator until profiling starts again
  *   allochook_after_dlopen()  [not sigsafe] hooks the modules the program's dlopen just
  *                       loaded (the interposed dlopen, once it returned)
  *   allochook_tick(now)     [not sigsafe] the cron's call, every round (window.c; `now`
@@ -55,6 +59,7 @@
 
 int allochook_install(uint64_t interval, int windows, char *err, size_t errlen);
 int allochook_installed(void);
+void allochook_pause(void);
 void allochook_recheck(void);
 void allochook_after_dlopen(void);
 uint64_t allochook_tick(uint64_t now);

@@ -248,6 +248,8 @@ void window_end(int end, int known, int status)
     uint64_t cron_ns = cron_stop();
     sampler_stop();
     writer_finish(end, known, status, cron_ns);
+    if (end == PYPROF_END_TOGGLE)
+        allochook_pause(); /* no cron switches the windows until the next start */
     atomic_store(&active, 0);
     /* Whoever ended it, the log is complete: a terminating signal may go on. */
     atomic_store(&cron.end_done, 1);
