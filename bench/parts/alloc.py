@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -315,26 +316,21 @@ def alloc_accuracy(runs, settings):
         for fn in ALLOC_KNOWN:
             est = true = var = 0
             samples = 0
+            errs = []  # each run's own error
             for r in mine:
                 k = r["result"]["known"][fn]
                 x = k["block_bytes"]
                 p = -math.expm1(-x / interval)
                 true += k["bytes"]
                 var += k["calls"] * x * x * (1 - p) / p
-                for f in r["memory"]["functions"]:
-                    if f["name"] == fn and f["file"].endswith("alloc_mix.py"):
-                        est += f["alloc_bytes"]
-                        samples += f["samples"]
+                fns = [f for f in r["memory"]["functions"]
+                           if f["name"] == fn and f["file"].endswith("alloc_mix.py")]
+                run_est = sum(f["alloc_bytes"] for f in fns)
+                est += run_est
+                samples += sum(f["samples"] for f in fns)
+                errs.append(run_est / k["bytes"] - 1 if k["bytes"] else 0.0)
             sigma = var ** 0.5
-            errs = []
-            for r in mine:
-                k = r["result"]["known"][fn]
-                e = sum(f["alloc_bytes"] for f in r["memory"]["functions"]
-                        if f["name"] == fn and f["file"].endswith("alloc_mix.py"))
-                errs.append(e / k["bytes"] - 1 if k["bytes"] else 0.0)
-            m = sum(errs) / len(errs)
-            spread = (sum((e - m) ** 2 for e in errs) / (len(errs) - 1)) ** 0.5 \
-                if len(errs) > 1 else None
+            spread = statistics.stdev(errs) if len(errs) > 1 else None
             res["known"][fn] = {"block_bytes": x, "true_bytes": true, "estimated_bytes": est,
                                 "samples": samples, "error": est / true - 1,
                                 "sigma": sigma / true, "error_in_sigmas": (est - true) / sigma,

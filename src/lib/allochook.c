@@ -524,7 +524,7 @@ static void win_close_overdue(void)
         win_close();
 }
 
-/* Opens a window of `shift` (the cron's); the tables hold the originals. */
+/* Opens a window of `shift` (the cron's): the tables become ours. */
 static void win_open(int shift)
 {
     atomic_store(&win_shift, shift);
@@ -553,14 +553,12 @@ static uint64_t win_step(uint64_t now)
             wait = win_due_ns - now;
     } else if (state == WIN_WRAPPED && win_next > 0 && !atomic_load(&foreign_hook) &&
                atomic_compare_exchange_strong(&win_state, &state, WIN_BUSY)) {
-        /* From wrapped for good to windows: this moment opens the first. */
+        /* From wrapped for good to windows: this moment opens the first (the tables are
+         * ours already: setting them again changes nothing). */
         if (!tables_are(1)) {
             win_pause(now, 1);
         } else {
-            atomic_store(&win_shift, win_next);
-            win_open_ns = now;
-            win_due_ns = now + ALLOCWIN_LEN_NS;
-            atomic_store(&win_state, WIN_OPEN);
+            win_open(win_next);
             wait = ALLOCWIN_LEN_NS;
         }
     } else if (state == WIN_SHUT && now < win_due_ns) {

@@ -944,7 +944,7 @@ static void take_awindow(const rrec_awindow *w)
         .floor_shift = w->floor_shift,
         .flags = w->flags,
     };
-    uint8_t buf[6 * REC_VARINT_MAX];
+    uint8_t buf[LOGENC_AWINDOW_MAX];
     rec_out o;
     rec_out_init(&o, buf, sizeof buf);
     if (logenc_put_awindow(&o, &f) == 0)

@@ -68,7 +68,6 @@ int allocload_awindow(allocload *al, uint32_t proc, const pyprof_awindow_rec *r,
     w->process = proc;
     w->t_us = t_us;
     w->len_us = r->len_us;
-    w->planned_us = r->planned_us;
     w->shift = (uint8_t)r->shift; /* the decoder's bound: PYPROF_ALLOC_SHIFT_MAX */
     w->floor_shift = (uint8_t)r->floor_shift;
     w->flags = (uint8_t)(r->flags & (PYPROF_AWINDOW_F_PAUSED | PYPROF_AWINDOW_F_WRAPPED));

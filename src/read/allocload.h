@@ -45,7 +45,7 @@ typedef struct allocload_free_entry {
 typedef struct allocload_window {
     uint32_t process;
     int64_t t_us; /* on the process's axis */
-    uint64_t len_us, planned_us;
+    uint64_t len_us;
     uint8_t shift, floor_shift;
     uint8_t flags; /* PYPROF_AWINDOW_F_PAUSED and _WRAPPED (the other bits are left out) */
     uint64_t seq, pos;
